@@ -1,0 +1,730 @@
+//! The compactor: plan (pure), summarize, apply.
+
+use std::borrow::Cow;
+
+use crate::count::{Heuristic, TokenCounter};
+use crate::error::{Error, Result};
+use crate::message::{Message, Role};
+use crate::summarize::{AsyncSummarizer, Summarizer, SummaryRequest};
+use crate::units::{self, Stop};
+
+/// The prefix chatfold starts its summary message with, and recognises it by.
+pub const DEFAULT_SUMMARY_PREFIX: &str = "Summary of earlier conversation:\n";
+
+/// Keeps a history inside a token budget: system messages and the most recent
+/// turns verbatim, the older middle folded into one summary message.
+///
+/// The compactor is its own configuration, in the style of textwrap's
+/// `Options`: public fields, [`Compactor::new`] with the budget, and by-value
+/// setters. It holds no state between calls; one compactor serves any number
+/// of histories and threads.
+///
+/// What it guarantees, for every history:
+///
+/// 1. A history within the budget comes back unchanged (borrowed, not copied),
+///    and the summarizer is not called.
+/// 2. `system` and `developer` messages are never folded: those before the cut
+///    are kept verbatim, in order, ahead of the summary; those after it stay
+///    in place. A previous chatfold summary is the one exception (7).
+/// 3. The kept part is a verbatim suffix of the history, cut between units: a
+///    tool call travels with all its results.
+/// 4. The kept part does not open with an assistant turn or a tool result when
+///    a later cut would open with a user turn.
+/// 5. The latest unit is always kept, even alone over the budget.
+/// 6. The result fits the budget whenever system messages, the latest unit and
+///    a minimal summary ([`min_summary_tokens`](Self::min_summary_tokens)) fit;
+///    the summarizer is told its allowance and a longer summary is cut. When
+///    the budget cannot be met the result says so ([`Compaction::over_budget`]),
+///    or, in [`strict`](Self::strict) mode, it is an error.
+/// 7. There is one summary message, a `summary_role` message starting with
+///    `summary_prefix`. The next compaction recognises it and passes it to the
+///    summarizer as the previous summary, so feeding results back keeps
+///    exactly one, running summary.
+/// 8. A failing summarizer, or an empty summary, is an error; the caller's
+///    messages are only borrowed and stay as they were.
+/// 9. Cost grows with the budget, not the history: messages are counted from
+///    the end until the history is known to be over budget, the kept part is
+///    counted once, and the folded middle is never counted (unless
+///    [`count_all`](Self::count_all) asks for exact totals).
+///
+/// # Examples
+///
+/// ```
+/// use chatfold::{Compactor, Extractive, Message};
+///
+/// let compactor = Compactor::new(60).keep_recent(30);
+/// assert_eq!(compactor.effective_keep_recent(), 30);
+///
+/// let mut history = vec![Message::system("You are terse.")];
+/// for i in 0..20 {
+///     history.push(Message::user(format!("Question {i}: what is {i} squared?")));
+///     history.push(Message::assistant(format!("{}.", i * i)));
+/// }
+/// let result = compactor.compact(&history, &Extractive::new())?;
+/// assert!(result.summarized);
+/// assert!(result.tokens_after <= 60);
+/// assert_eq!(result.messages[0], history[0]); // system prompt kept
+/// assert!(result.messages[1].text().starts_with("Summary of earlier conversation:"));
+/// assert_eq!(result.messages.last(), history.last()); // latest turn kept
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Compactor<C = Heuristic> {
+    /// The most tokens the compacted history may take (OpenAI chat accounting
+    /// with [`counter`](Self::counter): framing and reply priming included).
+    pub budget: usize,
+    /// How many tokens of the most recent turns to keep verbatim at most;
+    /// `None`: half the budget.
+    pub keep_recent: Option<usize>,
+    /// Counts tokens.
+    pub counter: C,
+    /// The role of the summary message.
+    pub summary_role: Role,
+    /// The text the summary message starts with; it marks the summary for the
+    /// next compaction.
+    pub summary_prefix: Cow<'static, str>,
+    /// The fewest tokens of summary text worth sending: a budget that cannot
+    /// leave this much room for the summary is unreachable.
+    pub min_summary_tokens: usize,
+    /// Whether an unreachable budget is an error rather than a flagged result.
+    pub strict: bool,
+    /// Whether to count every message, for an exact `tokens_before` and a
+    /// full report, at a cost linear in the history.
+    pub count_all: bool,
+}
+
+impl Compactor<Heuristic> {
+    /// A compactor for `budget` tokens, counting with [`Heuristic`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::{Compactor, Role};
+    ///
+    /// let c = Compactor::new(8000);
+    /// assert_eq!(c.budget, 8000);
+    /// assert_eq!(c.keep_recent, None);
+    /// assert_eq!(c.effective_keep_recent(), 4000);
+    /// assert_eq!(c.summary_role, Role::System);
+    /// assert_eq!(c.summary_prefix, "Summary of earlier conversation:\n");
+    /// assert_eq!(c.min_summary_tokens, 16);
+    /// assert!(!c.strict && !c.count_all);
+    /// ```
+    pub const fn new(budget: usize) -> Self {
+        Compactor {
+            budget,
+            keep_recent: None,
+            counter: Heuristic,
+            summary_role: Role::System,
+            summary_prefix: Cow::Borrowed(DEFAULT_SUMMARY_PREFIX),
+            min_summary_tokens: 16,
+            strict: false,
+            count_all: false,
+        }
+    }
+}
+
+impl From<usize> for Compactor<Heuristic> {
+    fn from(budget: usize) -> Self {
+        Compactor::new(budget)
+    }
+}
+
+impl<C> Compactor<C> {
+    /// Keep at most `tokens` of recent turns verbatim.
+    pub fn keep_recent(mut self, tokens: usize) -> Self {
+        self.keep_recent = Some(tokens);
+        self
+    }
+
+    /// Count with `counter` instead.
+    pub fn counter<D: TokenCounter>(self, counter: D) -> Compactor<D> {
+        Compactor {
+            budget: self.budget,
+            keep_recent: self.keep_recent,
+            counter,
+            summary_role: self.summary_role,
+            summary_prefix: self.summary_prefix,
+            min_summary_tokens: self.min_summary_tokens,
+            strict: self.strict,
+            count_all: self.count_all,
+        }
+    }
+
+    /// Give the summary message this role.
+    pub fn summary_role(mut self, role: impl Into<Role>) -> Self {
+        self.summary_role = role.into();
+        self
+    }
+
+    /// Start the summary message with `prefix`.
+    pub fn summary_prefix(mut self, prefix: impl Into<Cow<'static, str>>) -> Self {
+        self.summary_prefix = prefix.into();
+        self
+    }
+
+    /// Treat a budget as unreachable unless `tokens` of summary text fit.
+    pub fn min_summary_tokens(mut self, tokens: usize) -> Self {
+        self.min_summary_tokens = tokens;
+        self
+    }
+
+    /// Make an unreachable budget an error.
+    pub fn strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self
+    }
+
+    /// Count every message (exact `tokens_before`, linear cost).
+    pub fn count_all(mut self, count_all: bool) -> Self {
+        self.count_all = count_all;
+        self
+    }
+
+    /// `keep_recent`, or half the budget when it is unset.
+    pub fn effective_keep_recent(&self) -> usize {
+        self.keep_recent.unwrap_or(self.budget / 2)
+    }
+
+    /// Whether `message` is a summary this compactor wrote (role and prefix).
+    pub fn is_summary(&self, message: &Message) -> bool {
+        message.role == self.summary_role && message.text().starts_with(&*self.summary_prefix)
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.budget == 0 {
+            return Err(Error::config("budget must be at least 1 token"));
+        }
+        if self.effective_keep_recent() > self.budget {
+            return Err(Error::config(format!(
+                "keep_recent ({}) must not exceed the budget ({})",
+                self.effective_keep_recent(),
+                self.budget
+            )));
+        }
+        if self.summary_prefix.trim().is_empty() {
+            return Err(Error::config(
+                "summary_prefix must not be empty: it marks the summary for the next compaction",
+            ));
+        }
+        if matches!(self.summary_role, Role::Assistant | Role::Tool) {
+            return Err(Error::config(format!(
+                "summary_role cannot be {}: a summary must not open the history as a response",
+                self.summary_role
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl<C: TokenCounter> Compactor<C> {
+    /// Decides what to keep, hoist and fold, without calling anything.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidConfig`] for a bad configuration;
+    /// [`Error::BudgetUnreachable`] in strict mode when the budget cannot be met.
+    pub fn plan<'a, 'c>(&'c self, messages: &'a [Message]) -> Result<Plan<'a, 'c, C>> {
+        self.validate()?;
+        let counter = &self.counter;
+        let n = messages.len();
+        let priming = counter.reply_priming();
+        let mut tokens: Vec<Option<usize>> = vec![None; n];
+        let mut count = |i: usize| *tokens[i].get_or_insert_with(|| counter.count_message(&messages[i]));
+
+        // Count from the end until the history is known to be over budget.
+        let mut total = priming;
+        let mut counted_all = true;
+        for i in (0..n).rev() {
+            total = total.saturating_add(count(i));
+            if total > self.budget && !self.count_all {
+                counted_all = i == 0;
+                break;
+            }
+        }
+        let tokens_before = counted_all.then_some(total);
+        let mut plan = Plan {
+            messages,
+            compactor: self,
+            fates: vec![Fate::Kept; n],
+            cut: 0,
+            reason: CutReason::Fits,
+            aligned_from: None,
+            previous: Vec::new(),
+            folded: Vec::new(),
+            hoisted: Vec::new(),
+            tokens: Vec::new(),
+            tokens_before,
+            fixed_tokens: total,
+            summary_limit: 0,
+            allowance: 0,
+        };
+        if total <= self.budget {
+            plan.tokens = tokens;
+            return Ok(plan);
+        }
+
+        // Over budget. Pinned messages are always part of the output.
+        let after = messages.iter().rposition(|m| self.is_summary(m)).map_or(0, |i| i + 1);
+        let mut pinned = 0usize;
+        for (i, m) in messages.iter().enumerate() {
+            if m.role.is_pinned() && !(i < after && self.is_summary(m)) {
+                pinned = pinned.saturating_add(count(i));
+            }
+        }
+        let prefix_only = Message::new(self.summary_role.clone(), &*self.summary_prefix);
+        let summary_overhead = counter.count_message(&prefix_only);
+        let min_summary = summary_overhead.saturating_add(self.min_summary_tokens);
+        let fixed = priming.saturating_add(pinned);
+        let room = self.budget.saturating_sub(fixed).saturating_sub(min_summary);
+        let keep_recent = self.effective_keep_recent();
+
+        // Walk back over whole units after the previous summary.
+        let region = &messages[after..];
+        let region_units = units::units(region);
+        let unit_cost = |range: std::ops::Range<usize>, count: &mut dyn FnMut(usize) -> usize| {
+            range.fold((0usize, 0usize), |(all, loose), j| {
+                let t = count(after + j);
+                let loose_t = if region[j].role.is_pinned() { 0 } else { t };
+                (all.saturating_add(t), loose.saturating_add(loose_t))
+            })
+        };
+        let (mut kept_all, mut kept_loose) = region_units
+            .last()
+            .map_or((0, 0), |u| unit_cost(u.clone(), &mut count));
+        let mut refused_by_budget = false;
+        let cut = units::cut(region, &region_units, |unit| {
+            let (all, loose) = unit_cost(unit, &mut count);
+            let next_all = kept_all.saturating_add(all);
+            let next_loose = kept_loose.saturating_add(loose);
+            if next_loose > room {
+                refused_by_budget = true;
+                return false;
+            }
+            if next_all > keep_recent {
+                return false;
+            }
+            (kept_all, kept_loose) = (next_all, next_loose);
+            true
+        });
+        let start = after + cut.start;
+        plan.cut = start;
+        plan.aligned_from = cut.aligned_from.map(|s| after + s);
+        plan.reason = match (cut.stop, refused_by_budget) {
+            (Stop::Start, _) => CutReason::Start,
+            (Stop::Limit, true) => CutReason::Budget,
+            (Stop::Limit, false) => CutReason::KeepRecent,
+        };
+
+        // Everything before the cut is hoisted, a previous summary, or folded.
+        for (i, m) in messages[..start].iter().enumerate() {
+            if i < after && self.is_summary(m) {
+                plan.fates[i] = Fate::PreviousSummary;
+                plan.previous.push(i);
+            } else if m.role.is_pinned() {
+                plan.fates[i] = Fate::Hoisted;
+                plan.hoisted.push(i);
+            } else {
+                plan.fates[i] = Fate::Folded;
+                plan.folded.push(i);
+            }
+        }
+        // Alignment only ever drops units, so the kept part is re-summed.
+        let kept_loose: usize = (start..n)
+            .filter(|&i| !messages[i].role.is_pinned())
+            .fold(0, |sum, i| sum.saturating_add(count(i)));
+        plan.fixed_tokens = fixed.saturating_add(kept_loose);
+
+        let latest_loose = region_units
+            .last()
+            .map_or(0, |u| unit_cost(u.clone(), &mut count).1);
+        let required = fixed.saturating_add(latest_loose).saturating_add(min_summary);
+        let reachable = required <= self.budget;
+        if plan.folds() {
+            if !reachable && self.strict {
+                return Err(Error::BudgetUnreachable {
+                    budget: self.budget,
+                    required,
+                });
+            }
+            plan.summary_limit = if reachable {
+                self.budget.saturating_sub(plan.fixed_tokens)
+            } else {
+                min_summary
+            };
+            plan.allowance = plan.summary_limit.saturating_sub(summary_overhead);
+        } else if self.strict {
+            // Nothing can be folded: the history stays as it is, over budget.
+            return Err(Error::BudgetUnreachable {
+                budget: self.budget,
+                required: plan.fixed_tokens,
+            });
+        }
+        plan.tokens = tokens;
+        Ok(plan)
+    }
+
+    /// Compacts `messages` with a synchronous summarizer: [`plan`](Self::plan),
+    /// summarize [`Plan::folded`], [`Plan::apply`].
+    ///
+    /// # Errors
+    ///
+    /// Those of [`plan`](Self::plan) and [`Plan::apply`], and
+    /// [`Error::Summarize`] when the summarizer fails. `messages` is only
+    /// borrowed: on error nothing has changed.
+    pub fn compact<'a, S>(&self, messages: &'a [Message], summarizer: &S) -> Result<Compaction<'a>>
+    where
+        S: Summarizer + ?Sized,
+    {
+        let plan = self.plan(messages)?;
+        let summary = match plan.folded() {
+            Some(request) => summarizer
+                .summarize(&request)
+                .map_err(|e| Error::Summarize(e.into()))?,
+            None => String::new(),
+        };
+        plan.apply(summary)
+    }
+
+    /// Compacts `messages` with an asynchronous summarizer, as
+    /// [`compact`](Self::compact) does. Dropping the future cancels the
+    /// compaction and changes nothing.
+    ///
+    /// # Errors
+    ///
+    /// As [`compact`](Self::compact).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::{Compactor, Message, SummaryRequest};
+    ///
+    /// let history: Vec<Message> = (0..50).map(|i| Message::user(format!("turn {i}"))).collect();
+    /// let summarizer = |request: SummaryRequest<'static>| async move {
+    ///     Ok::<_, std::convert::Infallible>(format!("{} turns happened", request.messages().len()))
+    /// };
+    /// let result = pollster::block_on(Compactor::new(100).compact_async(&history, &summarizer))?;
+    /// assert!(result.summarized && result.tokens_after <= 100);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn compact_async<'a, S>(&self, messages: &'a [Message], summarizer: &S) -> Result<Compaction<'a>>
+    where
+        S: AsyncSummarizer + ?Sized,
+    {
+        let plan = self.plan(messages)?;
+        let summary = match plan.folded() {
+            Some(request) => summarizer
+                .summarize(request.into_owned())
+                .await
+                .map_err(|e| Error::Summarize(e.into()))?,
+            None => String::new(),
+        };
+        plan.apply(summary)
+    }
+}
+
+/// What happens to one input message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Fate {
+    /// Kept verbatim, in place, in the recent part.
+    Kept,
+    /// A system or developer message from before the cut, kept verbatim ahead
+    /// of the summary.
+    Hoisted,
+    /// Folded into the summary.
+    Folded,
+    /// A previous chatfold summary, passed to the summarizer as the running summary.
+    PreviousSummary,
+}
+
+/// Why the kept part starts where it does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CutReason {
+    /// The history fits the budget: nothing is cut.
+    Fits,
+    /// Keeping the next older unit would pass `keep_recent`.
+    KeepRecent,
+    /// Keeping the next older unit would leave too little room for the summary.
+    Budget,
+    /// Every turn after the previous summary (or from the start) is kept.
+    Start,
+}
+
+/// A decision about a history, before any summarizer runs.
+///
+/// Made by [`Compactor::plan`]; [`folded`](Plan::folded) is what to summarize
+/// and [`apply`](Plan::apply) builds the result from the summary.
+///
+/// # Examples
+///
+/// ```
+/// use chatfold::{Compactor, Fate, Message};
+///
+/// let history: Vec<Message> = (0..30).map(|i| Message::user(format!("message {i}"))).collect();
+/// let compactor = Compactor::new(80);
+/// let plan = compactor.plan(&history)?;
+/// let request = plan.folded().expect("over budget: something to fold");
+/// assert_eq!(request.messages().next(), Some(&history[0]));
+/// assert_eq!(plan.fates()[0], Fate::Folded);
+/// let result = plan.apply("Thirty numbered messages.")?;
+/// assert!(result.tokens_after <= 80);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct Plan<'a, 'c, C> {
+    messages: &'a [Message],
+    compactor: &'c Compactor<C>,
+    fates: Vec<Fate>,
+    cut: usize,
+    reason: CutReason,
+    aligned_from: Option<usize>,
+    previous: Vec<usize>,
+    folded: Vec<usize>,
+    hoisted: Vec<usize>,
+    tokens: Vec<Option<usize>>,
+    tokens_before: Option<usize>,
+    /// Tokens of everything in the output but the summary.
+    fixed_tokens: usize,
+    summary_limit: usize,
+    allowance: usize,
+}
+
+impl<'a, C: TokenCounter> Plan<'a, '_, C> {
+    /// Whether the plan folds anything (and so needs a summary).
+    pub fn folds(&self) -> bool {
+        !self.folded.is_empty() || !self.previous.is_empty()
+    }
+
+    /// What to summarize: the previous summary and the folded messages, with
+    /// the allowance. `None` when nothing is folded.
+    pub fn folded(&self) -> Option<SummaryRequest<'a>> {
+        if !self.folds() {
+            return None;
+        }
+        let prefix = &*self.compactor.summary_prefix;
+        let mut previous = self.previous.iter().map(|&i| summary_body(&self.messages[i], prefix));
+        let previous = match (previous.next(), previous.next()) {
+            (None, _) => None,
+            (Some(one), None) => Some(one),
+            (Some(a), Some(b)) => {
+                let mut joined = format!("{a}\n{b}");
+                for more in previous {
+                    joined.push('\n');
+                    joined.push_str(&more);
+                }
+                Some(Cow::Owned(joined))
+            }
+        };
+        let messages = self.folded.iter().map(|&i| &self.messages[i]).collect();
+        Some(SummaryRequest::from_parts(previous, messages, self.allowance))
+    }
+
+    /// The fate of each input message, by index.
+    pub fn fates(&self) -> &[Fate] {
+        &self.fates
+    }
+
+    /// Token counts of the input messages that were counted, by index.
+    pub fn tokens(&self) -> &[Option<usize>] {
+        &self.tokens
+    }
+
+    /// Builds the result around `summary` (ignored when nothing is folded).
+    /// A summary over its allowance is cut to fit.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::EmptySummary`] when the summary is empty or blank;
+    /// [`Error::BudgetUnreachable`] in strict mode if the result is over budget.
+    pub fn apply(self, summary: impl Into<String>) -> Result<Compaction<'a>> {
+        let compactor = self.compactor;
+        if !self.folds() {
+            return Ok(Compaction {
+                messages: Cow::Borrowed(self.messages),
+                summarized: false,
+                tokens_before: self.tokens_before,
+                tokens_after: self.fixed_tokens,
+                over_budget: self.fixed_tokens > compactor.budget,
+                summary_truncated: false,
+                report: self.into_report(),
+            });
+        }
+        let summary = summary.into();
+        let text = summary.trim();
+        if text.is_empty() {
+            return Err(Error::EmptySummary);
+        }
+        let counter = &compactor.counter;
+        let prefix = &*compactor.summary_prefix;
+        let mut message = Message::new(compactor.summary_role.clone(), format!("{prefix}{text}"));
+        let mut summary_tokens = counter.count_message(&message);
+        let summary_truncated = summary_tokens > self.summary_limit;
+        if summary_truncated {
+            let limit = self.summary_limit;
+            let fitting = longest_prefix(text, |t| {
+                counter.count_message(&Message::new(compactor.summary_role.clone(), format!("{prefix}{t}"))) <= limit
+            })
+            .trim_end();
+            let fitting = if fitting.is_empty() { "…" } else { fitting };
+            message = Message::new(compactor.summary_role.clone(), format!("{prefix}{fitting}"));
+            summary_tokens = counter.count_message(&message);
+        }
+        let tokens_after = self.fixed_tokens.saturating_add(summary_tokens);
+        let over_budget = tokens_after > compactor.budget;
+        if over_budget && compactor.strict {
+            return Err(Error::BudgetUnreachable {
+                budget: compactor.budget,
+                required: tokens_after,
+            });
+        }
+        let mut out = Vec::with_capacity(self.hoisted.len() + 1 + self.messages.len() - self.cut);
+        out.extend(self.hoisted.iter().map(|&i| self.messages[i].clone()));
+        out.push(message);
+        out.extend_from_slice(&self.messages[self.cut..]);
+        Ok(Compaction {
+            messages: Cow::Owned(out),
+            summarized: true,
+            tokens_before: self.tokens_before,
+            tokens_after,
+            over_budget,
+            summary_truncated,
+            report: self.into_report(),
+        })
+    }
+
+    fn into_report(self) -> Report {
+        Report {
+            fates: self.fates,
+            tokens: self.tokens,
+            cut: self.cut,
+            reason: self.reason,
+            aligned_from: self.aligned_from,
+            allowance: self.allowance,
+        }
+    }
+}
+
+/// The text of a previous summary without its prefix.
+fn summary_body<'a>(message: &'a Message, prefix: &str) -> Cow<'a, str> {
+    match message.text() {
+        Cow::Borrowed(t) => Cow::Borrowed(t.strip_prefix(prefix).unwrap_or(t).trim()),
+        Cow::Owned(t) => Cow::Owned(t.strip_prefix(prefix).unwrap_or(&t).trim().to_owned()),
+    }
+}
+
+/// The longest prefix of `text`, cut at a character boundary, that `fits`.
+/// Binary search; counts are not monotonic under BPE, so the result is checked
+/// and shortened until it fits (or is empty).
+fn longest_prefix(text: &str, mut fits: impl FnMut(&str) -> bool) -> &str {
+    let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).chain([text.len()]).collect();
+    let (mut lo, mut hi) = (0usize, bounds.len() - 1);
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if fits(&text[..bounds[mid]]) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    while lo > 0 && !fits(&text[..bounds[lo]]) {
+        lo -= 1;
+    }
+    &text[..bounds[lo]]
+}
+
+/// The result of a compaction.
+///
+/// # Examples
+///
+/// ```
+/// use chatfold::{Compactor, Extractive, Message};
+/// use std::borrow::Cow;
+///
+/// let short = [Message::user("hi")];
+/// let result = Compactor::new(1000).compact(&short, &Extractive::new())?;
+/// assert!(matches!(result.messages, Cow::Borrowed(_))); // unchanged, not copied
+/// assert!(!result.summarized);
+/// assert_eq!(result.tokens_before, Some(result.tokens_after));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Compaction<'a> {
+    /// The compacted history: borrowed when unchanged.
+    pub messages: Cow<'a, [Message]>,
+    /// Whether a summary was made.
+    pub summarized: bool,
+    /// Tokens in the input, when they were all counted (the history fit, or
+    /// [`Compactor::count_all`] was set). `None` means "over the budget".
+    pub tokens_before: Option<usize>,
+    /// Tokens in the output, exact.
+    pub tokens_after: usize,
+    /// Whether the output is over the budget (the budget was unreachable).
+    pub over_budget: bool,
+    /// Whether the summary was cut to fit its allowance.
+    pub summary_truncated: bool,
+    /// What happened to each input message, and why.
+    pub report: Report,
+}
+
+/// What a compaction did with each input message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Report {
+    /// The fate of each input message, by index.
+    pub fates: Vec<Fate>,
+    /// Token counts of the input messages that were counted, by index.
+    pub tokens: Vec<Option<usize>>,
+    /// Index of the first message of the kept part (the input's length when
+    /// nothing is kept).
+    pub cut: usize,
+    /// Why the kept part starts there.
+    pub reason: CutReason,
+    /// Where the cut was before alignment moved it forward, if it did.
+    pub aligned_from: Option<usize>,
+    /// The summary text's allowance in tokens (0 when nothing was folded).
+    pub allowance: usize,
+}
+
+impl Report {
+    /// Input indices with the given fate, in order.
+    pub fn indices(&self, fate: Fate) -> impl Iterator<Item = usize> + '_ {
+        self.fates
+            .iter()
+            .enumerate()
+            .filter(move |&(_, f)| *f == fate)
+            .map(|(i, _)| i)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn longest_prefix_finds_the_boundary() {
+        let text = "héllo wörld";
+        assert_eq!(longest_prefix(text, |t| t.chars().count() <= 5), "héllo");
+        assert_eq!(longest_prefix(text, |_| true), text);
+        assert_eq!(longest_prefix(text, |t| t.is_empty()), "");
+        assert_eq!(longest_prefix("", |_| false), "");
+    }
+
+    #[test]
+    fn config_errors_are_caught_before_anything_runs() {
+        let h = [Message::user("x")];
+        let bad = [
+            Compactor::new(0),
+            Compactor::new(10).keep_recent(11),
+            Compactor::new(10).summary_prefix(" "),
+            Compactor::new(10).summary_role("tool"),
+            Compactor::new(10).summary_role(Role::Assistant),
+        ];
+        for c in bad {
+            assert!(matches!(c.plan(&h), Err(Error::InvalidConfig { .. })), "{c:?}");
+        }
+    }
+}

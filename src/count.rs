@@ -1,0 +1,142 @@
+//! Token counting: the [`TokenCounter`] trait and the counters shipped.
+
+use crate::message::Message;
+
+#[cfg(feature = "tiktoken")]
+mod tiktoken;
+#[cfg(feature = "tiktoken")]
+pub use tiktoken::Tiktoken;
+
+/// Tokens that frame every message (`<|start|>{role}<|message|>...<|end|>`).
+pub const MESSAGE_OVERHEAD: usize = 3;
+/// Extra token when a message carries a `name`.
+pub const NAME_OVERHEAD: usize = 1;
+/// Extra token for each tool call (as tiktoken-rs counts them).
+pub const TOOL_CALL_OVERHEAD: usize = 1;
+/// Tokens that prime the reply, once per list (`<|start|>assistant<|message|>`).
+pub const REPLY_PRIMING: usize = 3;
+
+/// Counts tokens.
+///
+/// One method is required, [`count`](TokenCounter::count); a closure
+/// `|text: &str| -> usize` is a counter. The other methods apply OpenAI's
+/// published chat accounting on top of it, and may be overridden for models
+/// that frame messages differently.
+///
+/// # Examples
+///
+/// ```
+/// use chatfold::{Message, TokenCounter};
+///
+/// let words = |text: &str| text.split_whitespace().count();
+/// assert_eq!(words.count("three little words"), 3);
+/// // 3 framing + 1 for the role "user" + 2 for the content
+/// assert_eq!(words.count_message(&Message::user("hello there")), 6);
+/// ```
+pub trait TokenCounter {
+    /// Tokens in `text`.
+    fn count(&self, text: &str) -> usize;
+
+    /// Tokens in one message: [`MESSAGE_OVERHEAD`] + role + content (each
+    /// text part) + name ([`NAME_OVERHEAD`]) + each tool call's id, name and
+    /// arguments ([`TOOL_CALL_OVERHEAD`] each) + `tool_call_id`.
+    fn count_message(&self, message: &Message) -> usize {
+        let mut total = MESSAGE_OVERHEAD.saturating_add(self.count(message.role.as_str()));
+        if let Some(name) = &message.name {
+            total = total
+                .saturating_add(self.count(name))
+                .saturating_add(NAME_OVERHEAD);
+        }
+        let calls = message.tool_calls.len().saturating_mul(TOOL_CALL_OVERHEAD);
+        total = total.saturating_add(calls);
+        message
+            .text_pieces()
+            .fold(total, |sum, piece| sum.saturating_add(self.count(piece)))
+    }
+
+    /// Tokens added once per list of messages, for the reply: [`REPLY_PRIMING`].
+    fn reply_priming(&self) -> usize {
+        REPLY_PRIMING
+    }
+
+    /// Tokens in a whole list: the sum of [`count_message`](TokenCounter::count_message)
+    /// plus [`reply_priming`](TokenCounter::reply_priming). What a budget is measured against.
+    fn count_messages(&self, messages: &[Message]) -> usize {
+        messages
+            .iter()
+            .fold(self.reply_priming(), |sum, m| sum.saturating_add(self.count_message(m)))
+    }
+}
+
+impl<F> TokenCounter for F
+where
+    F: Fn(&str) -> usize,
+{
+    fn count(&self, text: &str) -> usize {
+        self(text)
+    }
+}
+
+/// An estimate with no dependency: one token per four characters, rounded up.
+///
+/// Close for English prose with OpenAI's tokenizers, low for code and for
+/// languages written without spaces (Chinese, Japanese: about one token a
+/// character). Use [`Tiktoken`] for exact counts.
+///
+/// # Examples
+///
+/// ```
+/// use chatfold::{Heuristic, TokenCounter};
+///
+/// assert_eq!(Heuristic.count(""), 0);
+/// assert_eq!(Heuristic.count("abcd"), 1);
+/// assert_eq!(Heuristic.count("abcde"), 2);
+/// assert_eq!(Heuristic.count("日本語"), 1); // characters, not bytes
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Heuristic;
+
+impl TokenCounter for Heuristic {
+    fn count(&self, text: &str) -> usize {
+        text.chars().count().div_ceil(4)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{Part, ToolCall};
+
+    #[test]
+    fn message_accounting_adds_every_piece() {
+        let one = |_: &str| 1;
+        // framing 3 + role 1 + content 1
+        assert_eq!(one.count_message(&Message::user("x")), 5);
+        // + name 1 + name overhead 1
+        assert_eq!(one.count_message(&Message::user("x").with_name("al")), 7);
+        // framing 3 + role 1 + (id, name, args) 3 + call overhead 1, no content
+        let call = Message::assistant_tool_calls(vec![ToolCall::new("c", "f", "{}")]);
+        assert_eq!(one.count_message(&call), 8);
+        // framing 3 + role 1 + content 1 + tool_call_id 1
+        assert_eq!(one.count_message(&Message::tool("r", "c")), 6);
+        // parts: only text parts count
+        let image = Part::from_json(serde_json::json!({"type": "image_url", "image_url": {"url": "x"}}));
+        let m = Message::user("").with_parts(vec![Part::text("a"), image, Part::text("b")]);
+        assert_eq!(one.count_message(&m), 3 + 1 + 2);
+    }
+
+    #[test]
+    fn list_adds_reply_priming_once() {
+        let one = |_: &str| 1;
+        let list = [Message::user("a"), Message::assistant("b")];
+        assert_eq!(one.count_messages(&list), 3 + 5 + 5);
+        assert_eq!(one.count_messages(&[]), 3);
+    }
+
+    #[test]
+    fn huge_counts_saturate() {
+        let huge = |_: &str| usize::MAX;
+        assert_eq!(huge.count_message(&Message::user("x")), usize::MAX);
+        assert_eq!(huge.count_messages(&[Message::user("x"), Message::user("y")]), usize::MAX);
+    }
+}

@@ -1,0 +1,76 @@
+//! Keep LLM chat histories inside a token budget.
+//!
+//! chatfold keeps the system messages and the most recent turns of a chat
+//! history verbatim and folds the older middle into **one** summary message,
+//! through a summarizer you supply (an LLM call, or the built-in
+//! [`Extractive`] one that needs no model).
+//!
+//! ```
+//! use chatfold::{Compactor, Extractive, Message, ToolCall};
+//!
+//! let mut history = vec![Message::system("You are a travel agent.")];
+//! for day in 1..=30 {
+//!     history.push(Message::user(format!("Day {day}: what should I see in Seoul?")));
+//!     history.push(Message::assistant_tool_calls(vec![ToolCall::new(
+//!         format!("c{day}"),
+//!         "search",
+//!         format!(r#"{{"q": "Seoul day {day}"}}"#),
+//!     )]));
+//!     history.push(Message::tool(format!("Gyeongbokgung, Bukchon, Namsan, item {day}."), format!("c{day}")));
+//!     history.push(Message::assistant(format!("On day {day}, visit Gyeongbokgung Palace.")));
+//! }
+//!
+//! let compactor = Compactor::new(400);
+//! let result = compactor.compact(&history, &Extractive::new())?;
+//!
+//! assert!(result.summarized);
+//! assert!(result.tokens_after <= 400);
+//! assert_eq!(result.messages[0], history[0]);            // system prompt, verbatim
+//! assert!(compactor.is_summary(&result.messages[1]));    // one summary
+//! assert_eq!(result.messages.last(), history.last());    // recent turns, verbatim
+//!
+//! // Feed the result back with new turns: the summary is recognised and rolled forward.
+//! let mut next = result.messages.into_owned();
+//! next.push(Message::user("And day 31?"));
+//! let again = compactor.compact(&next, &Extractive::new())?;
+//! assert_eq!(again.messages.iter().filter(|m| compactor.is_summary(m)).count(), 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # How it works
+//!
+//! [`Compactor::plan`] is a pure function: it decides which messages are
+//! kept, which system messages are hoisted ahead of the summary, and which are
+//! folded, and how many tokens the summary may take. [`Plan::folded`] is what
+//! the summarizer gets; [`Plan::apply`] builds the result. [`Compactor::compact`]
+//! and [`Compactor::compact_async`] are those three steps. The guarantees are
+//! listed on [`Compactor`].
+//!
+//! # Crate features
+//!
+//! - `tiktoken` (default): [`Tiktoken`], exact OpenAI token counts
+//!   (`o200k_base`, `cl100k_base`, by model name) through tiktoken-rs.
+//! - `cli`: the `chatfold` command-line tool (pulls in clap).
+
+#![forbid(unsafe_code)]
+#![deny(missing_docs, missing_debug_implementations)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+mod compact;
+mod count;
+mod error;
+mod message;
+mod summarize;
+mod units;
+
+pub use compact::{Compaction, Compactor, CutReason, DEFAULT_SUMMARY_PREFIX, Fate, Plan, Report};
+#[cfg(feature = "tiktoken")]
+pub use count::Tiktoken;
+pub use count::{Heuristic, MESSAGE_OVERHEAD, NAME_OVERHEAD, REPLY_PRIMING, TOOL_CALL_OVERHEAD, TokenCounter};
+pub use error::{BoxError, Error, Result};
+pub use message::{Content, Message, Part, Role, ToolCall, messages_from_json, parse_messages};
+pub use summarize::{AsyncSummarizer, Extractive, Ready, Summarizer, SummaryRequest};
+
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -1,0 +1,648 @@
+//! The message model: OpenAI Chat Completions JSON, read and written losslessly.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::Error as _;
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+
+/// The author of a message.
+///
+/// Any string is a valid role; the five that chat APIs define are variants,
+/// everything else is kept in [`Role::Other`] and written back as it came.
+///
+/// # Examples
+///
+/// ```
+/// use chatfold::Role;
+///
+/// assert_eq!(Role::from("assistant"), Role::Assistant);
+/// assert_eq!(Role::from("critic").as_str(), "critic");
+/// assert!(Role::Developer.is_pinned());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Role {
+    /// `system`: instructions; never folded.
+    System,
+    /// `developer`: OpenAI's newer name for system instructions; never folded.
+    Developer,
+    /// `user`.
+    User,
+    /// `assistant`.
+    Assistant,
+    /// `tool`: the result of a tool call.
+    Tool,
+    /// Any other role, kept verbatim.
+    Other(String),
+}
+
+impl Role {
+    /// The role as it is written in JSON.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Role::System => "system",
+            Role::Developer => "developer",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+            Role::Other(s) => s,
+        }
+    }
+
+    /// True for `system` and `developer`: roles whose messages are never folded.
+    pub fn is_pinned(&self) -> bool {
+        matches!(self, Role::System | Role::Developer)
+    }
+}
+
+impl From<&str> for Role {
+    fn from(s: &str) -> Self {
+        match s {
+            "system" => Role::System,
+            "developer" => Role::Developer,
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            "tool" => Role::Tool,
+            other => Role::Other(other.to_owned()),
+        }
+    }
+}
+
+impl From<String> for Role {
+    fn from(s: String) -> Self {
+        match Role::from(s.as_str()) {
+            Role::Other(_) => Role::Other(s),
+            known => known,
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One part of an array content (`{"type": "text", "text": ...}`, an image, audio ...).
+///
+/// Parts are kept as the JSON object they came as, so parts chatfold does not
+/// know about are written back unchanged. Only their text is read.
+///
+/// # Examples
+///
+/// ```
+/// use chatfold::Part;
+///
+/// let part = Part::text("hello");
+/// assert_eq!(part.as_text(), Some("hello"));
+/// assert_eq!(part.kind(), Some("text"));
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct Part(Value);
+
+impl Part {
+    /// A `{"type": "text", "text": ...}` part.
+    pub fn text(text: impl Into<String>) -> Self {
+        let mut map = Map::new();
+        map.insert("type".into(), Value::String("text".into()));
+        map.insert("text".into(), Value::String(text.into()));
+        Part(Value::Object(map))
+    }
+
+    /// A part from any JSON value, kept as it is.
+    pub fn from_json(value: Value) -> Self {
+        Part(value)
+    }
+
+    /// The part's `type`, if it has one.
+    pub fn kind(&self) -> Option<&str> {
+        self.0.get("type").and_then(Value::as_str)
+    }
+
+    /// The part's text: its `text` field when that is a string, else `None`
+    /// (images, audio and files carry no text and count no tokens).
+    pub fn as_text(&self) -> Option<&str> {
+        self.0.get("text").and_then(Value::as_str)
+    }
+
+    /// The part as JSON.
+    pub fn as_json(&self) -> &Value {
+        &self.0
+    }
+}
+
+/// A message's content: a string or an array of parts.
+///
+/// A `null` or absent content is `None` in [`Message::content`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum Content {
+    /// Plain text.
+    Text(String),
+    /// An array of parts (text, images, audio ...).
+    Parts(Vec<Part>),
+}
+
+/// A tool (function) call requested by an assistant message.
+///
+/// Read from OpenAI's shape `{"id", "type": "function", "function": {"name",
+/// "arguments"}}`, from the `custom` tool shape (`{"custom": {"name", "input"}}`)
+/// and from rollmem's flat shape `{"id", "name", "arguments"}`; written in
+/// OpenAI's shape. Unknown fields are kept.
+///
+/// # Examples
+///
+/// ```
+/// use chatfold::ToolCall;
+///
+/// let call = ToolCall::new("call_1", "get_weather", r#"{"city":"Seoul"}"#);
+/// assert_eq!(call.name, "get_weather");
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct ToolCall {
+    /// The call's id; a `tool` message answers it through `tool_call_id`.
+    pub id: String,
+    /// The call's `type`: `function` unless it came as something else.
+    pub kind: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments, as text (usually JSON).
+    pub arguments: String,
+    /// Unknown fields of the call object, kept verbatim.
+    pub extra: Map<String, Value>,
+    /// Unknown fields of the inner `function` (or `custom`) object, kept verbatim.
+    pub function_extra: Map<String, Value>,
+}
+
+impl ToolCall {
+    /// A `function` call.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: impl Into<String>) -> Self {
+        ToolCall {
+            id: id.into(),
+            kind: "function".into(),
+            name: name.into(),
+            arguments: arguments.into(),
+            extra: Map::new(),
+            function_extra: Map::new(),
+        }
+    }
+
+    /// The key of the inner object (`function`, or `custom` for custom tools)
+    /// and the key of the arguments in it.
+    fn payload_keys(&self) -> (&str, &'static str) {
+        if self.kind == "custom" {
+            ("custom", "input")
+        } else {
+            ("function", "arguments")
+        }
+    }
+
+    fn from_json(value: Value) -> std::result::Result<Self, String> {
+        let Value::Object(mut map) = value else {
+            return Err(format!("a tool call must be an object, not {}", kind_of(&value)));
+        };
+        let id = match map.remove("id") {
+            Some(Value::String(s)) => s,
+            Some(other) => return Err(format!("tool call id must be a string, not {}", kind_of(&other))),
+            None => return Err("tool call has no id".into()),
+        };
+        let kind = match map.remove("type") {
+            None | Some(Value::Null) => "function".to_owned(),
+            Some(Value::String(s)) => s,
+            Some(other) => return Err(format!("tool call type must be a string, not {}", kind_of(&other))),
+        };
+        let mut call = ToolCall::new(id, "", "");
+        call.kind = kind;
+        let (payload_key, args_key) = call.payload_keys();
+        let (mut inner, args_key) = match map.remove(payload_key) {
+            Some(Value::Object(inner)) => (inner, args_key),
+            Some(other) => {
+                return Err(format!("tool call {payload_key} must be an object, not {}", kind_of(&other)));
+            }
+            // rollmem's flat shape: name and arguments beside the id.
+            None => (std::mem::take(&mut map), "arguments"),
+        };
+        call.name = match inner.remove("name") {
+            Some(Value::String(s)) => s,
+            Some(other) => return Err(format!("tool call name must be a string, not {}", kind_of(&other))),
+            None => return Err(format!("tool call {} has no name", call.id)),
+        };
+        call.arguments = match inner.remove(args_key) {
+            Some(Value::String(s)) => s,
+            None | Some(Value::Null) => String::new(),
+            Some(other) => {
+                return Err(format!(
+                    "tool call {} {args_key} must be a string, not {}",
+                    call.id,
+                    kind_of(&other)
+                ));
+            }
+        };
+        if map.is_empty() {
+            // Flat shape: whatever is left beside name and arguments is call-level.
+            call.extra = inner;
+        } else {
+            call.extra = map;
+            call.function_extra = inner;
+        }
+        Ok(call)
+    }
+
+    fn to_json(&self) -> Value {
+        let (payload_key, args_key) = self.payload_keys();
+        let mut inner = Map::new();
+        inner.insert("name".into(), Value::String(self.name.clone()));
+        inner.insert(args_key.into(), Value::String(self.arguments.clone()));
+        for (k, v) in &self.function_extra {
+            inner.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        let mut map = Map::new();
+        map.insert("id".into(), Value::String(self.id.clone()));
+        map.insert("type".into(), Value::String(self.kind.clone()));
+        map.insert(payload_key.into(), Value::Object(inner));
+        for (k, v) in &self.extra {
+            map.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        Value::Object(map)
+    }
+}
+
+/// One chat message, in the OpenAI Chat Completions shape.
+///
+/// Read and written losslessly: fields chatfold does not model are kept in
+/// [`Message::extra`] and written back; so are the `null` or empty forms of
+/// modelled fields (`"content": null`, `"tool_calls": []`), so that a message
+/// comes back out as it went in. rollmem's fields `id` and `metadata` are
+/// modelled too.
+///
+/// # Examples
+///
+/// ```
+/// use chatfold::{Message, Role, ToolCall};
+///
+/// let ask = Message::user("What's the weather in Seoul?");
+/// let call = Message::assistant_tool_calls(vec![ToolCall::new("c1", "weather", "{}")]);
+/// let result = Message::tool("sunny, 23C", "c1");
+/// assert_eq!(ask.role, Role::User);
+/// assert_eq!(result.tool_call_id.as_deref(), Some("c1"));
+///
+/// let json = serde_json::to_string(&call)?;
+/// let back: Message = serde_json::from_str(&json)?;
+/// assert_eq!(back, call);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Message {
+    /// Who wrote it.
+    pub role: Role,
+    /// The content; `None` when it is `null` or absent.
+    pub content: Option<Content>,
+    /// The optional participant `name`.
+    pub name: Option<String>,
+    /// Tool calls requested by an assistant message.
+    pub tool_calls: Vec<ToolCall>,
+    /// For a `tool` message: the id of the call it answers.
+    pub tool_call_id: Option<String>,
+    /// An optional message id (rollmem).
+    pub id: Option<String>,
+    /// Opaque metadata, never interpreted (rollmem).
+    pub metadata: Option<Value>,
+    /// Every other field, kept verbatim and written back after the known ones.
+    pub extra: Map<String, Value>,
+}
+
+impl Message {
+    /// A message with any role and text content.
+    pub fn new(role: impl Into<Role>, content: impl Into<String>) -> Self {
+        Message {
+            role: role.into(),
+            content: Some(Content::Text(content.into())),
+            name: None,
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            id: None,
+            metadata: None,
+            extra: Map::new(),
+        }
+    }
+
+    /// A `system` message.
+    pub fn system(content: impl Into<String>) -> Self {
+        Message::new(Role::System, content)
+    }
+
+    /// A `developer` message.
+    pub fn developer(content: impl Into<String>) -> Self {
+        Message::new(Role::Developer, content)
+    }
+
+    /// A `user` message.
+    pub fn user(content: impl Into<String>) -> Self {
+        Message::new(Role::User, content)
+    }
+
+    /// An `assistant` message.
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Message::new(Role::Assistant, content)
+    }
+
+    /// An `assistant` message that requests tool calls, with no content.
+    pub fn assistant_tool_calls(calls: Vec<ToolCall>) -> Self {
+        let mut m = Message::new(Role::Assistant, "");
+        m.content = None;
+        m.tool_calls = calls;
+        m
+    }
+
+    /// A `tool` message: the result of the call `call_id`.
+    pub fn tool(content: impl Into<String>, call_id: impl Into<String>) -> Self {
+        let mut m = Message::new(Role::Tool, content);
+        m.tool_call_id = Some(call_id.into());
+        m
+    }
+
+    /// The same message with a participant `name`.
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// The same message with an `id`.
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+
+    /// The same message with array content.
+    pub fn with_parts(mut self, parts: Vec<Part>) -> Self {
+        self.content = Some(Content::Parts(parts));
+        self
+    }
+
+    /// The content as plain text: the string, the text parts joined by
+    /// newlines, or `""` for no content.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::{Message, Part};
+    ///
+    /// let m = Message::user("").with_parts(vec![Part::text("a"), Part::text("b")]);
+    /// assert_eq!(m.text(), "a\nb");
+    /// ```
+    pub fn text(&self) -> Cow<'_, str> {
+        match &self.content {
+            None => Cow::Borrowed(""),
+            Some(Content::Text(s)) => Cow::Borrowed(s),
+            Some(Content::Parts(parts)) => {
+                let mut texts = parts.iter().filter_map(Part::as_text);
+                match (texts.next(), texts.next()) {
+                    (None, _) => Cow::Borrowed(""),
+                    (Some(one), None) => Cow::Borrowed(one),
+                    (Some(a), Some(b)) => {
+                        let mut s = format!("{a}\n{b}");
+                        for t in texts {
+                            s.push('\n');
+                            s.push_str(t);
+                        }
+                        Cow::Owned(s)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every piece of text that counts toward the message's tokens, except the
+    /// role and the name: the content's text (each part separately), each tool
+    /// call's id, name and arguments, and `tool_call_id`.
+    pub fn text_pieces(&self) -> impl Iterator<Item = &str> {
+        let content: Box<dyn Iterator<Item = &str>> = match &self.content {
+            None => Box::new(std::iter::empty()),
+            Some(Content::Text(s)) => Box::new(std::iter::once(s.as_str())),
+            Some(Content::Parts(parts)) => Box::new(parts.iter().filter_map(Part::as_text)),
+        };
+        let calls = self
+            .tool_calls
+            .iter()
+            .flat_map(|c| [c.id.as_str(), c.name.as_str(), c.arguments.as_str()]);
+        content.chain(calls).chain(self.tool_call_id.as_deref())
+    }
+
+    /// The canonical text of the message, as rollmem's `token_text()`: its
+    /// [`text_pieces`](Message::text_pieces) joined by newlines.
+    pub fn token_text(&self) -> String {
+        let mut out = String::new();
+        for (i, piece) in self.text_pieces().enumerate() {
+            if i > 0 {
+                out.push('\n');
+            }
+            out.push_str(piece);
+        }
+        out
+    }
+
+    /// Reads one message from JSON.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidMessage`] (with `index` 0) when the value is not an
+    /// object, has no string `role`, or a field has the wrong type.
+    pub fn from_json(value: Value) -> Result<Self> {
+        Message::parse(value).map_err(|reason| Error::message(0, reason))
+    }
+
+    /// The message as JSON.
+    pub fn to_json(&self) -> Value {
+        let mut map = Map::new();
+        map.insert("role".into(), Value::String(self.role.as_str().to_owned()));
+        match &self.content {
+            Some(Content::Text(s)) => {
+                map.insert("content".into(), Value::String(s.clone()));
+            }
+            Some(Content::Parts(parts)) => {
+                let parts = parts.iter().map(|p| p.0.clone()).collect();
+                map.insert("content".into(), Value::Array(parts));
+            }
+            None => {}
+        }
+        if let Some(name) = &self.name {
+            map.insert("name".into(), Value::String(name.clone()));
+        }
+        if !self.tool_calls.is_empty() {
+            let calls = self.tool_calls.iter().map(ToolCall::to_json).collect();
+            map.insert("tool_calls".into(), Value::Array(calls));
+        }
+        if let Some(id) = &self.tool_call_id {
+            map.insert("tool_call_id".into(), Value::String(id.clone()));
+        }
+        if let Some(id) = &self.id {
+            map.insert("id".into(), Value::String(id.clone()));
+        }
+        if let Some(metadata) = &self.metadata {
+            map.insert("metadata".into(), metadata.clone());
+        }
+        for (k, v) in &self.extra {
+            // A typed field that is set wins over its null/empty form kept in `extra`.
+            map.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        Value::Object(map)
+    }
+
+    fn parse(value: Value) -> std::result::Result<Self, String> {
+        let Value::Object(mut map) = value else {
+            return Err(format!("a message must be an object, not {}", kind_of(&value)));
+        };
+        let role = match map.remove("role") {
+            Some(Value::String(s)) => Role::from(s),
+            Some(other) => return Err(format!("role must be a string, not {}", kind_of(&other))),
+            None => return Err("message has no role".into()),
+        };
+        let mut m = Message::new(role, "");
+        m.content = match map.remove("content") {
+            Some(Value::String(s)) => Some(Content::Text(s)),
+            Some(Value::Array(parts)) => Some(Content::Parts(parts.into_iter().map(Part).collect())),
+            Some(Value::Null) => {
+                map.insert("content".into(), Value::Null);
+                None
+            }
+            None => None,
+            Some(other) => {
+                return Err(format!(
+                    "content must be a string, an array of parts or null, not {}",
+                    kind_of(&other)
+                ));
+            }
+        };
+        m.name = optional_string(&mut map, "name")?;
+        match map.remove("tool_calls") {
+            Some(Value::Array(calls)) if !calls.is_empty() => {
+                m.tool_calls = calls
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, c)| ToolCall::from_json(c).map_err(|e| format!("tool_calls[{i}]: {e}")))
+                    .collect::<std::result::Result<_, _>>()?;
+            }
+            Some(empty @ (Value::Array(_) | Value::Null)) => {
+                map.insert("tool_calls".into(), empty);
+            }
+            Some(other) => return Err(format!("tool_calls must be an array, not {}", kind_of(&other))),
+            None => {}
+        }
+        m.tool_call_id = optional_string(&mut map, "tool_call_id")?;
+        m.id = optional_string(&mut map, "id")?;
+        m.metadata = match map.remove("metadata") {
+            None => None,
+            Some(Value::Null) => {
+                map.insert("metadata".into(), Value::Null);
+                None
+            }
+            Some(v) => Some(v),
+        };
+        m.extra = map;
+        Ok(m)
+    }
+}
+
+/// Takes `key` out of `map` as an optional string; a `null` stays in `map`
+/// so that it is written back.
+fn optional_string(map: &mut Map<String, Value>, key: &str) -> std::result::Result<Option<String>, String> {
+    match map.remove(key) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(Value::Null) => {
+            map.insert(key.into(), Value::Null);
+            Ok(None)
+        }
+        Some(other) => Err(format!("{key} must be a string, not {}", kind_of(&other))),
+    }
+}
+
+/// "a number", "an object" ...: for error messages.
+pub(crate) fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Reads a JSON array of messages.
+///
+/// # Errors
+///
+/// [`Error::InvalidInput`] when the text is not JSON or not an array;
+/// [`Error::InvalidMessage`] with the index of the first bad message.
+///
+/// # Examples
+///
+/// ```
+/// let history = chatfold::parse_messages(r#"[{"role": "user", "content": "hi"}]"#)?;
+/// assert_eq!(history[0].text(), "hi");
+///
+/// let err = chatfold::parse_messages(r#"[{"role": "user", "content": 7}]"#).unwrap_err();
+/// assert_eq!(err.to_string(), "message 0: content must be a string, an array of parts or null, not a number");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn parse_messages(json: &str) -> Result<Vec<Message>> {
+    let value: Value = serde_json::from_str(json).map_err(|e| Error::InvalidInput {
+        reason: format!("not valid JSON: {e}"),
+    })?;
+    messages_from_json(value)
+}
+
+/// Reads messages from a JSON array value.
+///
+/// # Errors
+///
+/// As [`parse_messages`].
+pub fn messages_from_json(value: Value) -> Result<Vec<Message>> {
+    let Value::Array(items) = value else {
+        return Err(Error::InvalidInput {
+            reason: format!("expected an array of messages, not {}", kind_of(&value)),
+        });
+    };
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| Message::parse(v).map_err(|reason| Error::message(i, reason)))
+        .collect()
+}
+
+impl serde::Serialize for Message {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        self.to_json().serialize(serializer)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Message {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        Message::parse(value).map_err(D::Error::custom)
+    }
+}
+
+/// `role: text`, with tool calls and the answered call id shown:
+/// the line format of transcripts and of memories' `context()`.
+impl fmt::Display for Message {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.role.as_str())?;
+        if let Some(name) = &self.name {
+            write!(f, " ({name})")?;
+        }
+        if let Some(id) = &self.tool_call_id {
+            write!(f, " [{id}]")?;
+        }
+        write!(f, ": {}", self.text())?;
+        for call in &self.tool_calls {
+            write!(f, " [tool call {}: {}({})]", call.id, call.name, call.arguments)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,416 @@
+//! Summarizers: what turns the folded messages into summary text.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+use std::future::Future;
+
+use crate::count::{Heuristic, TokenCounter};
+use crate::error::BoxError;
+use crate::message::Message;
+
+/// What a summarizer is asked to summarize.
+///
+/// It carries the previous (running) summary, if the history had one, the
+/// folded messages in their original order, and the allowance: how many tokens
+/// the summary text may take. A longer summary is cut to fit, and the result
+/// says so.
+///
+/// The messages are borrowed from the caller's history; nothing is copied or
+/// rendered unless the summarizer asks (see [`transcript`](Self::transcript)).
+///
+/// # Examples
+///
+/// ```
+/// use chatfold::{Message, SummaryRequest};
+///
+/// let folded = [Message::user("Book a flight to Seoul."), Message::assistant("For when?")];
+/// let request = SummaryRequest::new(Some("The user is planning a trip."), &folded, 200);
+/// assert_eq!(request.messages().count(), 2);
+/// assert_eq!(
+///     request.transcript(),
+///     "Previous summary:\nThe user is planning a trip.\n\nConversation:\nuser: Book a flight to Seoul.\nassistant: For when?\n"
+/// );
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct SummaryRequest<'a> {
+    previous: Option<Cow<'a, str>>,
+    messages: Vec<Cow<'a, Message>>,
+    allowance: usize,
+}
+
+impl<'a> SummaryRequest<'a> {
+    /// A request over borrowed messages.
+    pub fn new(previous: Option<&'a str>, messages: impl IntoIterator<Item = &'a Message>, allowance: usize) -> Self {
+        SummaryRequest {
+            previous: previous.map(Cow::Borrowed),
+            messages: messages.into_iter().map(Cow::Borrowed).collect(),
+            allowance,
+        }
+    }
+
+    pub(crate) fn from_parts(previous: Option<Cow<'a, str>>, messages: Vec<&'a Message>, allowance: usize) -> Self {
+        SummaryRequest {
+            previous,
+            messages: messages.into_iter().map(Cow::Borrowed).collect(),
+            allowance,
+        }
+    }
+
+    /// The running summary the folded messages extend, if any.
+    pub fn previous_summary(&self) -> Option<&str> {
+        self.previous.as_deref()
+    }
+
+    /// The folded messages, oldest first.
+    pub fn messages(&self) -> impl ExactSizeIterator<Item = &Message> + DoubleEndedIterator {
+        self.messages.iter().map(|m| &**m)
+    }
+
+    /// How many tokens the summary text may take.
+    pub fn allowance(&self) -> usize {
+        self.allowance
+    }
+
+    /// The request as text for a model: the previous summary (if any), then
+    /// one `role: text` line per message (tool calls and call ids shown).
+    pub fn transcript(&self) -> String {
+        let mut out = String::new();
+        if let Some(previous) = &self.previous {
+            let _ = write!(out, "Previous summary:\n{previous}\n\nConversation:\n");
+        }
+        for m in self.messages() {
+            let _ = writeln!(out, "{m}");
+        }
+        out
+    }
+
+    /// The same request owning its data, for summarizers that outlive the
+    /// caller's borrow (async ones).
+    pub fn into_owned(self) -> SummaryRequest<'static> {
+        SummaryRequest {
+            previous: self.previous.map(|p| Cow::Owned(p.into_owned())),
+            messages: self
+                .messages
+                .into_iter()
+                .map(|m| Cow::Owned(m.into_owned()))
+                .collect(),
+            allowance: self.allowance,
+        }
+    }
+}
+
+/// Turns folded messages into summary text, synchronously.
+///
+/// Closures `|request: &SummaryRequest<'_>| -> Result<String, E>` are
+/// summarizers, for any error `E` that converts into a boxed error (any
+/// `std::error::Error + Send + Sync`, `String`, `&str`).
+///
+/// # Examples
+///
+/// ```
+/// use chatfold::{Message, Summarizer, SummaryRequest};
+///
+/// let count_them = |request: &SummaryRequest<'_>| {
+///     Ok::<_, std::convert::Infallible>(format!("{} earlier messages", request.messages().len()))
+/// };
+/// let folded = [Message::user("hi")];
+/// let summary = count_them.summarize(&SummaryRequest::new(None, &folded, 50))?;
+/// assert_eq!(summary, "1 earlier messages");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub trait Summarizer {
+    /// The error the summarizer can fail with.
+    type Error: Into<BoxError>;
+
+    /// The summary of `request`.
+    ///
+    /// # Errors
+    ///
+    /// Whatever the summarizer fails with; chatfold passes it on in
+    /// [`Error::Summarize`](crate::Error::Summarize) and changes nothing.
+    fn summarize(&self, request: &SummaryRequest<'_>) -> Result<String, Self::Error>;
+}
+
+impl<F, E> Summarizer for F
+where
+    F: Fn(&SummaryRequest<'_>) -> Result<String, E>,
+    E: Into<BoxError>,
+{
+    type Error = E;
+
+    fn summarize(&self, request: &SummaryRequest<'_>) -> Result<String, E> {
+        self(request)
+    }
+}
+
+/// Turns folded messages into summary text, asynchronously.
+///
+/// The future is `Send` and chatfold needs no runtime: run it on any. The
+/// request is owned so that `async move` closures can hold it across awaits:
+/// `|request: SummaryRequest<'static>| async move { ... }` is a summarizer.
+/// A synchronous summarizer becomes one through [`Ready`].
+///
+/// # Examples
+///
+/// ```
+/// use chatfold::{AsyncSummarizer, Message, SummaryRequest};
+///
+/// let summarizer = |request: SummaryRequest<'static>| async move {
+///     // await an LLM call here
+///     Ok::<_, std::convert::Infallible>(format!("{} messages", request.messages().len()))
+/// };
+/// let folded = [Message::user("hi")];
+/// let request = SummaryRequest::new(None, &folded, 50).into_owned();
+/// let summary = pollster::block_on(summarizer.summarize(request))?;
+/// assert_eq!(summary, "1 messages");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub trait AsyncSummarizer {
+    /// The error the summarizer can fail with.
+    type Error: Into<BoxError>;
+
+    /// The summary of `request`.
+    ///
+    /// # Errors
+    ///
+    /// Whatever the summarizer fails with; chatfold passes it on in
+    /// [`Error::Summarize`](crate::Error::Summarize) and changes nothing.
+    fn summarize(&self, request: SummaryRequest<'static>) -> impl Future<Output = Result<String, Self::Error>> + Send;
+}
+
+impl<F, Fut, E> AsyncSummarizer for F
+where
+    F: Fn(SummaryRequest<'static>) -> Fut,
+    Fut: Future<Output = Result<String, E>> + Send,
+    E: Into<BoxError>,
+{
+    type Error = E;
+
+    fn summarize(&self, request: SummaryRequest<'static>) -> impl Future<Output = Result<String, E>> + Send {
+        self(request)
+    }
+}
+
+/// A synchronous [`Summarizer`] used where an [`AsyncSummarizer`] is wanted:
+/// it runs on the calling task and its future is ready at once.
+///
+/// # Examples
+///
+/// ```
+/// use chatfold::{AsyncSummarizer, Extractive, Message, Ready, SummaryRequest};
+///
+/// let folded = [Message::user("The deploy failed. Logs attached.")];
+/// let request = SummaryRequest::new(None, &folded, 50).into_owned();
+/// let summary = pollster::block_on(Ready(Extractive::new()).summarize(request))?;
+/// assert_eq!(summary, "user: The deploy failed.");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Ready<S>(pub S);
+
+impl<S> AsyncSummarizer for Ready<S>
+where
+    S: Summarizer,
+    S::Error: Send,
+{
+    type Error = S::Error;
+
+    fn summarize(&self, request: SummaryRequest<'static>) -> impl Future<Output = Result<String, S::Error>> + Send {
+        std::future::ready(self.0.summarize(&request))
+    }
+}
+
+/// A deterministic summarizer that needs no model: the opening sentence of
+/// each folded turn, kept newest first until the allowance is spent, written
+/// oldest first after what still fits of the previous summary.
+///
+/// It is what the CLI uses by default, so chatfold works offline. It measures
+/// with its own counter ([`Heuristic`] unless given one); pass the compactor's
+/// counter for summaries that fill the allowance exactly.
+///
+/// # Examples
+///
+/// ```
+/// use chatfold::{Extractive, Message, Summarizer, SummaryRequest, ToolCall};
+///
+/// let folded = [
+///     Message::user("Deploy v2 to staging. Use the blue cluster."),
+///     Message::assistant_tool_calls(vec![ToolCall::new("c1", "deploy", r#"{"v":"2"}"#)]),
+///     Message::tool("ok: deployed in 41s", "c1"),
+/// ];
+/// let summary = Extractive::new().summarize(&SummaryRequest::new(None, &folded, 100))?;
+/// assert_eq!(
+///     summary,
+///     "user: Deploy v2 to staging.\nassistant: called deploy({\"v\":\"2\"})\ntool [c1]: ok: deployed in 41s"
+/// );
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Extractive<C = Heuristic> {
+    counter: C,
+}
+
+/// Longest line the extractive summarizer writes for one message, in characters.
+const LINE_CHARS: usize = 200;
+
+impl Extractive {
+    /// An extractive summarizer measuring with [`Heuristic`].
+    pub const fn new() -> Self {
+        Extractive { counter: Heuristic }
+    }
+}
+
+impl<C: TokenCounter> Extractive<C> {
+    /// An extractive summarizer measuring with `counter`.
+    pub const fn with_counter(counter: C) -> Self {
+        Extractive { counter }
+    }
+}
+
+impl<C: TokenCounter> Summarizer for Extractive<C> {
+    type Error = std::convert::Infallible;
+
+    fn summarize(&self, request: &SummaryRequest<'_>) -> Result<String, Self::Error> {
+        let previous = request
+            .previous_summary()
+            .into_iter()
+            .flat_map(str::lines)
+            .map(|l| Cow::Borrowed(l.trim()))
+            .filter(|l| !l.is_empty());
+        let lines: Vec<Cow<'_, str>> = previous.chain(request.messages().filter_map(line_for)).collect();
+        if lines.is_empty() {
+            return Ok(format!("{} earlier messages without text.", request.messages().len()));
+        }
+        let mut spent = 0usize;
+        let mut first_kept = lines.len();
+        for (i, line) in lines.iter().enumerate().rev() {
+            // Each line after the first costs its newline too.
+            let cost = self.counter.count(line).saturating_add(usize::from(i + 1 < lines.len()));
+            if spent.saturating_add(cost) > request.allowance() {
+                break;
+            }
+            spent += cost;
+            first_kept = i;
+        }
+        if first_kept == lines.len() {
+            // Not even the newest line fits: give it anyway; the compactor cuts it to fit.
+            first_kept = lines.len() - 1;
+        }
+        Ok(lines[first_kept..].join("\n"))
+    }
+}
+
+/// One summary line for a folded message, or `None` when it says nothing.
+fn line_for<'x>(m: &Message) -> Option<Cow<'x, str>> {
+    let text = m.text();
+    let mut line = String::new();
+    let sentence = opening_sentence(&text);
+    if !sentence.is_empty() {
+        line.push_str(sentence);
+    }
+    for call in &m.tool_calls {
+        if !line.is_empty() {
+            line.push_str("; ");
+        }
+        let _ = write!(line, "called {}({})", call.name, call.arguments);
+    }
+    if line.is_empty() {
+        return None;
+    }
+    let mut out = m.role.as_str().to_owned();
+    if let Some(id) = &m.tool_call_id {
+        let _ = write!(out, " [{id}]");
+    }
+    out.push_str(": ");
+    out.push_str(&clip(&line, LINE_CHARS));
+    Some(Cow::Owned(out))
+}
+
+/// The text up to and including its first sentence end (or line end).
+fn opening_sentence(text: &str) -> &str {
+    let text = text.trim();
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let end = i + c.len_utf8();
+        match c {
+            '\n' => return text[..i].trim_end(),
+            '。' | '！' | '？' => return &text[..end],
+            '.' | '!' | '?' if chars.peek().is_none_or(|&(_, n)| n.is_whitespace()) => return &text[..end],
+            _ => {}
+        }
+    }
+    text
+}
+
+/// `text` cut to `max` characters, with an ellipsis when cut.
+fn clip(text: &str, max: usize) -> Cow<'_, str> {
+    match text.char_indices().nth(max) {
+        None => Cow::Borrowed(text),
+        Some((i, _)) => Cow::Owned(format!("{}…", text[..i].trim_end())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opening_sentences() {
+        assert_eq!(opening_sentence("One. Two."), "One.");
+        assert_eq!(opening_sentence("v1.2 is out! Yes"), "v1.2 is out!");
+        assert_eq!(opening_sentence("line one\nline two"), "line one");
+        assert_eq!(opening_sentence("你好。再见"), "你好。");
+        assert_eq!(opening_sentence("no end"), "no end");
+        assert_eq!(opening_sentence("  "), "");
+    }
+
+    #[test]
+    fn newest_lines_win_when_space_is_short() {
+        let folded: Vec<Message> = (0..10).map(|i| Message::user(format!("message number {i}"))).collect();
+        let one_token_per_line = |_: &str| 1;
+        let summarizer = Extractive::with_counter(one_token_per_line);
+        // 3 lines: 1 + (1 + newline) * 2 = 5 tokens
+        let summary = summarizer.summarize(&SummaryRequest::new(None, &folded, 5)).unwrap();
+        assert_eq!(summary, "user: message number 7\nuser: message number 8\nuser: message number 9");
+    }
+
+    #[test]
+    fn previous_summary_comes_first_and_goes_first() {
+        let folded = [Message::user("new fact")];
+        let request = SummaryRequest::new(Some("old fact A\nold fact B"), &folded, 1000);
+        let summary = Extractive::new().summarize(&request).unwrap();
+        assert_eq!(summary, "old fact A\nold fact B\nuser: new fact");
+        let one = |_: &str| 1;
+        let request = SummaryRequest::new(Some("old fact A\nold fact B"), &folded, 3);
+        let summary = Extractive::with_counter(one).summarize(&request).unwrap();
+        assert_eq!(summary, "old fact B\nuser: new fact");
+    }
+
+    #[test]
+    fn long_lines_are_clipped_and_empty_turns_skipped() {
+        let folded = [Message::user("x".repeat(1000)), Message::assistant("   ")];
+        let summary = Extractive::new()
+            .summarize(&SummaryRequest::new(None, &folded, 10_000))
+            .unwrap();
+        assert_eq!(summary.chars().count(), "user: ".len() + LINE_CHARS + 1);
+        assert!(summary.ends_with('…'));
+    }
+
+    #[test]
+    fn turns_without_text_still_give_a_summary() {
+        let folded = [Message::assistant(""), Message::user("  ")];
+        let summary = Extractive::new()
+            .summarize(&SummaryRequest::new(None, &folded, 100))
+            .unwrap();
+        assert_eq!(summary, "2 earlier messages without text.");
+    }
+
+    #[test]
+    fn nothing_fits_still_gives_the_newest_line() {
+        let folded = [Message::user("a long enough sentence here")];
+        let summary = Extractive::new()
+            .summarize(&SummaryRequest::new(None, &folded, 0))
+            .unwrap();
+        assert_eq!(summary, "user: a long enough sentence here");
+    }
+}
