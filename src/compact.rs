@@ -339,13 +339,15 @@ impl<C: TokenCounter> Compactor<C> {
         let latest_loose = region_units
             .last()
             .map_or(0, |u| unit_cost(u.clone(), &mut count).1);
-        let required = fixed.saturating_add(latest_loose).saturating_add(min_summary);
-        let reachable = required <= self.budget;
+        let reachable = fixed.saturating_add(latest_loose).saturating_add(min_summary) <= self.budget;
         if plan.folds() {
-            if !reachable && self.strict {
+            // Strict mode fails here only when even an empty summary cannot fit;
+            // otherwise a short enough summary may still make it, and `apply` decides.
+            let least = plan.fixed_tokens.saturating_add(summary_overhead);
+            if self.strict && least > self.budget {
                 return Err(Error::BudgetUnreachable {
                     budget: self.budget,
-                    required,
+                    required: least,
                 });
             }
             plan.summary_limit = if reachable {

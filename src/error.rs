@@ -54,13 +54,13 @@ pub enum Error {
     #[error("summarizer returned an empty summary")]
     EmptySummary,
 
-    /// In strict mode: the budget cannot be met even with only the system
-    /// messages, the latest unit and a minimal summary.
-    #[error("budget of {budget} tokens is unreachable: at least {required} tokens are needed")]
+    /// In strict mode: the result would be over the budget, because the
+    /// system messages, the latest unit and the summary do not fit in it.
+    #[error("budget of {budget} tokens is unreachable: the result needs {required} tokens")]
     BudgetUnreachable {
         /// The configured budget.
         budget: usize,
-        /// The fewest tokens any compaction of this history can produce.
+        /// Tokens the result would take (at least).
         required: usize,
     },
 

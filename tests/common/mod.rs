@@ -1,0 +1,173 @@
+//! Generated histories for property tests, and independent checks of the
+//! rules (written from DESIGN.md, not from the library's code).
+#![allow(dead_code)]
+
+use chatfold::{Message, Part, Role, TokenCounter, ToolCall};
+use proptest::prelude::*;
+
+/// One step of a generated conversation.
+#[derive(Clone, Debug)]
+pub enum Item {
+    System(String),
+    Developer(String),
+    User(String),
+    UserParts(Vec<String>),
+    Assistant(String),
+    AssistantNull,
+    Custom(String, String),
+    /// An assistant turn calling `calls` tools; results for `answered` of
+    /// them (indices, in that order), with `interleave` after the first result.
+    Tools {
+        calls: usize,
+        answered: Vec<usize>,
+        interleave: Option<Box<Item>>,
+    },
+    Orphan(String),
+}
+
+pub fn text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => "[a-z]{1,8}( [a-z]{1,8}){0,12}[.!?]?",
+        1 => "[日本語ébç🙂 ]{1,20}",
+        1 => "",
+        1 => "[a-z ]{40,200}",
+    ]
+}
+
+fn leaf() -> impl Strategy<Value = Item> {
+    prop_oneof![
+        1 => text().prop_map(Item::System),
+        1 => text().prop_map(Item::Developer),
+        8 => text().prop_map(Item::User),
+        1 => prop::collection::vec(text(), 0..3).prop_map(Item::UserParts),
+        6 => text().prop_map(Item::Assistant),
+        1 => Just(Item::AssistantNull),
+        1 => ("[a-z]{3,6}", text()).prop_map(|(r, t)| Item::Custom(r, t)),
+        1 => text().prop_map(Item::Orphan),
+    ]
+}
+
+pub fn item() -> impl Strategy<Value = Item> {
+    prop_oneof![
+        6 => leaf(),
+        3 => (1usize..4, prop::collection::vec(0usize..4, 0..5), prop::option::of(leaf()))
+            .prop_map(|(calls, answered, interleave)| Item::Tools {
+                answered: answered.into_iter().filter(|&i| i < calls).collect(),
+                calls,
+                interleave: interleave.map(Box::new),
+            }),
+    ]
+}
+
+/// Renders items as messages, with unique call ids.
+pub fn render(items: &[Item]) -> Vec<Message> {
+    let mut out = Vec::new();
+    let mut next_id = 0usize;
+    for item in items {
+        render_one(item, &mut out, &mut next_id);
+    }
+    out
+}
+
+fn render_one(item: &Item, out: &mut Vec<Message>, next_id: &mut usize) {
+    match item {
+        Item::System(t) => out.push(Message::system(t.clone())),
+        Item::Developer(t) => out.push(Message::developer(t.clone())),
+        Item::User(t) => out.push(Message::user(t.clone())),
+        Item::UserParts(ts) => {
+            let mut parts: Vec<Part> = ts.iter().map(|t| Part::text(t.clone())).collect();
+            parts.push(Part::from_json(
+                serde_json::json!({"type": "image_url", "image_url": {"url": "https://x/y.png"}}),
+            ));
+            out.push(Message::user("").with_parts(parts));
+        }
+        Item::Assistant(t) => out.push(Message::assistant(t.clone())),
+        Item::AssistantNull => {
+            let mut m = Message::assistant("");
+            m.content = None;
+            out.push(m);
+        }
+        Item::Custom(role, t) => out.push(Message::new(Role::from(role.as_str()), t.clone())),
+        Item::Orphan(t) => {
+            *next_id += 1;
+            out.push(Message::tool(t.clone(), format!("orphan{next_id}")));
+        }
+        Item::Tools {
+            calls,
+            answered,
+            interleave,
+        } => {
+            let ids: Vec<String> = (0..*calls)
+                .map(|_| {
+                    *next_id += 1;
+                    format!("call_{next_id}")
+                })
+                .collect();
+            let tool_calls = ids
+                .iter()
+                .map(|id| ToolCall::new(id.clone(), "lookup", format!(r#"{{"q":"{id}"}}"#)))
+                .collect();
+            out.push(Message::assistant_tool_calls(tool_calls));
+            for (k, &i) in answered.iter().enumerate() {
+                out.push(Message::tool(format!("result for {}", ids[i]), ids[i].clone()));
+                if k == 0 {
+                    if let Some(extra) = interleave {
+                        render_one(extra, out, next_id);
+                    }
+                }
+            }
+        }
+    }
+}
+
+pub fn history(max_items: usize) -> impl Strategy<Value = Vec<Message>> {
+    prop::collection::vec(item(), 0..max_items).prop_map(|items| render(&items))
+}
+
+/// Index of the call a tool result answers: the nearest earlier assistant
+/// message carrying a call with that id.
+pub fn answered_call(history: &[Message], j: usize) -> Option<usize> {
+    let id = history[j].tool_call_id.as_deref()?;
+    if history[j].role != Role::Tool {
+        return None;
+    }
+    (0..j)
+        .rev()
+        .find(|&i| history[i].tool_calls.iter().any(|c| c.id == id))
+}
+
+/// Whether `b` is a cut point: no call and its result lie on opposite sides.
+pub fn is_boundary(history: &[Message], b: usize) -> bool {
+    (b..history.len()).all(|j| answered_call(history, j).is_none_or(|i| i >= b))
+}
+
+/// The start of the last unit: the largest boundary below the length.
+pub fn last_unit_start(history: &[Message]) -> usize {
+    (0..history.len()).rev().find(|&b| is_boundary(history, b)).unwrap_or(0)
+}
+
+/// The first non-pinned message from `b` on is an assistant turn or a tool result.
+pub fn opens_with_response(history: &[Message], b: usize) -> bool {
+    history[b..]
+        .iter()
+        .find(|m| !matches!(m.role, Role::System | Role::Developer))
+        .is_some_and(|m| matches!(m.role, Role::Assistant | Role::Tool))
+}
+
+pub fn is_pinned(m: &Message) -> bool {
+    matches!(m.role, Role::System | Role::Developer)
+}
+
+/// Sum of `count_message` over messages, plus the list's reply priming.
+pub fn total<C: TokenCounter>(counter: &C, messages: &[Message]) -> usize {
+    counter.reply_priming() + messages.iter().map(|m| counter.count_message(m)).sum::<usize>()
+}
+
+/// `cases` property-test cases, or `PROPTEST_CASES` when set (for long local runs).
+pub fn cases(cases: u32) -> proptest::test_runner::Config {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(cases);
+    proptest::test_runner::Config::with_cases(cases)
+}

@@ -1,0 +1,117 @@
+//! The wire format: OpenAI Chat Completions JSON, read and written losslessly.
+
+mod common;
+
+use chatfold::{Content, Message, Role, parse_messages};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+fn round_trip(value: Value) -> Value {
+    let messages = chatfold::messages_from_json(value).unwrap();
+    serde_json::to_value(&messages).unwrap()
+}
+
+#[test]
+fn every_known_shape_round_trips_unchanged() {
+    let input = json!([
+        {"role": "system", "content": "Be brief."},
+        {"role": "developer", "content": "Use metric units.", "name": "ops"},
+        {"role": "user", "content": [
+            {"type": "text", "text": "What is in this image?"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA", "detail": "low"}},
+            {"type": "input_audio", "input_audio": {"data": "BBBB", "format": "wav"}},
+            {"type": "future_part", "anything": [1, 2, {"x": null}]}
+        ]},
+        {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": "{\"q\":1}"}},
+            {"id": "call_2", "type": "function", "function": {"name": "lookup", "arguments": "{}", "strict": true}, "index": 1}
+        ], "refusal": null, "audio": {"id": "audio_1"}},
+        {"role": "tool", "tool_call_id": "call_1", "content": "one"},
+        {"role": "tool", "tool_call_id": "call_2", "content": [{"type": "text", "text": "two"}]},
+        {"role": "assistant", "tool_calls": [
+            {"id": "ct_1", "type": "custom", "custom": {"name": "grep", "input": "TODO"}}
+        ]},
+        {"role": "assistant", "content": "done", "tool_calls": []},
+        {"role": "critic", "content": "custom roles are kept", "id": "m-9", "metadata": {"score": 0.5}},
+        {"role": "user", "content": "nulls stay", "name": null, "tool_call_id": null, "metadata": null},
+        {"role": "user", "content": "unicode: 日本語 🙂 \u{0000} \"quotes\"", "x_unknown": {"deep": [true]}}
+    ]);
+    assert_eq!(round_trip(input.clone()), input);
+}
+
+#[test]
+fn rollmem_flat_tool_calls_are_read_and_written_in_openai_shape() {
+    let input = json!([
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": "get_weather", "arguments": "{\"city\": \"Seoul\"}"}]},
+        {"role": "tool", "content": "sunny", "tool_call_id": "c1", "metadata": {}}
+    ]);
+    let messages = chatfold::messages_from_json(input).unwrap();
+    assert_eq!(messages[0].tool_calls[0].name, "get_weather");
+    assert_eq!(messages[0].tool_calls[0].arguments, "{\"city\": \"Seoul\"}");
+    let out = serde_json::to_value(&messages).unwrap();
+    assert_eq!(
+        out[0]["tool_calls"][0],
+        json!({"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Seoul\"}"}})
+    );
+    assert_eq!(out[1]["metadata"], json!({}));
+}
+
+#[test]
+fn bad_shapes_are_clear_errors() {
+    let cases = [
+        ("{", "invalid input: not valid JSON: EOF while parsing an object at line 1 column 1"),
+        ("{}", "invalid input: expected an array of messages, not an object"),
+        ("[1]", "message 0: a message must be an object, not a number"),
+        (r#"[{"content": "x"}]"#, "message 0: message has no role"),
+        (r#"[{"role": 5}]"#, "message 0: role must be a string, not a number"),
+        (r#"[{"role": "user", "content": {"a": 1}}]"#, "message 0: content must be a string, an array of parts or null, not an object"),
+        (r#"[{"role": "user", "content": "ok"}, {"role": "assistant", "tool_calls": {}}]"#, "message 1: tool_calls must be an array, not an object"),
+        (r#"[{"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "f"}}]}]"#, "message 0: tool_calls[0]: tool call has no id"),
+        (r#"[{"role": "assistant", "tool_calls": [{"id": "c", "function": {"arguments": "{}"}}]}]"#, "message 0: tool_calls[0]: tool call c has no name"),
+        (r#"[{"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": {"a": 1}}}]}]"#, "message 0: tool_calls[0]: tool call c arguments must be a string, not an object"),
+        (r#"[{"role": "assistant", "tool_calls": ["c"]}]"#, "message 0: tool_calls[0]: a tool call must be an object, not a string"),
+        (r#"[{"role": "tool", "content": "x", "tool_call_id": 7}]"#, "message 0: tool_call_id must be a string, not a number"),
+        (r#"[{"role": "user", "content": "x", "name": []}]"#, "message 0: name must be a string, not an array"),
+    ];
+    for (input, expected) in cases {
+        let err = parse_messages(input).unwrap_err();
+        assert_eq!(err.to_string(), expected, "{input}");
+    }
+}
+
+#[test]
+fn deeply_nested_json_is_an_error_not_a_crash() {
+    let deep = format!("[{{\"role\":\"user\",\"content\":\"x\",\"extra\":{}{}}}]", "[".repeat(100_000), "]".repeat(100_000));
+    let err = parse_messages(&deep).unwrap_err();
+    assert!(err.to_string().contains("recursion limit"), "{err}");
+}
+
+#[test]
+fn serde_derive_users_get_the_same_format() {
+    #[derive(serde::Deserialize, serde::Serialize)]
+    struct Request {
+        model: String,
+        messages: Vec<Message>,
+    }
+    let body = r#"{"model": "gpt-4o", "messages": [{"role": "user", "content": "hi", "x": 1}]}"#;
+    let request: Request = serde_json::from_str(body).unwrap();
+    assert_eq!(request.messages[0].role, Role::User);
+    assert_eq!(request.messages[0].content, Some(Content::Text("hi".into())));
+    let again: Value = serde_json::to_value(&request).unwrap();
+    assert_eq!(again, serde_json::from_str::<Value>(body).unwrap());
+    let err = serde_json::from_str::<Request>(r#"{"model": "m", "messages": [{"role": 1}]}"#)
+        .err()
+        .unwrap();
+    assert!(err.to_string().starts_with("role must be a string, not a number"), "{err}");
+}
+
+proptest! {
+    #![proptest_config(common::cases(256))]
+
+    /// Generated histories survive a trip through JSON unchanged.
+    #[test]
+    fn generated_histories_round_trip(h in common::history(30)) {
+        let json = serde_json::to_string(&h).unwrap();
+        prop_assert_eq!(parse_messages(&json).unwrap(), h);
+    }
+}
