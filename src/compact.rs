@@ -266,7 +266,10 @@ impl<C: TokenCounter> Compactor<C> {
         }
 
         // Over budget. Pinned messages are always part of the output.
-        let after = messages.iter().rposition(|m| self.is_summary(m)).map_or(0, |i| i + 1);
+        let after = messages
+            .iter()
+            .rposition(|m| self.is_summary(m))
+            .map_or(0, |i| i + 1);
         let mut pinned = 0usize;
         for (i, m) in messages.iter().enumerate() {
             if m.role.is_pinned() && !(i < after && self.is_summary(m)) {
@@ -410,7 +413,11 @@ impl<C: TokenCounter> Compactor<C> {
     /// assert!(result.summarized && result.tokens_after <= 100);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub async fn compact_async<'a, S>(&self, messages: &'a [Message], summarizer: &S) -> Result<Compaction<'a>>
+    pub async fn compact_async<'a, S>(
+        &self,
+        messages: &'a [Message],
+        summarizer: &S,
+    ) -> Result<Compaction<'a>>
     where
         S: AsyncSummarizer + ?Sized,
     {
@@ -507,7 +514,10 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
             return None;
         }
         let prefix = &*self.compactor.summary_prefix;
-        let mut previous = self.previous.iter().map(|&i| summary_body(&self.messages[i], prefix));
+        let mut previous = self
+            .previous
+            .iter()
+            .map(|&i| summary_body(&self.messages[i], prefix));
         let previous = match (previous.next(), previous.next()) {
             (None, _) => None,
             (Some(one), None) => Some(one),
@@ -567,7 +577,10 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
         if summary_truncated {
             let limit = self.summary_limit;
             let fitting = longest_prefix(text, |t| {
-                counter.count_message(&Message::new(compactor.summary_role.clone(), format!("{prefix}{t}"))) <= limit
+                counter.count_message(&Message::new(
+                    compactor.summary_role.clone(),
+                    format!("{prefix}{t}"),
+                )) <= limit
             })
             .trim_end();
             let fitting = if fitting.is_empty() { "…" } else { fitting };

@@ -62,9 +62,9 @@ pub trait TokenCounter {
     /// Tokens in a whole list: the sum of [`count_message`](TokenCounter::count_message)
     /// plus [`reply_priming`](TokenCounter::reply_priming). What a budget is measured against.
     fn count_messages(&self, messages: &[Message]) -> usize {
-        messages
-            .iter()
-            .fold(self.reply_priming(), |sum, m| sum.saturating_add(self.count_message(m)))
+        messages.iter().fold(self.reply_priming(), |sum, m| {
+            sum.saturating_add(self.count_message(m))
+        })
     }
 }
 
@@ -137,6 +137,9 @@ mod tests {
     fn huge_counts_saturate() {
         let huge = |_: &str| usize::MAX;
         assert_eq!(huge.count_message(&Message::user("x")), usize::MAX);
-        assert_eq!(huge.count_messages(&[Message::user("x"), Message::user("y")]), usize::MAX);
+        assert_eq!(
+            huge.count_messages(&[Message::user("x"), Message::user("y")]),
+            usize::MAX
+        );
     }
 }

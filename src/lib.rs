@@ -66,7 +66,9 @@ mod units;
 pub use compact::{Compaction, Compactor, CutReason, DEFAULT_SUMMARY_PREFIX, Fate, Plan, Report};
 #[cfg(feature = "tiktoken")]
 pub use count::Tiktoken;
-pub use count::{Heuristic, MESSAGE_OVERHEAD, NAME_OVERHEAD, REPLY_PRIMING, TOOL_CALL_OVERHEAD, TokenCounter};
+pub use count::{
+    Heuristic, MESSAGE_OVERHEAD, NAME_OVERHEAD, REPLY_PRIMING, TOOL_CALL_OVERHEAD, TokenCounter,
+};
 pub use error::{BoxError, Error, Result};
 pub use message::{Content, Message, Part, Role, ToolCall, messages_from_json, parse_messages};
 pub use summarize::{AsyncSummarizer, Extractive, Ready, Summarizer, SummaryRequest};

@@ -212,7 +212,12 @@ impl ToolCall {
         let kind = match map.remove("type") {
             None | Some(Value::Null) => "function".to_owned(),
             Some(Value::String(s)) => s,
-            Some(other) => return Err(format!("tool call type must be a string, not {}", kind_of(&other))),
+            Some(other) => {
+                return Err(format!(
+                    "tool call type must be a string, not {}",
+                    kind_of(&other)
+                ));
+            }
         };
         let mut call = ToolCall::new(id, "", "");
         call.kind = kind;
@@ -220,14 +225,22 @@ impl ToolCall {
         let (mut inner, args_key) = match map.remove(payload_key) {
             Some(Value::Object(inner)) => (inner, args_key),
             Some(other) => {
-                return Err(format!("tool call {payload_key} must be an object, not {}", kind_of(&other)));
+                return Err(format!(
+                    "tool call {payload_key} must be an object, not {}",
+                    kind_of(&other)
+                ));
             }
             // rollmem's flat shape: name and arguments beside the id.
             None => (std::mem::take(&mut map), "arguments"),
         };
         call.name = match inner.remove("name") {
             Some(Value::String(s)) => s,
-            Some(other) => return Err(format!("tool call name must be a string, not {}", kind_of(&other))),
+            Some(other) => {
+                return Err(format!(
+                    "tool call name must be a string, not {}",
+                    kind_of(&other)
+                ));
+            }
             None => return Err(format!("tool call {} has no name", call.id)),
         };
         call.arguments = match inner.remove(args_key) {
@@ -455,39 +468,36 @@ impl Message {
         Message::parse(value).map_err(|reason| Error::message(0, reason))
     }
 
-    /// The message as JSON.
+    /// The message as JSON: the modelled fields in the usual order (each
+    /// from its typed field, or as kept in [`extra`](Message::extra) when the
+    /// typed field is unset), then every other field of `extra`.
     pub fn to_json(&self) -> Value {
+        let content = self.content.as_ref().map(|c| match c {
+            Content::Text(s) => Value::String(s.clone()),
+            Content::Parts(parts) => Value::Array(parts.iter().map(|p| p.0.clone()).collect()),
+        });
+        let calls = (!self.tool_calls.is_empty())
+            .then(|| Value::Array(self.tool_calls.iter().map(ToolCall::to_json).collect()));
+        let string = |s: &Option<String>| s.as_ref().map(|s| Value::String(s.clone()));
+        let known = [
+            ("role", Some(Value::String(self.role.as_str().to_owned()))),
+            ("content", content),
+            ("name", string(&self.name)),
+            ("tool_calls", calls),
+            ("tool_call_id", string(&self.tool_call_id)),
+            ("id", string(&self.id)),
+            ("metadata", self.metadata.clone()),
+        ];
         let mut map = Map::new();
-        map.insert("role".into(), Value::String(self.role.as_str().to_owned()));
-        match &self.content {
-            Some(Content::Text(s)) => {
-                map.insert("content".into(), Value::String(s.clone()));
+        for (key, value) in known {
+            if let Some(value) = value.or_else(|| self.extra.get(key).cloned()) {
+                map.insert(key.to_owned(), value);
             }
-            Some(Content::Parts(parts)) => {
-                let parts = parts.iter().map(|p| p.0.clone()).collect();
-                map.insert("content".into(), Value::Array(parts));
-            }
-            None => {}
-        }
-        if let Some(name) = &self.name {
-            map.insert("name".into(), Value::String(name.clone()));
-        }
-        if !self.tool_calls.is_empty() {
-            let calls = self.tool_calls.iter().map(ToolCall::to_json).collect();
-            map.insert("tool_calls".into(), Value::Array(calls));
-        }
-        if let Some(id) = &self.tool_call_id {
-            map.insert("tool_call_id".into(), Value::String(id.clone()));
-        }
-        if let Some(id) = &self.id {
-            map.insert("id".into(), Value::String(id.clone()));
-        }
-        if let Some(metadata) = &self.metadata {
-            map.insert("metadata".into(), metadata.clone());
         }
         for (k, v) in &self.extra {
-            // A typed field that is set wins over its null/empty form kept in `extra`.
-            map.entry(k.clone()).or_insert_with(|| v.clone());
+            if !map.contains_key(k) {
+                map.insert(k.clone(), v.clone());
+            }
         }
         Value::Object(map)
     }

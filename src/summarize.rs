@@ -40,7 +40,11 @@ pub struct SummaryRequest<'a> {
 
 impl<'a> SummaryRequest<'a> {
     /// A request over borrowed messages.
-    pub fn new(previous: Option<&'a str>, messages: impl IntoIterator<Item = &'a Message>, allowance: usize) -> Self {
+    pub fn new(
+        previous: Option<&'a str>,
+        messages: impl IntoIterator<Item = &'a Message>,
+        allowance: usize,
+    ) -> Self {
         SummaryRequest {
             previous: previous.map(Cow::Borrowed),
             messages: messages.into_iter().map(Cow::Borrowed).collect(),
@@ -48,7 +52,11 @@ impl<'a> SummaryRequest<'a> {
         }
     }
 
-    pub(crate) fn from_parts(previous: Option<Cow<'a, str>>, messages: Vec<&'a Message>, allowance: usize) -> Self {
+    pub(crate) fn from_parts(
+        previous: Option<Cow<'a, str>>,
+        messages: Vec<&'a Message>,
+        allowance: usize,
+    ) -> Self {
         SummaryRequest {
             previous,
             messages: messages.into_iter().map(Cow::Borrowed).collect(),
@@ -175,7 +183,10 @@ pub trait AsyncSummarizer {
     ///
     /// Whatever the summarizer fails with; chatfold passes it on in
     /// [`Error::Summarize`](crate::Error::Summarize) and changes nothing.
-    fn summarize(&self, request: SummaryRequest<'static>) -> impl Future<Output = Result<String, Self::Error>> + Send;
+    fn summarize(
+        &self,
+        request: SummaryRequest<'static>,
+    ) -> impl Future<Output = Result<String, Self::Error>> + Send;
 }
 
 impl<F, Fut, E> AsyncSummarizer for F
@@ -202,7 +213,7 @@ where
 /// let folded = [Message::user("The deploy failed. Logs attached.")];
 /// let request = SummaryRequest::new(None, &folded, 50).into_owned();
 /// let summary = pollster::block_on(Ready(Extractive::new()).summarize(request))?;
-/// assert_eq!(summary, "user: The deploy failed.");
+/// assert_eq!(summary, "user: The deploy failed. Logs attached.");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Copy, Debug, Default)]
@@ -215,14 +226,20 @@ where
 {
     type Error = S::Error;
 
-    fn summarize(&self, request: SummaryRequest<'static>) -> impl Future<Output = Result<String, S::Error>> + Send {
+    fn summarize(
+        &self,
+        request: SummaryRequest<'static>,
+    ) -> impl Future<Output = Result<String, S::Error>> + Send {
         std::future::ready(self.0.summarize(&request))
     }
 }
 
 /// A deterministic summarizer that needs no model: the opening sentence of
-/// each folded turn, kept newest first until the allowance is spent, written
-/// oldest first after what still fits of the previous summary.
+/// each folded turn, in order.
+///
+/// When they do not all fit the allowance, what people said (and the previous
+/// summary) goes first, then tool calls and results; within each, the newest
+/// lines win.
 ///
 /// It is what the CLI uses by default, so chatfold works offline. It measures
 /// with its own counter ([`Heuristic`] unless given one); pass the compactor's
@@ -234,14 +251,14 @@ where
 /// use chatfold::{Extractive, Message, Summarizer, SummaryRequest, ToolCall};
 ///
 /// let folded = [
-///     Message::user("Deploy v2 to staging. Use the blue cluster."),
+///     Message::user("Deploy v2 to staging on the blue cluster, and keep green idle. Then report back."),
 ///     Message::assistant_tool_calls(vec![ToolCall::new("c1", "deploy", r#"{"v":"2"}"#)]),
 ///     Message::tool("ok: deployed in 41s", "c1"),
 /// ];
 /// let summary = Extractive::new().summarize(&SummaryRequest::new(None, &folded, 100))?;
 /// assert_eq!(
 ///     summary,
-///     "user: Deploy v2 to staging.\nassistant: called deploy({\"v\":\"2\"})\ntool [c1]: ok: deployed in 41s"
+///     "user: Deploy v2 to staging on the blue cluster, and keep green idle.\nassistant: called deploy({\"v\":\"2\"})\ntool [c1]: ok: deployed in 41s"
 /// );
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -275,28 +292,66 @@ impl<C: TokenCounter> Summarizer for Extractive<C> {
             .previous_summary()
             .into_iter()
             .flat_map(str::lines)
-            .map(|l| Cow::Borrowed(l.trim()))
-            .filter(|l| !l.is_empty());
-        let lines: Vec<Cow<'_, str>> = previous.chain(request.messages().filter_map(line_for)).collect();
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(|l| (Tier::Conversation, Cow::Borrowed(l)));
+        let turns = request
+            .messages()
+            .filter_map(|m| Some((Tier::of(m), line_for(m)?)));
+        let lines: Vec<(Tier, Cow<'_, str>)> = previous.chain(turns).collect();
         if lines.is_empty() {
-            return Ok(format!("{} earlier messages without text.", request.messages().len()));
+            return Ok(format!(
+                "{} earlier messages without text.",
+                request.messages().len()
+            ));
         }
+        let mut keep = vec![false; lines.len()];
         let mut spent = 0usize;
-        let mut first_kept = lines.len();
-        for (i, line) in lines.iter().enumerate().rev() {
-            // Each line after the first costs its newline too.
-            let cost = self.counter.count(line).saturating_add(usize::from(i + 1 < lines.len()));
-            if spent.saturating_add(cost) > request.allowance() {
-                break;
+        for tier in [Tier::Conversation, Tier::Tools] {
+            for (i, (t, line)) in lines.iter().enumerate().rev() {
+                if *t != tier {
+                    continue;
+                }
+                // Each line costs its newline too.
+                let cost = self.counter.count(line).saturating_add(1);
+                if spent.saturating_add(cost) > request.allowance().saturating_add(1) {
+                    break;
+                }
+                spent += cost;
+                keep[i] = true;
             }
-            spent += cost;
-            first_kept = i;
         }
-        if first_kept == lines.len() {
+        if !keep.contains(&true) {
             // Not even the newest line fits: give it anyway; the compactor cuts it to fit.
-            first_kept = lines.len() - 1;
+            let last = keep.len() - 1;
+            keep[last] = true;
         }
-        Ok(lines[first_kept..].join("\n"))
+        let kept: Vec<&str> = lines
+            .iter()
+            .zip(&keep)
+            .filter(|(_, k)| **k)
+            .map(|((_, line), _)| &**line)
+            .collect();
+        Ok(kept.join("\n"))
+    }
+}
+
+/// Which lines the extractive summarizer keeps first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tier {
+    /// What people said, and the previous summary.
+    Conversation,
+    /// Tool calls and tool results: details, kept when there is room.
+    Tools,
+}
+
+impl Tier {
+    fn of(m: &Message) -> Tier {
+        if m.role == crate::message::Role::Tool || (m.text().trim().is_empty() && !m.tool_calls.is_empty()) {
+            Tier::Tools
+        } else {
+            Tier::Conversation
+        }
     }
 }
 
@@ -304,10 +359,7 @@ impl<C: TokenCounter> Summarizer for Extractive<C> {
 fn line_for<'x>(m: &Message) -> Option<Cow<'x, str>> {
     let text = m.text();
     let mut line = String::new();
-    let sentence = opening_sentence(&text);
-    if !sentence.is_empty() {
-        line.push_str(sentence);
-    }
+    line.push_str(&opening(&text));
     for call in &m.tool_calls {
         if !line.is_empty() {
             line.push_str("; ");
@@ -326,20 +378,55 @@ fn line_for<'x>(m: &Message) -> Option<Cow<'x, str>> {
     Some(Cow::Owned(out))
 }
 
-/// The text up to and including its first sentence end (or line end).
-fn opening_sentence(text: &str) -> &str {
-    let text = text.trim();
-    let mut chars = text.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        let end = i + c.len_utf8();
-        match c {
-            '\n' => return text[..i].trim_end(),
-            '。' | '！' | '？' => return &text[..end],
-            '.' | '!' | '?' if chars.peek().is_none_or(|&(_, n)| n.is_whitespace()) => return &text[..end],
-            _ => {}
+/// A line is made of whole sentences until it has at least this many characters.
+const LINE_MIN_CHARS: usize = 60;
+
+/// The opening of `text`: its first sentences (or lines), joined by spaces,
+/// until they reach [`LINE_MIN_CHARS`].
+fn opening(text: &str) -> String {
+    let mut out = String::new();
+    for sentence in sentences(text) {
+        if out.chars().count() >= LINE_MIN_CHARS {
+            break;
         }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(sentence);
     }
-    text
+    out
+}
+
+/// The sentences of `text`: ended by `.`, `!` or `?` before white space, by
+/// `。`, `！` or `？`, or by a line break; trimmed, empty ones skipped.
+fn sentences(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        loop {
+            if rest.trim().is_empty() {
+                return None;
+            }
+            let mut chars = rest.char_indices().peekable();
+            let mut end = rest.len();
+            while let Some((i, c)) = chars.next() {
+                let after = i + c.len_utf8();
+                let ends = match c {
+                    '\n' | '。' | '！' | '？' => true,
+                    '.' | '!' | '?' => chars.peek().is_none_or(|&(_, n)| n.is_whitespace()),
+                    _ => false,
+                };
+                if ends {
+                    end = after;
+                    break;
+                }
+            }
+            let sentence = rest[..end].trim();
+            rest = &rest[end..];
+            if !sentence.is_empty() {
+                return Some(sentence);
+            }
+        }
+    })
 }
 
 /// `text` cut to `max` characters, with an ellipsis when cut.
@@ -355,23 +442,42 @@ mod tests {
     use super::*;
 
     #[test]
-    fn opening_sentences() {
-        assert_eq!(opening_sentence("One. Two."), "One.");
-        assert_eq!(opening_sentence("v1.2 is out! Yes"), "v1.2 is out!");
-        assert_eq!(opening_sentence("line one\nline two"), "line one");
-        assert_eq!(opening_sentence("你好。再见"), "你好。");
-        assert_eq!(opening_sentence("no end"), "no end");
-        assert_eq!(opening_sentence("  "), "");
+    fn sentences_split_where_people_end_them() {
+        fn split(t: &str) -> Vec<&str> {
+            sentences(t).collect()
+        }
+        assert_eq!(split("One. Two."), ["One.", "Two."]);
+        assert_eq!(split("v1.2 is out! Yes"), ["v1.2 is out!", "Yes"]);
+        assert_eq!(split("line one\n\nline two"), ["line one", "line two"]);
+        assert_eq!(split("你好。再见"), ["你好。", "再见"]);
+        assert!(split("  \n ").is_empty());
+    }
+
+    #[test]
+    fn openings_take_sentences_until_long_enough() {
+        assert_eq!(
+            opening("Hi. I need help with a failing deploy of the ledger service, again. Thanks!"),
+            "Hi. I need help with a failing deploy of the ledger service, again."
+        );
+        assert_eq!(opening("Short one."), "Short one.");
+        assert_eq!(opening(""), "");
     }
 
     #[test]
     fn newest_lines_win_when_space_is_short() {
-        let folded: Vec<Message> = (0..10).map(|i| Message::user(format!("message number {i}"))).collect();
+        let folded: Vec<Message> = (0..10)
+            .map(|i| Message::user(format!("message number {i}")))
+            .collect();
         let one_token_per_line = |_: &str| 1;
         let summarizer = Extractive::with_counter(one_token_per_line);
         // 3 lines: 1 + (1 + newline) * 2 = 5 tokens
-        let summary = summarizer.summarize(&SummaryRequest::new(None, &folded, 5)).unwrap();
-        assert_eq!(summary, "user: message number 7\nuser: message number 8\nuser: message number 9");
+        let summary = summarizer
+            .summarize(&SummaryRequest::new(None, &folded, 5))
+            .unwrap();
+        assert_eq!(
+            summary,
+            "user: message number 7\nuser: message number 8\nuser: message number 9"
+        );
     }
 
     #[test]
@@ -394,6 +500,31 @@ mod tests {
             .unwrap();
         assert_eq!(summary.chars().count(), "user: ".len() + LINE_CHARS + 1);
         assert!(summary.ends_with('…'));
+    }
+
+    #[test]
+    fn conversation_is_kept_before_tool_details() {
+        let folded = [
+            Message::user("Why did the deploy fail?"),
+            Message::assistant_tool_calls(vec![crate::ToolCall::new("c1", "logs", "{}")]),
+            Message::tool("ERROR config: unknown field", "c1"),
+            Message::assistant("The config has an unknown field."),
+        ];
+        let one = |_: &str| 1;
+        let summary = Extractive::with_counter(one)
+            .summarize(&SummaryRequest::new(None, &folded, 3))
+            .unwrap();
+        assert_eq!(
+            summary,
+            "user: Why did the deploy fail?\nassistant: The config has an unknown field."
+        );
+        let summary = Extractive::with_counter(one)
+            .summarize(&SummaryRequest::new(None, &folded, 5))
+            .unwrap();
+        assert_eq!(
+            summary,
+            "user: Why did the deploy fail?\ntool [c1]: ERROR config: unknown field\nassistant: The config has an unknown field."
+        );
     }
 
     #[test]

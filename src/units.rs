@@ -94,7 +94,11 @@ pub(crate) struct Cut {
 /// The latest unit is always kept. Each older unit is offered to `fits`,
 /// newest first; the walk stops at the first one it refuses. The cut is then
 /// aligned (see the module docs).
-pub(crate) fn cut(messages: &[Message], units: &[Range<usize>], mut fits: impl FnMut(Range<usize>) -> bool) -> Cut {
+pub(crate) fn cut(
+    messages: &[Message],
+    units: &[Range<usize>],
+    mut fits: impl FnMut(Range<usize>) -> bool,
+) -> Cut {
     let Some((last, older)) = units.split_last() else {
         return Cut {
             start: 0,

@@ -5,7 +5,9 @@ mod common;
 use std::cell::Cell;
 use std::convert::Infallible;
 
-use chatfold::{Compactor, CutReason, Error, Extractive, Fate, Heuristic, Message, SummaryRequest, TokenCounter};
+use chatfold::{
+    Compactor, CutReason, Error, Extractive, Fate, Heuristic, Message, SummaryRequest, TokenCounter,
+};
 
 fn fixed(text: &'static str) -> impl Fn(&SummaryRequest<'_>) -> Result<String, Infallible> {
     move |_| Ok(text.to_owned())
@@ -14,8 +16,13 @@ fn fixed(text: &'static str) -> impl Fn(&SummaryRequest<'_>) -> Result<String, I
 fn chat(turns: usize) -> Vec<Message> {
     let mut h = vec![Message::system("You are a careful assistant.")];
     for i in 0..turns {
-        h.push(Message::user(format!("Question {i}: tell me something about the number {i}.")));
-        h.push(Message::assistant(format!("The number {i} is {}.", if i % 2 == 0 { "even" } else { "odd" })));
+        h.push(Message::user(format!(
+            "Question {i}: tell me something about the number {i}."
+        )));
+        h.push(Message::assistant(format!(
+            "The number {i} is {}.",
+            if i % 2 == 0 { "even" } else { "odd" }
+        )));
     }
     h
 }
@@ -47,7 +54,9 @@ fn single_message_over_budget_is_kept_and_flagged() {
 fn huge_latest_message_is_kept_and_the_rest_folded() {
     let mut h = chat(10);
     h.push(Message::user("data ".repeat(2_000)));
-    let r = Compactor::new(200).compact(&h, &fixed("ten questions about numbers")).unwrap();
+    let r = Compactor::new(200)
+        .compact(&h, &fixed("ten questions about numbers"))
+        .unwrap();
     assert!(r.summarized && r.over_budget);
     assert_eq!(r.messages.len(), 3);
     assert_eq!(r.messages[0], h[0]);
@@ -58,7 +67,9 @@ fn huge_latest_message_is_kept_and_the_rest_folded() {
 
 #[test]
 fn all_system_history_cannot_be_folded() {
-    let h: Vec<Message> = (0..20).map(|i| Message::system(format!("rule number {i} is important"))).collect();
+    let h: Vec<Message> = (0..20)
+        .map(|i| Message::system(format!("rule number {i} is important")))
+        .collect();
     let r = Compactor::new(50).compact(&h, &fixed("never")).unwrap();
     assert_eq!(&*r.messages, &h[..]);
     assert!(!r.summarized && r.over_budget);
@@ -80,8 +91,14 @@ fn budget_smaller_than_the_system_messages() {
     // Strict mode gives up before calling the summarizer when even an empty
     // summary could not fit.
     calls.set(0);
-    let err = Compactor::new(60).strict(true).compact(&h, &summarizer).unwrap_err();
-    assert!(matches!(err, Error::BudgetUnreachable { budget: 60, .. }), "{err}");
+    let err = Compactor::new(60)
+        .strict(true)
+        .compact(&h, &summarizer)
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::BudgetUnreachable { budget: 60, .. }),
+        "{err}"
+    );
     assert_eq!(calls.get(), 0);
 }
 
@@ -101,17 +118,25 @@ fn system_messages_mid_conversation_are_hoisted_in_order() {
 fn previous_summary_is_rolled_into_the_next() {
     let c = Compactor::new(120);
     let history = chat(20);
-    let first = c.compact(&history, &fixed("The user asked about numbers 0 to 17.")).unwrap();
+    let first = c
+        .compact(&history, &fixed("The user asked about numbers 0 to 17."))
+        .unwrap();
     let mut next = first.messages.into_owned();
     next.extend(chat(8).into_iter().skip(1));
     let seen = Cell::new(None::<String>);
     let summarizer = |r: &SummaryRequest<'_>| {
         seen.set(r.previous_summary().map(str::to_owned));
-        assert!(r.messages().all(|m| !c.is_summary(m)), "the previous summary was passed as a turn");
+        assert!(
+            r.messages().all(|m| !c.is_summary(m)),
+            "the previous summary was passed as a turn"
+        );
         Ok::<_, Infallible>("Numbers 0 to 23 were discussed.".to_owned())
     };
     let second = c.compact(&next, &summarizer).unwrap();
-    assert_eq!(seen.take().as_deref(), Some("The user asked about numbers 0 to 17."));
+    assert_eq!(
+        seen.take().as_deref(),
+        Some("The user asked about numbers 0 to 17.")
+    );
     assert_eq!(second.messages.iter().filter(|m| c.is_summary(m)).count(), 1);
     assert!(second.tokens_after <= 120);
     assert_eq!(second.report.fates[1], Fate::PreviousSummary);
@@ -122,7 +147,10 @@ fn summary_recognised_by_its_prefix_alone() {
     // A client that rebuilt the message from role and content only.
     let h = vec![
         Message::system("Be brief."),
-        Message::system(format!("{}earlier: the user likes tea", chatfold::DEFAULT_SUMMARY_PREFIX)),
+        Message::system(format!(
+            "{}earlier: the user likes tea",
+            chatfold::DEFAULT_SUMMARY_PREFIX
+        )),
         Message::user("x ".repeat(200)),
         Message::user("latest"),
     ];
@@ -143,10 +171,14 @@ fn summary_recognised_by_its_prefix_alone() {
 fn over_long_summary_is_cut_and_reported() {
     let h = chat(30);
     let c = Compactor::new(200);
-    let r = c.compact(&h, &fixed("blah blah blah blah blah blah blah. ")).unwrap();
+    let r = c
+        .compact(&h, &fixed("blah blah blah blah blah blah blah. "))
+        .unwrap();
     assert!(!r.summary_truncated);
     let long = "a fact worth keeping. ".repeat(500);
-    let r = c.compact(&h, &|_: &SummaryRequest<'_>| Ok::<_, Infallible>(long.clone())).unwrap();
+    let r = c
+        .compact(&h, &|_: &SummaryRequest<'_>| Ok::<_, Infallible>(long.clone()))
+        .unwrap();
     assert!(r.summary_truncated && !r.over_budget);
     assert!(r.tokens_after <= 200);
     let summary = r.messages.iter().find(|m| c.is_summary(m)).unwrap();
@@ -171,9 +203,15 @@ fn failing_summarizer_leaves_messages_untouched() {
 #[test]
 fn cut_reason_is_reported() {
     let h = chat(30);
-    let r = Compactor::new(600).keep_recent(40).compact(&h, &fixed("s")).unwrap();
+    let r = Compactor::new(600)
+        .keep_recent(40)
+        .compact(&h, &fixed("s"))
+        .unwrap();
     assert_eq!(r.report.reason, CutReason::KeepRecent);
-    let r = Compactor::new(120).keep_recent(120).compact(&h, &fixed("s")).unwrap();
+    let r = Compactor::new(120)
+        .keep_recent(120)
+        .compact(&h, &fixed("s"))
+        .unwrap();
     assert_eq!(r.report.reason, CutReason::Budget);
     let r = Compactor::new(10_000).compact(&h, &fixed("s")).unwrap();
     assert_eq!(r.report.reason, CutReason::Fits);
@@ -190,7 +228,10 @@ fn cut_moves_past_an_assistant_opening() {
         Message::assistant("second answer"),
     ];
     let kept3 = Heuristic.count_messages(&h[2..]) - 3;
-    let r = Compactor::new(90).keep_recent(kept3).compact(&h, &fixed("s")).unwrap();
+    let r = Compactor::new(90)
+        .keep_recent(kept3)
+        .compact(&h, &fixed("s"))
+        .unwrap();
     assert_eq!(r.report.aligned_from, Some(2));
     assert_eq!(r.report.cut, 3);
     assert_eq!(&r.messages[1..], &h[3..]);
@@ -205,7 +246,10 @@ fn async_compaction_matches_sync() {
     let r#async = pollster::block_on(c.compact_async(&h, &summarizer)).unwrap();
     assert_eq!(sync.messages, r#async.messages);
     let failing = |_: SummaryRequest<'static>| async { Err::<String, _>("down") };
-    assert!(matches!(pollster::block_on(c.compact_async(&h, &failing)), Err(Error::Summarize(_))));
+    assert!(matches!(
+        pollster::block_on(c.compact_async(&h, &failing)),
+        Err(Error::Summarize(_))
+    ));
 }
 
 /// Rule 9: the counter is asked about a bounded amount of text, whatever
@@ -226,7 +270,11 @@ fn counting_grows_with_the_budget_not_the_history() {
     // framing (role names), the kept part counted again in the output
     // accounting of the summary, and one message past the budget.
     assert!(chars.get() < 4 * 2_000 * 4, "counted {} characters", chars.get());
-    assert!(chars.get() * 20 < history_chars, "counted {} of {history_chars}", chars.get());
+    assert!(
+        chars.get() * 20 < history_chars,
+        "counted {} of {history_chars}",
+        chars.get()
+    );
 }
 
 #[cfg(feature = "tiktoken")]
@@ -239,7 +287,11 @@ fn tiktoken_matches_openai_accounting() {
         for name in ["o200k_base", "cl100k_base"] {
             let counter = chatfold::Tiktoken::from_name(name).unwrap();
             let expected = case["tokens"][name].as_u64().unwrap() as usize;
-            assert_eq!(counter.count_messages(&messages), expected, "{name}: {messages:?}");
+            assert_eq!(
+                counter.count_messages(&messages),
+                expected,
+                "{name}: {messages:?}"
+            );
         }
     }
 }

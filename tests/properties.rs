@@ -95,7 +95,12 @@ fn check_rules<C: TokenCounter>(c: &Compactor<C>, h: &[Message], summary: &str) 
     // Rule 7: at most one summary, exactly one when summarized.
     let summaries: Vec<usize> = (0..out.len()).filter(|&i| c.is_summary(&out[i])).collect();
     if result.summarized {
-        assert_eq!(summaries.len(), 1, "summarized into {} summaries", summaries.len());
+        assert_eq!(
+            summaries.len(),
+            1,
+            "summarized into {} summaries",
+            summaries.len()
+        );
     }
 
     if !result.summarized {
@@ -109,7 +114,10 @@ fn check_rules<C: TokenCounter>(c: &Compactor<C>, h: &[Message], summary: &str) 
     // Rule 3: the kept part is a verbatim suffix, cut at a unit boundary.
     assert!(h.ends_with(kept), "kept part is not a suffix of the input");
     let cut = h.len() - kept.len();
-    assert!(is_boundary(h, cut), "cut at {cut} separates a tool call from its result");
+    assert!(
+        is_boundary(h, cut),
+        "cut at {cut} separates a tool call from its result"
+    );
 
     // Rule 2: pinned messages before the cut come first, verbatim, in order;
     // previous summaries are not among them.
@@ -133,7 +141,10 @@ fn check_rules<C: TokenCounter>(c: &Compactor<C>, h: &[Message], summary: &str) 
     // Rule 5: the latest unit is kept (after any previous summary).
     let after = h.iter().rposition(|m| c.is_summary(m)).map_or(0, |i| i + 1);
     if after < h.len() {
-        assert!(cut <= after + last_unit_start(&h[after..]), "latest unit not kept");
+        assert!(
+            cut <= after + last_unit_start(&h[after..]),
+            "latest unit not kept"
+        );
     }
 
     // Rule 8's other half and the summarizer contract: one call, with exactly

@@ -59,19 +59,52 @@ fn rollmem_flat_tool_calls_are_read_and_written_in_openai_shape() {
 #[test]
 fn bad_shapes_are_clear_errors() {
     let cases = [
-        ("{", "invalid input: not valid JSON: EOF while parsing an object at line 1 column 1"),
-        ("{}", "invalid input: expected an array of messages, not an object"),
+        (
+            "{",
+            "invalid input: not valid JSON: EOF while parsing an object at line 1 column 1",
+        ),
+        (
+            "{}",
+            "invalid input: expected an array of messages, not an object",
+        ),
         ("[1]", "message 0: a message must be an object, not a number"),
         (r#"[{"content": "x"}]"#, "message 0: message has no role"),
-        (r#"[{"role": 5}]"#, "message 0: role must be a string, not a number"),
-        (r#"[{"role": "user", "content": {"a": 1}}]"#, "message 0: content must be a string, an array of parts or null, not an object"),
-        (r#"[{"role": "user", "content": "ok"}, {"role": "assistant", "tool_calls": {}}]"#, "message 1: tool_calls must be an array, not an object"),
-        (r#"[{"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "f"}}]}]"#, "message 0: tool_calls[0]: tool call has no id"),
-        (r#"[{"role": "assistant", "tool_calls": [{"id": "c", "function": {"arguments": "{}"}}]}]"#, "message 0: tool_calls[0]: tool call c has no name"),
-        (r#"[{"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": {"a": 1}}}]}]"#, "message 0: tool_calls[0]: tool call c arguments must be a string, not an object"),
-        (r#"[{"role": "assistant", "tool_calls": ["c"]}]"#, "message 0: tool_calls[0]: a tool call must be an object, not a string"),
-        (r#"[{"role": "tool", "content": "x", "tool_call_id": 7}]"#, "message 0: tool_call_id must be a string, not a number"),
-        (r#"[{"role": "user", "content": "x", "name": []}]"#, "message 0: name must be a string, not an array"),
+        (
+            r#"[{"role": 5}]"#,
+            "message 0: role must be a string, not a number",
+        ),
+        (
+            r#"[{"role": "user", "content": {"a": 1}}]"#,
+            "message 0: content must be a string, an array of parts or null, not an object",
+        ),
+        (
+            r#"[{"role": "user", "content": "ok"}, {"role": "assistant", "tool_calls": {}}]"#,
+            "message 1: tool_calls must be an array, not an object",
+        ),
+        (
+            r#"[{"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "f"}}]}]"#,
+            "message 0: tool_calls[0]: tool call has no id",
+        ),
+        (
+            r#"[{"role": "assistant", "tool_calls": [{"id": "c", "function": {"arguments": "{}"}}]}]"#,
+            "message 0: tool_calls[0]: tool call c has no name",
+        ),
+        (
+            r#"[{"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": {"a": 1}}}]}]"#,
+            "message 0: tool_calls[0]: tool call c arguments must be a string, not an object",
+        ),
+        (
+            r#"[{"role": "assistant", "tool_calls": ["c"]}]"#,
+            "message 0: tool_calls[0]: a tool call must be an object, not a string",
+        ),
+        (
+            r#"[{"role": "tool", "content": "x", "tool_call_id": 7}]"#,
+            "message 0: tool_call_id must be a string, not a number",
+        ),
+        (
+            r#"[{"role": "user", "content": "x", "name": []}]"#,
+            "message 0: name must be a string, not an array",
+        ),
     ];
     for (input, expected) in cases {
         let err = parse_messages(input).unwrap_err();
@@ -81,7 +114,11 @@ fn bad_shapes_are_clear_errors() {
 
 #[test]
 fn deeply_nested_json_is_an_error_not_a_crash() {
-    let deep = format!("[{{\"role\":\"user\",\"content\":\"x\",\"extra\":{}{}}}]", "[".repeat(100_000), "]".repeat(100_000));
+    let deep = format!(
+        "[{{\"role\":\"user\",\"content\":\"x\",\"extra\":{}{}}}]",
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
     let err = parse_messages(&deep).unwrap_err();
     assert!(err.to_string().contains("recursion limit"), "{err}");
 }
@@ -102,7 +139,10 @@ fn serde_derive_users_get_the_same_format() {
     let err = serde_json::from_str::<Request>(r#"{"model": "m", "messages": [{"role": 1}]}"#)
         .err()
         .unwrap();
-    assert!(err.to_string().starts_with("role must be a string, not a number"), "{err}");
+    assert!(
+        err.to_string().starts_with("role must be a string, not a number"),
+        "{err}"
+    );
 }
 
 proptest! {

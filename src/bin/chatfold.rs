@@ -1,1 +1,492 @@
-fn main(){}
+//! `chatfold`: compact, count and explain chat histories from the shell.
+
+use std::fmt::Write as _;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use chatfold::{
+    Compaction, Compactor, Error, Extractive, Fate, Heuristic, Message, Plan, Summarizer, SummaryRequest,
+    Tiktoken, TokenCounter,
+};
+use clap::{Args, Parser, Subcommand};
+use serde_json::{Map, Value, json};
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success
+  1  bad input (not JSON, wrong shape, a malformed message); stderr says which message
+  2  bad usage (budget 0, keep-recent above the budget, unknown tokenizer ...)
+  3  the summarizer failed (non-zero exit, empty output, time-out)
+  4  the budget is unreachable and --strict was given
+On every error stdout stays empty.";
+
+/// Keep LLM chat histories inside a token budget.
+///
+/// Reads a JSON array of messages, or a Chat Completions request body (an
+/// object with a "messages" array), from INPUT or standard input.
+#[derive(Parser, Debug)]
+#[command(name = "chatfold", version, after_help = EXIT_CODES)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Compact a history to fit the budget; writes it to stdout in the shape it came in.
+    Compact {
+        #[command(flatten)]
+        budget: BudgetArgs,
+        /// Shell command that writes the summary: it reads the transcript on
+        /// stdin, and CHATFOLD_MAX_SUMMARY_TOKENS in its environment. Default:
+        /// the built-in extractive summarizer (no model, no network).
+        #[arg(long, value_name = "CMD")]
+        summarize_cmd: Option<String>,
+        /// Seconds the summarize command may take.
+        #[arg(long, value_name = "SECS", default_value_t = 120.0)]
+        summarize_timeout: f64,
+        /// Fail (exit 4) instead of writing an over-budget result.
+        #[arg(long)]
+        strict: bool,
+        /// Write a JSON report of what was kept, hoisted and folded to FILE.
+        #[arg(long, value_name = "FILE")]
+        report: Option<PathBuf>,
+        /// Indent the JSON output.
+        #[arg(long)]
+        pretty: bool,
+    },
+    /// Print the history's token count (OpenAI chat accounting).
+    Count {
+        #[command(flatten)]
+        input: InputArgs,
+    },
+    /// Show what compact would do, message by message, without summarizing.
+    Explain {
+        #[command(flatten)]
+        budget: BudgetArgs,
+    },
+}
+
+#[derive(Args, Debug)]
+struct InputArgs {
+    /// heuristic (4 characters a token), o200k_base, cl100k_base, or an OpenAI model name.
+    #[arg(long, default_value = "o200k_base")]
+    tokenizer: String,
+    /// The history (default: standard input).
+    input: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct BudgetArgs {
+    /// Most tokens the compacted history may take.
+    #[arg(long)]
+    budget: usize,
+    /// Tokens of recent turns to keep verbatim (default: half the budget).
+    #[arg(long)]
+    keep_recent: Option<usize>,
+    #[command(flatten)]
+    input: InputArgs,
+}
+
+/// An error and the exit code it maps to.
+struct Failure {
+    code: u8,
+    message: String,
+}
+
+impl Failure {
+    fn new(code: u8, message: impl Into<String>) -> Self {
+        Failure {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        let code = match &e {
+            Error::InvalidInput { .. } | Error::InvalidMessage { .. } | Error::InvalidState { .. } => 1,
+            Error::Summarize(_) | Error::EmptySummary => 3,
+            Error::BudgetUnreachable { .. } => 4,
+            _ => 2,
+        };
+        let mut message = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(s) = source {
+            let text = s.to_string();
+            if !message.contains(&text) {
+                let _ = write!(message, ": {text}");
+            }
+            source = s.source();
+        }
+        Failure::new(code, message)
+    }
+}
+
+/// The counter chosen with --tokenizer.
+#[derive(Clone, Copy, Debug)]
+enum Counter {
+    Heuristic,
+    Tiktoken(Tiktoken),
+}
+
+impl Counter {
+    fn from_name(name: &str) -> Result<Self, Failure> {
+        if name == "heuristic" {
+            return Ok(Counter::Heuristic);
+        }
+        Tiktoken::from_name(name)
+            .map(Counter::Tiktoken)
+            .map_err(Failure::from)
+    }
+}
+
+impl TokenCounter for Counter {
+    fn count(&self, text: &str) -> usize {
+        match self {
+            Counter::Heuristic => Heuristic.count(text),
+            Counter::Tiktoken(t) => t.count(text),
+        }
+    }
+}
+
+/// The input: the raw text, and where the messages sit in it.
+struct Input {
+    raw: Vec<u8>,
+    /// The request body's other fields, when the input was an object.
+    body: Option<Map<String, Value>>,
+    messages: Vec<Message>,
+}
+
+fn read_input(path: Option<&Path>) -> Result<Input, Failure> {
+    let mut raw = Vec::new();
+    let read = match path {
+        Some(p) => std::fs::File::open(p).and_then(|mut f| f.read_to_end(&mut raw)),
+        None => std::io::stdin().lock().read_to_end(&mut raw),
+    };
+    let name = path.map_or("standard input".to_owned(), |p| p.display().to_string());
+    read.map_err(|e| Failure::new(1, format!("cannot read {name}: {e}")))?;
+    let text = std::str::from_utf8(&raw)
+        .map_err(|e| Failure::new(1, format!("invalid input: {name} is not valid UTF-8 ({e})")))?;
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| Failure::new(1, format!("invalid input: not valid JSON: {e}")))?;
+    let (body, list) = match value {
+        Value::Array(_) => (None, value),
+        Value::Object(mut body) => match body.remove("messages") {
+            Some(list @ Value::Array(_)) => (Some(body), list),
+            Some(_) => return Err(Failure::new(1, "invalid input: \"messages\" must be an array")),
+            None => {
+                return Err(Failure::new(
+                    1,
+                    "invalid input: expected an array of messages or an object with a \"messages\" array",
+                ));
+            }
+        },
+        _ => {
+            return Err(Failure::new(
+                1,
+                "invalid input: expected an array of messages or an object with a \"messages\" array",
+            ));
+        }
+    };
+    let messages = chatfold::messages_from_json(list)?;
+    Ok(Input { raw, body, messages })
+}
+
+fn compactor(args: &BudgetArgs) -> Result<Compactor<Counter>, Failure> {
+    let counter = Counter::from_name(&args.input.tokenizer)?;
+    let mut c = Compactor::new(args.budget).counter(counter);
+    c.keep_recent = args.keep_recent;
+    Ok(c)
+}
+
+/// Runs a shell command as the summarizer.
+struct ShellSummarizer {
+    command: String,
+    timeout: Duration,
+}
+
+impl Summarizer for ShellSummarizer {
+    type Error = String;
+
+    fn summarize(&self, request: &SummaryRequest<'_>) -> Result<String, String> {
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(&self.command)
+            .env("CHATFOLD_MAX_SUMMARY_TOKENS", request.allowance().to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot run summarize command: {e}"))?;
+        let transcript = request.transcript();
+        let stdin = child.stdin.take();
+        let writer = std::thread::spawn(move || {
+            // A command that exits without reading its input is not an error here.
+            if let Some(mut stdin) = stdin {
+                let _ = stdin.write_all(transcript.as_bytes());
+            }
+        });
+        let stdout = child.stdout.take().map(reader);
+        let stderr = child.stderr.take().map(reader);
+        let deadline = Instant::now() + self.timeout;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if Instant::now() >= deadline => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(format!(
+                        "summarize command timed out after {} s",
+                        self.timeout.as_secs_f64()
+                    ));
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+                Err(e) => return Err(format!("cannot wait for summarize command: {e}")),
+            }
+        };
+        let _ = writer.join();
+        let out = stdout.map(join_reader).unwrap_or_default();
+        let err = stderr.map(join_reader).unwrap_or_default();
+        if !status.success() {
+            let err = err.trim();
+            let code = status
+                .code()
+                .map_or("a signal".to_owned(), |c| format!("status {c}"));
+            return Err(if err.is_empty() {
+                format!("summarize command exited with {code}")
+            } else {
+                format!("summarize command exited with {code}: {err}")
+            });
+        }
+        if out.trim().is_empty() {
+            return Err("summarize command printed nothing".into());
+        }
+        Ok(out.trim().to_owned())
+    }
+}
+
+fn reader(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = pipe.read_to_end(&mut bytes);
+        String::from_utf8_lossy(&bytes).into_owned()
+    })
+}
+
+fn join_reader(handle: std::thread::JoinHandle<String>) -> String {
+    handle.join().unwrap_or_default()
+}
+
+fn fates(compaction_report: &chatfold::Report, fate: Fate) -> Vec<usize> {
+    compaction_report.indices(fate).collect()
+}
+
+fn report_json(budget: usize, result: &Compaction<'_>) -> Value {
+    let r = &result.report;
+    json!({
+        "budget": budget,
+        "tokens_before": result.tokens_before,
+        "tokens_after": result.tokens_after,
+        "summarized": result.summarized,
+        "over_budget": result.over_budget,
+        "summary_truncated": result.summary_truncated,
+        "cut": r.cut,
+        "reason": reason(r),
+        "kept": fates(r, Fate::Kept),
+        "hoisted": fates(r, Fate::Hoisted),
+        "folded": fates(r, Fate::Folded),
+        "previous_summary": fates(r, Fate::PreviousSummary),
+    })
+}
+
+fn reason(r: &chatfold::Report) -> String {
+    let why = match r.reason {
+        chatfold::CutReason::Fits => "the history fits the budget",
+        chatfold::CutReason::KeepRecent => "keep-recent reached",
+        chatfold::CutReason::Budget => "no more room beside the summary",
+        chatfold::CutReason::Start => "every turn after the previous summary fits",
+        _ => "other",
+    };
+    match r.aligned_from {
+        Some(from) => format!("{why}; moved from message {from} so the kept part opens with a user turn"),
+        None => why.to_owned(),
+    }
+}
+
+fn write_stdout(bytes: &[u8]) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(bytes)
+        .and_then(|()| out.flush())
+        .map_err(|e| Failure::new(1, format!("cannot write output: {e}")))
+}
+
+fn to_json(value: &impl serde::Serialize, pretty: bool) -> Result<Vec<u8>, Failure> {
+    let mut out = if pretty {
+        serde_json::to_vec_pretty(value)
+    } else {
+        serde_json::to_vec(value)
+    }
+    .map_err(|e| Failure::new(1, format!("cannot write JSON: {e}")))?;
+    out.push(b'\n');
+    Ok(out)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn compact(
+    args: &BudgetArgs,
+    summarize_cmd: Option<&str>,
+    timeout: f64,
+    strict: bool,
+    report: Option<&Path>,
+    pretty: bool,
+) -> Result<(), Failure> {
+    let compactor = compactor(args)?.strict(strict).count_all(report.is_some());
+    if !(timeout.is_finite() && timeout > 0.0) {
+        return Err(Failure::new(
+            2,
+            "--summarize-timeout must be a positive number of seconds",
+        ));
+    }
+    let input = read_input(args.input.input.as_deref())?;
+    let result = match summarize_cmd {
+        Some(cmd) => {
+            let shell = ShellSummarizer {
+                command: cmd.to_owned(),
+                timeout: Duration::from_secs_f64(timeout),
+            };
+            compactor.compact(&input.messages, &shell)?
+        }
+        None => compactor.compact(&input.messages, &Extractive::with_counter(compactor.counter))?,
+    };
+    let output = if !result.summarized {
+        // Unchanged: the input goes back byte for byte.
+        input.raw.clone()
+    } else {
+        let messages = serde_json::to_value(&*result.messages)
+            .map_err(|e| Failure::new(1, format!("cannot write JSON: {e}")))?;
+        match &input.body {
+            None => to_json(&messages, pretty)?,
+            Some(body) => {
+                let mut body = body.clone();
+                body.insert("messages".into(), messages);
+                to_json(&body, pretty)?
+            }
+        }
+    };
+    if let Some(path) = report {
+        let text = to_json(&report_json(args.budget, &result), true)?;
+        std::fs::write(path, text)
+            .map_err(|e| Failure::new(1, format!("cannot write report {}: {e}", path.display())))?;
+    }
+    if result.over_budget {
+        eprintln!(
+            "warning: the result takes {} tokens, over the budget of {}: the system messages and the latest turn do not fit",
+            result.tokens_after, args.budget
+        );
+    }
+    write_stdout(&output)
+}
+
+fn count(args: &InputArgs) -> Result<(), Failure> {
+    let counter = Counter::from_name(&args.tokenizer)?;
+    let input = read_input(args.input.as_deref())?;
+    write_stdout(format!("{}\n", counter.count_messages(&input.messages)).as_bytes())
+}
+
+fn explain(args: &BudgetArgs) -> Result<(), Failure> {
+    let compactor = compactor(args)?.count_all(true);
+    let input = read_input(args.input.input.as_deref())?;
+    let plan: Plan<'_, '_, Counter> = compactor.plan(&input.messages)?;
+    let mut out = String::new();
+    let total = plan.tokens().iter().flatten().sum::<usize>() + compactor.counter.reply_priming();
+    let _ = writeln!(
+        out,
+        "budget {} tokens; history {} tokens in {} messages: {}",
+        args.budget,
+        total,
+        input.messages.len(),
+        if total <= args.budget {
+            "fits, nothing to do"
+        } else {
+            "over budget"
+        }
+    );
+    let folded = plan.folded();
+    let result = plan.apply("(summary)")?;
+    if let Some(request) = &folded {
+        let _ = writeln!(
+            out,
+            "keep-recent {} tokens; kept part starts at message {} ({}); summary allowance {} tokens",
+            compactor.effective_keep_recent(),
+            result.report.cut,
+            reason(&result.report),
+            request.allowance()
+        );
+    }
+    let _ = writeln!(out, "\n{:>5}  {:<12} {:>7}  fate", "index", "role", "tokens");
+    for (i, m) in input.messages.iter().enumerate() {
+        let fate = match result.report.fates[i] {
+            Fate::Kept => "kept",
+            Fate::Hoisted => "hoisted (kept before the summary)",
+            Fate::Folded => "folded",
+            Fate::PreviousSummary => "previous summary (folded)",
+            _ => "other",
+        };
+        let tokens = result.report.tokens[i].map_or("-".to_owned(), |t| t.to_string());
+        let _ = writeln!(out, "{i:>5}  {:<12} {tokens:>7}  {fate}", m.role.as_str());
+    }
+    if folded.is_some() {
+        let r = &result.report;
+        let _ = writeln!(
+            out,
+            "\nresult: {} hoisted, one summary of at most {} tokens, {} kept; {} folded",
+            r.indices(Fate::Hoisted).count(),
+            r.allowance,
+            r.indices(Fate::Kept).count(),
+            r.indices(Fate::Folded).count() + r.indices(Fate::PreviousSummary).count(),
+        );
+    } else if total > args.budget {
+        let _ = writeln!(
+            out,
+            "\nnothing can be folded: the system messages and the latest turn alone exceed the budget"
+        );
+    }
+    write_stdout(out.as_bytes())
+}
+
+fn run(cli: Cli) -> Result<(), Failure> {
+    match cli.command {
+        Cmd::Compact {
+            budget,
+            summarize_cmd,
+            summarize_timeout,
+            strict,
+            report,
+            pretty,
+        } => compact(
+            &budget,
+            summarize_cmd.as_deref(),
+            summarize_timeout,
+            strict,
+            report.as_deref(),
+            pretty,
+        ),
+        Cmd::Count { input } => count(&input),
+        Cmd::Explain { budget } => explain(&budget),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("error: {}", failure.message);
+            ExitCode::from(failure.code)
+        }
+    }
+}

@@ -143,7 +143,10 @@ pub fn is_boundary(history: &[Message], b: usize) -> bool {
 
 /// The start of the last unit: the largest boundary below the length.
 pub fn last_unit_start(history: &[Message]) -> usize {
-    (0..history.len()).rev().find(|&b| is_boundary(history, b)).unwrap_or(0)
+    (0..history.len())
+        .rev()
+        .find(|&b| is_boundary(history, b))
+        .unwrap_or(0)
 }
 
 /// The first non-pinned message from `b` on is an assistant turn or a tool result.
