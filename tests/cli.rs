@@ -1,0 +1,254 @@
+//! The `chatfold` binary, run as a user would run it.
+#![cfg(feature = "cli")]
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use chatfold::{Compactor, Extractive, Heuristic, Message, Tiktoken, TokenCounter};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+const SAMPLE: &str = include_str!("../examples/history.json");
+
+fn run(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_chatfold"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    let input = stdin.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = pipe.write_all(&input);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    out
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn messages(out: &Output) -> Vec<Message> {
+    chatfold::parse_messages(std::str::from_utf8(&out.stdout).unwrap()).unwrap()
+}
+
+#[test]
+fn compacts_the_sample_history_within_budget() {
+    let out = run(&["compact", "--budget", "2000", "examples/history.json"], b"");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let input = chatfold::parse_messages(SAMPLE).unwrap();
+    let output = messages(&out);
+    let o200k = Tiktoken::o200k_base().unwrap();
+    assert!(o200k.count_messages(&input) > 2000);
+    assert!(o200k.count_messages(&output) <= 2000);
+    assert_eq!(output[0], input[0]);
+    assert_eq!(output.last(), input.last());
+    let summaries = output.iter().filter(|m| m.text().starts_with(chatfold::DEFAULT_SUMMARY_PREFIX)).count();
+    assert_eq!(summaries, 1);
+}
+
+#[test]
+fn under_budget_input_comes_back_byte_for_byte() {
+    let input = b"[ {\"role\":\"user\",  \"content\":\"hi\"} ]\n";
+    let out = run(&["compact", "--budget", "100"], input);
+    assert!(out.status.success());
+    assert_eq!(out.stdout, input);
+}
+
+#[test]
+fn request_bodies_keep_every_other_field() {
+    let mut body = json!({
+        "model": "gpt-4o",
+        "temperature": 0.2,
+        "tools": [{"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}}],
+        "x_vendor": {"trace": true},
+        "messages": serde_json::from_str::<Value>(SAMPLE).unwrap(),
+    });
+    let out = run(&["compact", "--budget", "1500"], body.to_string().as_bytes());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut got: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let got_messages = got.as_object_mut().unwrap().remove("messages").unwrap();
+    body.as_object_mut().unwrap().remove("messages");
+    assert_eq!(got, body);
+    let got_messages = chatfold::messages_from_json(got_messages).unwrap();
+    assert!(Tiktoken::o200k_base().unwrap().count_messages(&got_messages) <= 1500);
+}
+
+#[test]
+fn bad_input_exits_1_with_nothing_on_stdout() {
+    let cases: [(&[u8], &str); 9] = [
+        (b"not json", "error: invalid input: not valid JSON"),
+        (b"42", "error: invalid input: expected an array of messages or an object"),
+        (b"{\"model\": \"m\"}", "error: invalid input: expected an array of messages or an object"),
+        (b"{\"messages\": {}}", "error: invalid input: \"messages\" must be an array"),
+        (b"[{\"role\":\"user\",\"content\":\"a\"},{\"content\":\"b\"}]", "error: message 1: message has no role"),
+        (b"[{\"role\": 3, \"content\": \"a\"}]", "error: message 0: role must be a string, not a number"),
+        (b"[{\"role\": \"user\", \"content\": 7}]", "error: message 0: content must be a string"),
+        (b"[{\"role\": \"assistant\", \"tool_calls\": 1}]", "error: message 0: tool_calls must be an array"),
+        (b"[{\"role\": \"user\", \"content\": \"\xff\xfe\"}]", "error: invalid input: standard input is not valid UTF-8"),
+    ];
+    for (input, expected) in cases {
+        let out = run(&["compact", "--budget", "100"], input);
+        assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(input));
+        assert!(out.stdout.is_empty());
+        assert!(stderr(&out).starts_with(expected), "{} -> {}", String::from_utf8_lossy(input), stderr(&out));
+    }
+    let out = run(&["compact", "--budget", "100", "/no/such/file.json"], b"");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).starts_with("error: cannot read /no/such/file.json"));
+}
+
+#[test]
+fn bad_usage_exits_2() {
+    let cases: [(&[&str], &str); 5] = [
+        (&["compact", "--budget", "0"], "error: invalid configuration: budget must be at least 1 token"),
+        (&["compact", "--budget", "abc"], "error: invalid value 'abc' for '--budget"),
+        (&["compact", "--budget", "10", "--keep-recent", "11"], "error: invalid configuration: keep_recent (11)"),
+        (&["compact", "--budget", "10", "--tokenizer", "nope"], "error: tokenizer: unknown model \"nope\""),
+        (&["frobnicate"], "error: unrecognized subcommand"),
+    ];
+    for (args, expected) in cases {
+        let out = run(args, b"[]");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(out.stdout.is_empty());
+        assert!(stderr(&out).starts_with(expected), "{args:?}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn summarize_command_gets_the_transcript_and_the_allowance() {
+    let out = run(
+        &[
+            "compact",
+            "--budget",
+            "2000",
+            "--summarize-cmd",
+            "echo \"allowance=$CHATFOLD_MAX_SUMMARY_TOKENS\"; grep -c '^user:'",
+            "examples/history.json",
+        ],
+        b"",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let output = messages(&out);
+    let summary = output.iter().find(|m| m.text().starts_with(chatfold::DEFAULT_SUMMARY_PREFIX)).unwrap();
+    let body = summary.text().strip_prefix(chatfold::DEFAULT_SUMMARY_PREFIX).unwrap().to_owned();
+    let (allowance, users) = body.split_once('\n').unwrap();
+    assert!(allowance.strip_prefix("allowance=").unwrap().parse::<usize>().unwrap() > 100);
+    assert!(users.parse::<usize>().unwrap() > 10, "{body}");
+}
+
+#[test]
+fn summarize_command_failures_exit_3() {
+    let cases = [
+        ("echo 'model overloaded' >&2; exit 7", "--summarize-timeout", "10", "error: summarizer failed: summarize command exited with status 7: model overloaded"),
+        ("cat > /dev/null", "--summarize-timeout", "10", "error: summarizer failed: summarize command printed nothing"),
+        ("sleep 10", "--summarize-timeout", "0.3", "error: summarizer failed: summarize command timed out after 0.3 s"),
+    ];
+    for (cmd, flag, secs, expected) in cases {
+        let out = run(
+            &["compact", "--budget", "2000", "--summarize-cmd", cmd, flag, secs, "examples/history.json"],
+            b"",
+        );
+        assert_eq!(out.status.code(), Some(3), "{cmd}: {}", stderr(&out));
+        assert!(out.stdout.is_empty());
+        assert_eq!(stderr(&out).trim_end(), expected);
+    }
+}
+
+#[test]
+fn strict_unreachable_budget_exits_4() {
+    let input = json!([
+        {"role": "system", "content": "policy ".repeat(200)},
+        {"role": "user", "content": "hello"},
+        {"role": "user", "content": "again"}
+    ]);
+    let out = run(&["compact", "--budget", "50", "--strict"], input.to_string().as_bytes());
+    assert_eq!(out.status.code(), Some(4));
+    assert!(out.stdout.is_empty());
+    assert!(stderr(&out).starts_with("error: budget of 50 tokens is unreachable"));
+    // Without --strict it is written, with a warning.
+    let out = run(&["compact", "--budget", "50"], input.to_string().as_bytes());
+    assert!(out.status.success());
+    assert!(stderr(&out).starts_with("warning: the result takes"));
+}
+
+#[test]
+fn report_lists_every_index_once() {
+    let dir = std::env::temp_dir().join(format!("chatfold-report-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("report.json");
+    let out = run(
+        &["compact", "--budget", "2000", "--report", path.to_str().unwrap(), "examples/history.json"],
+        b"",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let input = chatfold::parse_messages(SAMPLE).unwrap();
+    assert_eq!(report["budget"], 2000);
+    assert_eq!(report["tokens_before"], Tiktoken::o200k_base().unwrap().count_messages(&input));
+    assert_eq!(report["tokens_after"], Tiktoken::o200k_base().unwrap().count_messages(&messages(&out)));
+    assert_eq!(report["summarized"], true);
+    assert_eq!(report["over_budget"], false);
+    let mut all: Vec<u64> = ["kept", "hoisted", "folded", "previous_summary"]
+        .iter()
+        .flat_map(|k| report[k].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()))
+        .collect();
+    all.sort_unstable();
+    assert_eq!(all, (0..input.len() as u64).collect::<Vec<_>>());
+    let pinned: Vec<usize> = (0..input.len()).filter(|&i| input[i].role.is_pinned()).collect();
+    assert_eq!(report["hoisted"], json!(pinned));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn count_matches_the_library() {
+    let input = chatfold::parse_messages(SAMPLE).unwrap();
+    for (tokenizer, expected) in [
+        ("o200k_base", Tiktoken::o200k_base().unwrap().count_messages(&input)),
+        ("gpt-4", Tiktoken::cl100k_base().unwrap().count_messages(&input)),
+        ("heuristic", Heuristic.count_messages(&input)),
+    ] {
+        let out = run(&["count", "--tokenizer", tokenizer], SAMPLE.as_bytes());
+        assert!(out.status.success());
+        assert_eq!(String::from_utf8(out.stdout).unwrap(), format!("{expected}\n"));
+    }
+}
+
+#[test]
+fn explain_shows_every_message_and_the_cut() {
+    let out = run(&["explain", "--budget", "2000", "examples/history.json"], b"");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("budget 2000 tokens; history "), "{text}");
+    assert!(text.contains("over budget"));
+    assert!(text.contains("kept part starts at message"));
+    let rows = text.lines().filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit())).count();
+    assert_eq!(rows, chatfold::parse_messages(SAMPLE).unwrap().len());
+    assert!(text.contains("    0  system"));
+    assert!(text.contains("hoisted"));
+    assert!(text.contains("folded"));
+    let out = run(&["explain", "--budget", "100000"], SAMPLE.as_bytes());
+    assert!(String::from_utf8(out.stdout).unwrap().contains("fits, nothing to do"));
+}
+
+proptest! {
+    #![proptest_config(common::cases(24))]
+
+    /// The binary gives what the library gives, so the library's rules hold
+    /// for the CLI's output too.
+    #[test]
+    fn binary_output_equals_library_output(h in common::history(30), budget in 20usize..400) {
+        let input = serde_json::to_string(&h).unwrap();
+        let budget_arg = budget.to_string();
+        let out = run(&["compact", "--budget", &budget_arg, "--tokenizer", "heuristic"], input.as_bytes());
+        prop_assert!(out.status.success(), "{}", stderr(&out));
+        let expected = Compactor::new(budget).compact(&h, &Extractive::new()).unwrap();
+        prop_assert_eq!(messages(&out), expected.messages.into_owned());
+    }
+}
