@@ -49,7 +49,10 @@ fn compacts_the_sample_history_within_budget() {
     assert!(o200k.count_messages(&output) <= 2000);
     assert_eq!(output[0], input[0]);
     assert_eq!(output.last(), input.last());
-    let summaries = output.iter().filter(|m| m.text().starts_with(chatfold::DEFAULT_SUMMARY_PREFIX)).count();
+    let summaries = output
+        .iter()
+        .filter(|m| m.text().starts_with(chatfold::DEFAULT_SUMMARY_PREFIX))
+        .count();
     assert_eq!(summaries, 1);
 }
 
@@ -84,20 +87,49 @@ fn request_bodies_keep_every_other_field() {
 fn bad_input_exits_1_with_nothing_on_stdout() {
     let cases: [(&[u8], &str); 9] = [
         (b"not json", "error: invalid input: not valid JSON"),
-        (b"42", "error: invalid input: expected an array of messages or an object"),
-        (b"{\"model\": \"m\"}", "error: invalid input: expected an array of messages or an object"),
-        (b"{\"messages\": {}}", "error: invalid input: \"messages\" must be an array"),
-        (b"[{\"role\":\"user\",\"content\":\"a\"},{\"content\":\"b\"}]", "error: message 1: message has no role"),
-        (b"[{\"role\": 3, \"content\": \"a\"}]", "error: message 0: role must be a string, not a number"),
-        (b"[{\"role\": \"user\", \"content\": 7}]", "error: message 0: content must be a string"),
-        (b"[{\"role\": \"assistant\", \"tool_calls\": 1}]", "error: message 0: tool_calls must be an array"),
-        (b"[{\"role\": \"user\", \"content\": \"\xff\xfe\"}]", "error: invalid input: standard input is not valid UTF-8"),
+        (
+            b"42",
+            "error: invalid input: expected an array of messages or an object",
+        ),
+        (
+            b"{\"model\": \"m\"}",
+            "error: invalid input: expected an array of messages or an object",
+        ),
+        (
+            b"{\"messages\": {}}",
+            "error: invalid input: \"messages\" must be an array",
+        ),
+        (
+            b"[{\"role\":\"user\",\"content\":\"a\"},{\"content\":\"b\"}]",
+            "error: message 1: message has no role",
+        ),
+        (
+            b"[{\"role\": 3, \"content\": \"a\"}]",
+            "error: message 0: role must be a string, not a number",
+        ),
+        (
+            b"[{\"role\": \"user\", \"content\": 7}]",
+            "error: message 0: content must be a string",
+        ),
+        (
+            b"[{\"role\": \"assistant\", \"tool_calls\": 1}]",
+            "error: message 0: tool_calls must be an array",
+        ),
+        (
+            b"[{\"role\": \"user\", \"content\": \"\xff\xfe\"}]",
+            "error: invalid input: standard input is not valid UTF-8",
+        ),
     ];
     for (input, expected) in cases {
         let out = run(&["compact", "--budget", "100"], input);
         assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(input));
         assert!(out.stdout.is_empty());
-        assert!(stderr(&out).starts_with(expected), "{} -> {}", String::from_utf8_lossy(input), stderr(&out));
+        assert!(
+            stderr(&out).starts_with(expected),
+            "{} -> {}",
+            String::from_utf8_lossy(input),
+            stderr(&out)
+        );
     }
     let out = run(&["compact", "--budget", "100", "/no/such/file.json"], b"");
     assert_eq!(out.status.code(), Some(1));
@@ -107,10 +139,22 @@ fn bad_input_exits_1_with_nothing_on_stdout() {
 #[test]
 fn bad_usage_exits_2() {
     let cases: [(&[&str], &str); 5] = [
-        (&["compact", "--budget", "0"], "error: invalid configuration: budget must be at least 1 token"),
-        (&["compact", "--budget", "abc"], "error: invalid value 'abc' for '--budget"),
-        (&["compact", "--budget", "10", "--keep-recent", "11"], "error: invalid configuration: keep_recent (11)"),
-        (&["compact", "--budget", "10", "--tokenizer", "nope"], "error: tokenizer: unknown model \"nope\""),
+        (
+            &["compact", "--budget", "0"],
+            "error: invalid configuration: budget must be at least 1 token",
+        ),
+        (
+            &["compact", "--budget", "abc"],
+            "error: invalid value 'abc' for '--budget",
+        ),
+        (
+            &["compact", "--budget", "10", "--keep-recent", "11"],
+            "error: invalid configuration: keep_recent (11)",
+        ),
+        (
+            &["compact", "--budget", "10", "--tokenizer", "nope"],
+            "error: tokenizer: unknown model \"nope\"",
+        ),
         (&["frobnicate"], "error: unrecognized subcommand"),
     ];
     for (args, expected) in cases {
@@ -136,23 +180,61 @@ fn summarize_command_gets_the_transcript_and_the_allowance() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let output = messages(&out);
-    let summary = output.iter().find(|m| m.text().starts_with(chatfold::DEFAULT_SUMMARY_PREFIX)).unwrap();
-    let body = summary.text().strip_prefix(chatfold::DEFAULT_SUMMARY_PREFIX).unwrap().to_owned();
+    let summary = output
+        .iter()
+        .find(|m| m.text().starts_with(chatfold::DEFAULT_SUMMARY_PREFIX))
+        .unwrap();
+    let body = summary
+        .text()
+        .strip_prefix(chatfold::DEFAULT_SUMMARY_PREFIX)
+        .unwrap()
+        .to_owned();
     let (allowance, users) = body.split_once('\n').unwrap();
-    assert!(allowance.strip_prefix("allowance=").unwrap().parse::<usize>().unwrap() > 100);
+    assert!(
+        allowance
+            .strip_prefix("allowance=")
+            .unwrap()
+            .parse::<usize>()
+            .unwrap()
+            > 100
+    );
     assert!(users.parse::<usize>().unwrap() > 10, "{body}");
 }
 
 #[test]
 fn summarize_command_failures_exit_3() {
     let cases = [
-        ("echo 'model overloaded' >&2; exit 7", "--summarize-timeout", "10", "error: summarizer failed: summarize command exited with status 7: model overloaded"),
-        ("cat > /dev/null", "--summarize-timeout", "10", "error: summarizer failed: summarize command printed nothing"),
-        ("sleep 10", "--summarize-timeout", "0.3", "error: summarizer failed: summarize command timed out after 0.3 s"),
+        (
+            "echo 'model overloaded' >&2; exit 7",
+            "--summarize-timeout",
+            "10",
+            "error: summarizer failed: summarize command exited with status 7: model overloaded",
+        ),
+        (
+            "cat > /dev/null",
+            "--summarize-timeout",
+            "10",
+            "error: summarizer failed: summarize command printed nothing",
+        ),
+        (
+            "sleep 10",
+            "--summarize-timeout",
+            "0.3",
+            "error: summarizer failed: summarize command timed out after 0.3 s",
+        ),
     ];
     for (cmd, flag, secs, expected) in cases {
         let out = run(
-            &["compact", "--budget", "2000", "--summarize-cmd", cmd, flag, secs, "examples/history.json"],
+            &[
+                "compact",
+                "--budget",
+                "2000",
+                "--summarize-cmd",
+                cmd,
+                flag,
+                secs,
+                "examples/history.json",
+            ],
             b"",
         );
         assert_eq!(out.status.code(), Some(3), "{cmd}: {}", stderr(&out));
@@ -168,7 +250,10 @@ fn strict_unreachable_budget_exits_4() {
         {"role": "user", "content": "hello"},
         {"role": "user", "content": "again"}
     ]);
-    let out = run(&["compact", "--budget", "50", "--strict"], input.to_string().as_bytes());
+    let out = run(
+        &["compact", "--budget", "50", "--strict"],
+        input.to_string().as_bytes(),
+    );
     assert_eq!(out.status.code(), Some(4));
     assert!(out.stdout.is_empty());
     assert!(stderr(&out).starts_with("error: budget of 50 tokens is unreachable"));
@@ -184,15 +269,28 @@ fn report_lists_every_index_once() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("report.json");
     let out = run(
-        &["compact", "--budget", "2000", "--report", path.to_str().unwrap(), "examples/history.json"],
+        &[
+            "compact",
+            "--budget",
+            "2000",
+            "--report",
+            path.to_str().unwrap(),
+            "examples/history.json",
+        ],
         b"",
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let report: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     let input = chatfold::parse_messages(SAMPLE).unwrap();
     assert_eq!(report["budget"], 2000);
-    assert_eq!(report["tokens_before"], Tiktoken::o200k_base().unwrap().count_messages(&input));
-    assert_eq!(report["tokens_after"], Tiktoken::o200k_base().unwrap().count_messages(&messages(&out)));
+    assert_eq!(
+        report["tokens_before"],
+        Tiktoken::o200k_base().unwrap().count_messages(&input)
+    );
+    assert_eq!(
+        report["tokens_after"],
+        Tiktoken::o200k_base().unwrap().count_messages(&messages(&out))
+    );
     assert_eq!(report["summarized"], true);
     assert_eq!(report["over_budget"], false);
     let mut all: Vec<u64> = ["kept", "hoisted", "folded", "previous_summary"]
@@ -210,7 +308,10 @@ fn report_lists_every_index_once() {
 fn count_matches_the_library() {
     let input = chatfold::parse_messages(SAMPLE).unwrap();
     for (tokenizer, expected) in [
-        ("o200k_base", Tiktoken::o200k_base().unwrap().count_messages(&input)),
+        (
+            "o200k_base",
+            Tiktoken::o200k_base().unwrap().count_messages(&input),
+        ),
         ("gpt-4", Tiktoken::cl100k_base().unwrap().count_messages(&input)),
         ("heuristic", Heuristic.count_messages(&input)),
     ] {
@@ -228,13 +329,20 @@ fn explain_shows_every_message_and_the_cut() {
     assert!(text.starts_with("budget 2000 tokens; history "), "{text}");
     assert!(text.contains("over budget"));
     assert!(text.contains("kept part starts at message"));
-    let rows = text.lines().filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit())).count();
+    let rows = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .count();
     assert_eq!(rows, chatfold::parse_messages(SAMPLE).unwrap().len());
     assert!(text.contains("    0  system"));
     assert!(text.contains("hoisted"));
     assert!(text.contains("folded"));
     let out = run(&["explain", "--budget", "100000"], SAMPLE.as_bytes());
-    assert!(String::from_utf8(out.stdout).unwrap().contains("fits, nothing to do"));
+    assert!(
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .contains("fits, nothing to do")
+    );
 }
 
 proptest! {
