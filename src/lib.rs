@@ -59,6 +59,7 @@
 mod compact;
 mod count;
 mod error;
+pub mod memory;
 mod message;
 mod summarize;
 mod units;

@@ -264,6 +264,22 @@ impl ToolCall {
         Ok(call)
     }
 
+    /// rollmem's flat shape: `{"id", "name", "arguments"}`, plus `type` when
+    /// it is not `function` and any unknown fields.
+    fn to_flat_json(&self) -> Value {
+        let mut map = Map::new();
+        map.insert("id".into(), Value::String(self.id.clone()));
+        map.insert("name".into(), Value::String(self.name.clone()));
+        map.insert("arguments".into(), Value::String(self.arguments.clone()));
+        if self.kind != "function" {
+            map.insert("type".into(), Value::String(self.kind.clone()));
+        }
+        for (k, v) in self.function_extra.iter().chain(&self.extra) {
+            map.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        Value::Object(map)
+    }
+
     fn to_json(&self) -> Value {
         let (payload_key, args_key) = self.payload_keys();
         let mut inner = Map::new();
@@ -502,7 +518,22 @@ impl Message {
         Value::Object(map)
     }
 
-    fn parse(value: Value) -> std::result::Result<Self, String> {
+    /// The message as rollmem writes it in saved state: as [`to_json`](Message::to_json),
+    /// with tool calls in rollmem's flat shape and `content` always present
+    /// (`null` when absent), which Python rollmem requires.
+    pub(crate) fn to_state_json(&self) -> Value {
+        let mut value = self.to_json();
+        if value.get("content").is_none() {
+            value["content"] = Value::Null;
+        }
+        if !self.tool_calls.is_empty() {
+            let flat = self.tool_calls.iter().map(ToolCall::to_flat_json).collect();
+            value["tool_calls"] = Value::Array(flat);
+        }
+        value
+    }
+
+    pub(crate) fn parse(value: Value) -> std::result::Result<Self, String> {
         let Value::Object(mut map) = value else {
             return Err(format!("a message must be an object, not {}", kind_of(&value)));
         };
@@ -649,9 +680,15 @@ impl fmt::Display for Message {
         if let Some(id) = &self.tool_call_id {
             write!(f, " [{id}]")?;
         }
-        write!(f, ": {}", self.text())?;
-        for call in &self.tool_calls {
-            write!(f, " [tool call {}: {}({})]", call.id, call.name, call.arguments)?;
+        let text = self.text();
+        write!(f, ": {text}")?;
+        for (i, call) in self.tool_calls.iter().enumerate() {
+            let gap = if i == 0 && text.is_empty() { "" } else { " " };
+            write!(
+                f,
+                "{gap}[tool call {}: {}({})]",
+                call.id, call.name, call.arguments
+            )?;
         }
         Ok(())
     }

@@ -12,8 +12,8 @@
 //! starts a new exchange. A call nobody answers ends its unit at itself.
 //!
 //! A *cut* keeps a suffix of whole units. It is *aligned* when the first
-//! non-pinned message it keeps is not response-like (an assistant turn or a
-//! tool result): Anthropic requires a user turn first, OpenAI rejects a tool
+//! non-pinned message it keeps is not response-like (an assistant turn, or a
+//! tool result: a `tool` message or any message with a `tool_call_id`): Anthropic requires a user turn first, OpenAI rejects a tool
 //! result without its call. When the suffix chosen by size opens with a
 //! response-like turn, the cut moves forward to the next unit that does not,
 //! if there is one; if every later head is response-like it stays put.
@@ -55,9 +55,10 @@ pub(crate) fn units(messages: &[Message]) -> Vec<Range<usize>> {
     out
 }
 
-/// An assistant turn or a tool result: a turn that must not open a history.
+/// An assistant turn or a tool result (any message answering a call, as
+/// rollmem counts it): a turn that must not open a history.
 pub(crate) fn is_response_like(message: &Message) -> bool {
-    matches!(message.role, Role::Assistant | Role::Tool)
+    matches!(message.role, Role::Assistant | Role::Tool) || message.tool_call_id.is_some()
 }
 
 /// Whether keeping `messages[start..]` opens (after pinned messages) with a

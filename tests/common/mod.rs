@@ -154,7 +154,7 @@ pub fn opens_with_response(history: &[Message], b: usize) -> bool {
     history[b..]
         .iter()
         .find(|m| !matches!(m.role, Role::System | Role::Developer))
-        .is_some_and(|m| matches!(m.role, Role::Assistant | Role::Tool))
+        .is_some_and(|m| matches!(m.role, Role::Assistant | Role::Tool) || m.tool_call_id.is_some())
 }
 
 pub fn is_pinned(m: &Message) -> bool {

@@ -1,0 +1,771 @@
+//! The memory strategies: rollmem's promises, one test each, and a
+//! model-based property test of "nothing lost, nothing duplicated".
+
+mod common;
+
+use std::cell::{Cell, RefCell};
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::task::{Context, Poll, Waker};
+
+use chatfold::memory::{
+    AsyncRollingMemory, AsyncSummaryMemory, BufferMemory, Memory, Remember, RememberAsync, RollingMemory,
+    State, SummaryMemory, WindowMemory,
+};
+use chatfold::{Error, Message, Ready, Role, SummaryRequest, ToolCall};
+use proptest::prelude::*;
+
+/// Every word counts one token; framing adds none (keeps the arithmetic readable).
+fn words(text: &str) -> usize {
+    text.split_whitespace().count()
+}
+
+fn texts(messages: &[Message]) -> Vec<String> {
+    messages.iter().map(|m| m.text().into_owned()).collect()
+}
+
+/// A summarizer that appends the folded texts to the previous summary, and
+/// records each call.
+fn appending(
+    calls: &RefCell<Vec<Vec<String>>>,
+) -> impl Fn(&SummaryRequest<'_>) -> Result<String, Infallible> + '_ {
+    move |r| {
+        let folded: Vec<String> = r.messages().map(|m| m.text().into_owned()).collect();
+        calls.borrow_mut().push(folded.clone());
+        let mut parts: Vec<String> = r.previous_summary().map(str::to_owned).into_iter().collect();
+        parts.extend(folded.into_iter().filter(|t| !t.is_empty()));
+        Ok(parts.join(" | "))
+    }
+}
+
+fn call(ids: &[&str]) -> Message {
+    Message::assistant_tool_calls(ids.iter().map(|id| ToolCall::new(*id, "f", "{}")).collect())
+}
+
+#[test]
+fn tool_units_are_evicted_whole() {
+    let calls = RefCell::new(Vec::new());
+    // Costs (3 framing + role + words; a call adds 1 + its id, name, arguments):
+    // "check both" 6, the call 12, each result 7, the interleaved question 6,
+    // the orphan 7, "next topic" 6. The tool unit (call, results, question) is 32.
+    let mut memory = RollingMemory::new(40, appending(&calls)).unwrap().counter(words);
+    memory.add_user("check both").unwrap();
+    memory.add_message(call(&["a", "b"])).unwrap();
+    memory.add_tool("result a", "a").unwrap();
+    memory.add_user("interleaved question").unwrap();
+    memory.add_tool("result b", "b").unwrap();
+    assert!(calls.borrow().is_empty());
+    memory.add_tool("orphan result", "nobody").unwrap();
+    assert_eq!(calls.borrow().as_slice(), [vec!["check both"]]);
+    memory.add_user("next topic").unwrap();
+    // The unit went whole, in one call; the orphan went with it so the
+    // buffer opens with a user turn.
+    assert_eq!(
+        calls.borrow()[1],
+        [
+            "",
+            "result a",
+            "interleaved question",
+            "result b",
+            "orphan result"
+        ]
+    );
+    assert_eq!(texts(&memory.buffer()), ["next topic"]);
+}
+
+#[test]
+fn alignment_cascades_over_response_like_units() {
+    let calls = RefCell::new(Vec::new());
+    let mut memory = RollingMemory::new(20, appending(&calls))
+        .unwrap()
+        .counter(|_: &str| 1);
+    // Each message costs 3 + 1 + 1 = 5; 20 keeps 4 messages.
+    memory.add_user("u1").unwrap();
+    memory.add_assistant("a1").unwrap();
+    memory.add_assistant("a2").unwrap();
+    memory.add_assistant("a3").unwrap();
+    memory.add_user("u2").unwrap();
+    assert_eq!(
+        texts(&memory.buffer()),
+        ["u2"],
+        "the cut moved past a1..a3 to the user turn"
+    );
+    assert_eq!(
+        calls.borrow().len(),
+        1,
+        "one summarizer call for the four evicted messages"
+    );
+    assert_eq!(calls.borrow()[0], ["u1", "a1", "a2", "a3"]);
+}
+
+#[test]
+fn alignment_is_skipped_when_every_head_is_response_like() {
+    let mut memory = RollingMemory::without_summarizer(10)
+        .unwrap()
+        .counter(|_: &str| 1);
+    memory.add_user("u1").unwrap();
+    memory.add_assistant("a1").unwrap();
+    memory.add_assistant("a2").unwrap();
+    memory.add_assistant("a3").unwrap();
+    // 10 tokens keep two messages; both candidates open with an assistant turn.
+    assert_eq!(texts(&memory.buffer()), ["a2", "a3"]);
+    assert_eq!(memory.summary(), "", "no summarizer: evicted turns are dropped");
+}
+
+#[test]
+fn latest_unit_is_kept_over_budget() {
+    let mut memory = RollingMemory::without_summarizer(5).unwrap().counter(words);
+    memory.add_user("small").unwrap();
+    memory.add_message(call(&["x"])).unwrap();
+    memory
+        .add_tool("a very long tool result with many many words in it", "x")
+        .unwrap();
+    assert_eq!(
+        memory.buffer().len(),
+        2,
+        "the call and its result stay, over budget"
+    );
+    assert!(memory.buffer_tokens() > 5);
+}
+
+#[test]
+fn failing_summarizer_loses_nothing_and_retries() {
+    let fail = Cell::new(true);
+    let summarize = |r: &SummaryRequest<'_>| {
+        if fail.get() {
+            return Err("model down");
+        }
+        Ok(format!("{} folded", r.messages().count()))
+    };
+    // Each message costs 5: two are over a budget of 9.
+    let mut memory = RollingMemory::new(9, summarize).unwrap().counter(|_: &str| 1);
+    memory.add_user("one").unwrap();
+    let before = memory.to_state();
+    let err = memory.add_user("two").unwrap_err();
+    assert!(matches!(err, Error::Summarize(_)));
+    assert_eq!(memory.summary(), before.summary);
+    assert_eq!(
+        texts(&memory.buffer()),
+        ["one", "two"],
+        "nothing evicted, the new turn kept"
+    );
+    fail.set(false);
+    memory.add_user("three").unwrap();
+    assert_eq!(memory.summary(), "2 folded");
+    assert_eq!(texts(&memory.buffer()), ["three"]);
+}
+
+#[test]
+fn empty_summary_is_an_error_and_loses_nothing() {
+    let mut memory =
+        RollingMemory::new(5, |_: &SummaryRequest<'_>| Ok::<_, Infallible>("  ".to_owned())).unwrap();
+    memory.add_user("one").unwrap();
+    assert!(matches!(memory.add_user("two"), Err(Error::EmptySummary)));
+    assert_eq!(texts(&memory.buffer()), ["one", "two"]);
+}
+
+#[test]
+fn summary_memory_keeps_a_failed_turn_for_the_next_fold() {
+    let fail = Cell::new(false);
+    let calls = RefCell::new(Vec::new());
+    let summarize = |r: &SummaryRequest<'_>| {
+        calls
+            .borrow_mut()
+            .push(texts(&r.messages().cloned().collect::<Vec<_>>()));
+        if fail.get() {
+            Err("down")
+        } else {
+            Ok(format!("{} turns", r.messages().count()))
+        }
+    };
+    let mut memory = SummaryMemory::new(summarize);
+    memory.add_user("a").unwrap();
+    fail.set(true);
+    assert!(memory.add_user("b").is_err());
+    assert_eq!(texts(&memory.buffer()), ["b"]);
+    assert_eq!(memory.messages().len(), 2, "summary and the unfolded turn");
+    fail.set(false);
+    memory.add_user("c").unwrap();
+    assert_eq!(calls.borrow().last().unwrap(), &["b", "c"]);
+    assert!(memory.buffer().is_empty());
+}
+
+#[test]
+fn window_keeps_whole_units() {
+    let mut memory = WindowMemory::new(3).unwrap();
+    memory.add_user("q").unwrap();
+    memory.add_message(call(&["a", "b"])).unwrap();
+    memory.add_tool("ra", "a").unwrap();
+    memory.add_tool("rb", "b").unwrap();
+    // The unit (call + 2 results) is 3 messages: it alone fills the window.
+    assert_eq!(memory.buffer().len(), 3);
+    assert_eq!(memory.buffer()[0].tool_calls.len(), 2);
+    memory.add_user("next").unwrap();
+    assert_eq!(
+        texts(&memory.buffer()),
+        ["next"],
+        "the unit goes whole; alignment drops the rest"
+    );
+    assert!(matches!(WindowMemory::new(0), Err(Error::InvalidConfig { .. })));
+}
+
+#[test]
+fn context_renders_summary_and_tool_calls() {
+    let state = State::new("met Ann", vec![call(&["c1"]), Message::tool("sunny", "c1")]);
+    let memory = BufferMemory::from_state(state);
+    assert_eq!(
+        memory.context(),
+        "system: Summary of earlier conversation:\nmet Ann\nassistant: [tool call c1: f({})]\ntool [c1]: sunny"
+    );
+}
+
+fn sample_state() -> State {
+    let mut m = call(&["c1", "c2"]);
+    m.id = Some("msg-1".into());
+    m.metadata = Some(serde_json::json!({"k": [1, 2]}));
+    State::new(
+        "The user is planning a trip.",
+        vec![
+            Message::user("What's the weather?"),
+            m,
+            Message::tool("sunny", "c1"),
+            Message::tool("warm", "c2"),
+            Message::new(Role::from("critic"), "fine"),
+        ],
+    )
+}
+
+#[test]
+fn state_moves_between_every_pair_of_strategies() {
+    let json = sample_state().to_json_string();
+    let summarize = |_: &SummaryRequest<'_>| Ok::<_, Infallible>("x".to_owned());
+    let async_summarize = Ready(summarize);
+    let load = |json: &str| State::from_json_str(json).unwrap();
+    let saved: Vec<State> = vec![
+        RollingMemory::from_state(load(&json), 1000, Some(summarize))
+            .unwrap()
+            .to_state(),
+        AsyncRollingMemory::from_state(load(&json), 1000, Some(async_summarize))
+            .unwrap()
+            .to_state(),
+        BufferMemory::from_state(load(&json)).to_state(),
+        WindowMemory::from_state(load(&json), 2).unwrap().to_state(),
+        SummaryMemory::from_state(load(&json), summarize).to_state(),
+        AsyncSummaryMemory::from_state(load(&json), async_summarize).to_state(),
+    ];
+    for (i, a) in saved.iter().enumerate() {
+        // Restoring never calls the summarizer and never drops turns, whatever the budget.
+        assert_eq!(a, &load(&json), "strategy {i} changed the state on restore");
+        for b in &saved {
+            assert_eq!(State::from_json_str(&a.to_json_string()).unwrap(), *b);
+        }
+    }
+}
+
+#[test]
+fn state_versions_and_shapes_are_checked() {
+    let cases = [
+        (
+            r#"{"summary": "", "buffer": []}"#,
+            "invalid state: unsupported version missing (chatfold reads versions 1 and 2)",
+        ),
+        (
+            r#"{"version": "2", "buffer": []}"#,
+            "invalid state: unsupported version \"2\" (chatfold reads versions 1 and 2)",
+        ),
+        (
+            r#"{"version": 7}"#,
+            "invalid state: unsupported version 7 (chatfold reads versions 1 and 2)",
+        ),
+        (
+            r#"{"version": 2, "buffer": {}}"#,
+            "invalid state: buffer must be an array, not an object",
+        ),
+        (
+            r#"{"version": 2, "summary": 5}"#,
+            "invalid state: summary must be a string, not a number",
+        ),
+        (
+            r#"{"version": 2, "buffer": [{"role": "user"}, {"content": "x"}]}"#,
+            "invalid state: buffer message 1: message has no role",
+        ),
+        (r#"[1]"#, "invalid state: expected an object, not an array"),
+        (
+            "{",
+            "invalid state: not valid JSON: EOF while parsing an object at line 1 column 1",
+        ),
+    ];
+    for (json, expected) in cases {
+        assert_eq!(
+            State::from_json_str(json).unwrap_err().to_string(),
+            expected,
+            "{json}"
+        );
+    }
+    let empty = State::from_json_str(r#"{"version": 2}"#).unwrap();
+    assert_eq!(empty, State::default());
+}
+
+#[test]
+fn python_rollmem_states_load_in_every_strategy() {
+    let fixtures: serde_json::Value =
+        serde_json::from_str(include_str!("fixtures/rollmem_states.json")).unwrap();
+    let agent = State::from_json(fixtures["agent"].clone()).unwrap();
+    let calls: Vec<&ToolCall> = agent.buffer.iter().flat_map(|m| &m.tool_calls).collect();
+    assert_eq!(
+        calls.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+        ["logs", "diff"]
+    );
+    assert_eq!(calls[0].arguments, r#"{"job": 42}"#);
+    let with_id = agent
+        .buffer
+        .iter()
+        .find(|m| m.id.as_deref() == Some("msg-7"))
+        .unwrap();
+    assert_eq!(with_id.metadata.as_ref().unwrap()["latency_ms"], 812);
+    assert!(agent.buffer.iter().any(|m| m.role == Role::from("critic")));
+
+    let trip = State::from_json(fixtures["trip"].clone()).unwrap();
+    assert!(!trip.summary.is_empty());
+    let v1 = State::from_json(fixtures["version1"].clone()).unwrap();
+    assert_eq!(v1.summary, "Old summary.");
+    assert_eq!(texts(&v1.buffer), ["hello", "hi"]);
+
+    // Loaded in a rolling memory, the rollmem state keeps rolling.
+    let calls = RefCell::new(Vec::new());
+    let mut memory = RollingMemory::from_state(agent.clone(), 20, Some(appending(&calls))).unwrap();
+    assert_eq!(memory.to_state(), agent, "restore changed nothing");
+    memory.add_user("what now?").unwrap();
+    assert_eq!(calls.borrow().len(), 1);
+    assert_eq!(memory.messages().last().unwrap().text(), "what now?");
+}
+
+/// The state chatfold saves is committed as a fixture, for
+/// `tests/fixtures/rollmem_states.py` to load in Python rollmem; this keeps
+/// the fixture equal to what chatfold writes today.
+#[test]
+fn chatfold_state_fixture_is_current() {
+    let mut first = call(&["c1"]);
+    first.content = Some(chatfold::Content::Text(String::new()));
+    let state = State::new(
+        "Asked about Seoul weather.",
+        vec![
+            Message::user("And Busan?"),
+            first,
+            Message::tool("20C", "c1").with_id("t-1"),
+        ],
+    );
+    let expected: serde_json::Value =
+        serde_json::from_str(include_str!("fixtures/chatfold_state.json")).unwrap();
+    assert_eq!(state.to_json(), expected);
+}
+
+/// rollmem re-counts the whole buffer on every add; chatfold counts each
+/// message once.
+#[test]
+fn each_message_is_counted_once() {
+    let counted = Cell::new(0usize);
+    let counter = |text: &str| {
+        counted.set(counted.get() + 1);
+        text.split_whitespace().count()
+    };
+    let summarize = |_: &SummaryRequest<'_>| Ok::<_, Infallible>("s".to_owned());
+    let mut memory = RollingMemory::new(4_000, summarize).unwrap().counter(counter);
+    let baseline = counted.get();
+    let mut messages_added = 0;
+    for i in 0..10_000 {
+        memory
+            .add_user(format!("message number {i} with a few words"))
+            .unwrap();
+        messages_added += 1;
+    }
+    // count_message calls count() for the role and the content: two per message.
+    assert_eq!(counted.get() - baseline, 2 * messages_added);
+}
+
+/// A future that stays pending until its gate opens.
+struct Gate(Arc<AtomicBool>);
+
+impl Future for Gate {
+    type Output = ();
+    fn poll(self: std::pin::Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+        if self.0.load(Ordering::SeqCst) {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+}
+
+fn poll_once<F: Future>(f: std::pin::Pin<&mut F>) -> Poll<F::Output> {
+    f.poll(&mut Context::from_waker(Waker::noop()))
+}
+
+/// An async summarizer that waits on a gate, counts its calls, and can fail.
+#[derive(Clone)]
+struct Gated {
+    open: Arc<AtomicBool>,
+    calls: Arc<AtomicUsize>,
+    fail: Arc<AtomicBool>,
+}
+
+impl Gated {
+    fn new() -> Self {
+        Gated {
+            open: Arc::new(AtomicBool::new(false)),
+            calls: Arc::new(AtomicUsize::new(0)),
+            fail: Arc::new(AtomicBool::new(false)),
+        }
+    }
+}
+
+impl chatfold::AsyncSummarizer for Gated {
+    type Error = &'static str;
+    fn summarize(
+        &self,
+        r: SummaryRequest<'static>,
+    ) -> impl Future<Output = Result<String, &'static str>> + Send {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        let (gate, fail) = (Gate(self.open.clone()), self.fail.load(Ordering::SeqCst));
+        async move {
+            gate.await;
+            if fail {
+                return Err("down");
+            }
+            let mut parts: Vec<String> = r.previous_summary().map(str::to_owned).into_iter().collect();
+            parts.extend(r.messages().map(|m| m.text().into_owned()));
+            Ok(parts.join(" | "))
+        }
+    }
+}
+
+fn one_per_message() -> impl Fn(&str) -> usize + Sync {
+    |_: &str| 1
+}
+
+#[test]
+fn adds_during_an_in_flight_fold_are_kept_and_land_after_it() {
+    let s = Gated::new();
+    let memory = AsyncRollingMemory::new(9, s.clone())
+        .unwrap()
+        .counter(one_per_message());
+    pollster::block_on(memory.add_user("u1")).unwrap();
+    let mut first = pin!(memory.add_user("u2"));
+    assert!(
+        poll_once(first.as_mut()).is_pending(),
+        "the fold waits on the summarizer"
+    );
+    // Meanwhile: adds return at once, leaving the fold to the one in flight.
+    for t in ["u3", "u4"] {
+        let mut add = pin!(memory.add_user(t));
+        assert!(poll_once(add.as_mut()).is_ready());
+    }
+    assert_eq!(s.calls.load(Ordering::SeqCst), 1, "at most one fold in flight");
+    assert_eq!(texts(&memory.buffer()), ["u1", "u2", "u3", "u4"]);
+    s.open.store(true, Ordering::SeqCst);
+    assert!(matches!(poll_once(first.as_mut()), Poll::Ready(Ok(()))));
+    // The fold in flight folded u1, then looked again and folded what came meanwhile.
+    assert_eq!(texts(&memory.buffer()), ["u4"]);
+    assert_eq!(memory.summary(), "u1 | u2 | u3");
+}
+
+#[test]
+fn clear_during_a_fold_discards_its_result() {
+    let s = Gated::new();
+    let memory = AsyncRollingMemory::new(9, s.clone())
+        .unwrap()
+        .counter(one_per_message());
+    pollster::block_on(memory.add_user("u1")).unwrap();
+    let mut add = pin!(memory.add_user("u2"));
+    assert!(poll_once(add.as_mut()).is_pending());
+    memory.clear();
+    pollster::block_on(memory.add_user("after clear")).unwrap();
+    s.open.store(true, Ordering::SeqCst);
+    assert!(matches!(poll_once(add.as_mut()), Poll::Ready(Ok(()))));
+    assert_eq!(memory.summary(), "");
+    assert_eq!(texts(&memory.buffer()), ["after clear"]);
+}
+
+#[test]
+fn cancelled_fold_leaves_the_state_and_the_next_add_folds() {
+    let s = Gated::new();
+    let memory = AsyncRollingMemory::new(9, s.clone())
+        .unwrap()
+        .counter(one_per_message());
+    pollster::block_on(memory.add_user("u1")).unwrap();
+    {
+        let mut add = pin!(memory.add_user("u2"));
+        assert!(poll_once(add.as_mut()).is_pending());
+    } // dropped mid-fold
+    assert_eq!(memory.summary(), "");
+    assert_eq!(texts(&memory.buffer()), ["u1", "u2"]);
+    s.open.store(true, Ordering::SeqCst);
+    pollster::block_on(memory.add_user("u3")).unwrap();
+    assert_eq!(memory.summary(), "u1 | u2");
+    assert_eq!(texts(&memory.buffer()), ["u3"]);
+}
+
+#[test]
+fn async_failure_keeps_everything() {
+    let s = Gated::new();
+    s.open.store(true, Ordering::SeqCst);
+    s.fail.store(true, Ordering::SeqCst);
+    let memory = AsyncSummaryMemory::new(s.clone());
+    let err = pollster::block_on(memory.add_user("a")).unwrap_err();
+    assert_eq!(err.to_string(), "summarizer failed: down");
+    assert_eq!(texts(&memory.buffer()), ["a"]);
+    s.fail.store(false, Ordering::SeqCst);
+    pollster::block_on(memory.add_user("b")).unwrap();
+    assert_eq!(memory.summary(), "a | b");
+    assert!(memory.buffer().is_empty());
+}
+
+#[test]
+fn async_memories_are_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<AsyncRollingMemory<Gated>>();
+    check::<AsyncSummaryMemory<Gated>>();
+}
+
+/// One operation of the model-based test.
+#[derive(Clone, Debug)]
+enum Op {
+    Add(common::Item),
+    Clear,
+    SaveRestore,
+    SetFailing(bool),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        12 => common::item().prop_map(Op::Add),
+        1 => Just(Op::Clear),
+        2 => Just(Op::SaveRestore),
+        2 => any::<bool>().prop_map(Op::SetFailing),
+    ]
+}
+
+/// Messages carry a unique tag; the summary lists the tags folded, in order.
+fn tag_all(items: Vec<Message>, next: &mut usize) -> Vec<Message> {
+    items
+        .into_iter()
+        .map(|mut m| {
+            *next += 1;
+            m.id = Some(format!("m{next}"));
+            m
+        })
+        .collect()
+}
+
+fn tags_in(summary: &str) -> Vec<String> {
+    summary.split_whitespace().map(str::to_owned).collect()
+}
+
+fn tags(messages: &[Message]) -> Vec<String> {
+    messages.iter().map(|m| m.id.clone().unwrap()).collect()
+}
+
+fn tagging_summarizer(
+    failing: &Cell<bool>,
+) -> impl Fn(&SummaryRequest<'_>) -> Result<String, &'static str> + '_ {
+    move |r| {
+        if failing.get() {
+            return Err("down");
+        }
+        let mut out: Vec<String> = r.previous_summary().map(str::to_owned).into_iter().collect();
+        out.extend(r.messages().map(|m| m.id.clone().unwrap()));
+        Ok(out.join(" "))
+    }
+}
+
+/// What was added since the last clear, and for each tool result whether the
+/// call it answers was in the buffer when it arrived (if not, it arrived as an
+/// orphan, and may stay one).
+#[derive(Default)]
+struct Added {
+    all: Vec<Message>,
+    joined: Vec<bool>,
+}
+
+impl Added {
+    fn push(&mut self, m: &Message, buffer: &[Message]) {
+        let joined = m
+            .tool_call_id
+            .as_deref()
+            .is_some_and(|id| buffer.iter().any(|c| c.tool_calls.iter().any(|t| t.id == id)));
+        self.all.push(m.clone());
+        self.joined.push(joined);
+    }
+
+    fn clear(&mut self) {
+        *self = Added::default();
+    }
+
+    /// Summary + buffer account for every message, once, in order (or, for a
+    /// lossy memory, the buffer is a suffix); no result that joined its call
+    /// is in the buffer without it.
+    fn check(&self, summary: &str, buffer: &[Message], lossless: bool) {
+        let mut seen = tags_in(summary);
+        seen.extend(tags(buffer));
+        if lossless {
+            assert_eq!(
+                seen,
+                tags(&self.all),
+                "summary + buffer must be every message since the last clear"
+            );
+        } else {
+            assert!(
+                tags(&self.all).ends_with(&tags(buffer)),
+                "the buffer is a suffix of what was added"
+            );
+        }
+        for (j, m) in buffer.iter().enumerate() {
+            let Some(id) = m.tool_call_id.as_deref() else {
+                continue;
+            };
+            let pos = self.all.iter().position(|a| a.id == m.id).unwrap();
+            if self.joined[pos] {
+                let has_call = buffer[..j]
+                    .iter()
+                    .any(|c| c.tool_calls.iter().any(|t| t.id == id));
+                assert!(has_call, "result {id} kept without its call");
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(common::cases(128))]
+
+    #[test]
+    fn rolling_memory_loses_nothing(ops in prop::collection::vec(op(), 1..60), max in 5usize..80) {
+        let failing = Cell::new(false);
+        let new = |state: State| RollingMemory::from_state(state, max, Some(tagging_summarizer(&failing))).unwrap().counter(words);
+        let mut memory = new(State::default());
+        let (mut added, mut next) = (Added::default(), 0usize);
+        for op in ops {
+            let mut added_ok = false;
+            match op {
+                Op::Add(item) => {
+                    for m in tag_all(common::render(&[item]), &mut next) {
+                        let before = memory.to_state();
+                        added.push(&m, &memory.buffer());
+                        added_ok = memory.add_message(m).is_ok();
+                        if !added_ok {
+                            prop_assert!(failing.get());
+                            prop_assert_eq!(&memory.summary(), &before.summary);
+                            prop_assert_eq!(&memory.buffer()[..before.buffer.len()], &before.buffer[..]);
+                        }
+                    }
+                }
+                Op::Clear => { memory.clear(); added.clear(); }
+                Op::SaveRestore => {
+                    let json = memory.to_state().to_json_string();
+                    memory = new(State::from_json_str(&json).unwrap());
+                }
+                Op::SetFailing(f) => failing.set(f),
+            }
+            added.check(&memory.summary(), &memory.buffer(), true);
+            if added_ok {
+                // Within budget, unless the latest unit alone is over it.
+                let buffer = memory.buffer();
+                let kept: usize = buffer.iter().map(|m| chatfold::TokenCounter::count_message(&words, m)).sum();
+                prop_assert_eq!(kept, memory.buffer_tokens());
+                prop_assert!(kept <= max || common::last_unit_start(&buffer) == 0,
+                    "buffer over budget ({} > {}) with more than its latest unit", kept, max);
+            }
+        }
+    }
+
+    #[test]
+    fn async_rolling_memory_loses_nothing(ops in prop::collection::vec(op(), 1..40), max in 5usize..80) {
+        let failing = Arc::new(AtomicBool::new(false));
+        let f = failing.clone();
+        let summarize = move |r: SummaryRequest<'static>| {
+            let fail = f.load(Ordering::SeqCst);
+            async move {
+                if fail { return Err("down"); }
+                let mut out: Vec<String> = r.previous_summary().map(str::to_owned).into_iter().collect();
+                out.extend(r.messages().map(|m| m.id.clone().unwrap()));
+                Ok(out.join(" "))
+            }
+        };
+        let new = |state: State| AsyncRollingMemory::from_state(state, max, Some(summarize.clone())).unwrap().counter(words);
+        let mut memory = new(State::default());
+        let (mut added, mut next) = (Added::default(), 0usize);
+        for op in ops {
+            match op {
+                Op::Add(item) => {
+                    for m in tag_all(common::render(&[item]), &mut next) {
+                        added.push(&m, &memory.buffer());
+                        let _ = pollster::block_on(memory.add_message(m));
+                    }
+                }
+                Op::Clear => { memory.clear(); added.clear(); }
+                Op::SaveRestore => {
+                    let json = memory.to_state().to_json_string();
+                    memory = new(State::from_json_str(&json).unwrap());
+                }
+                Op::SetFailing(on) => failing.store(on, Ordering::SeqCst),
+            }
+            added.check(&memory.summary(), &memory.buffer(), true);
+        }
+    }
+
+    #[test]
+    fn summary_memory_loses_nothing(ops in prop::collection::vec(op(), 1..40)) {
+        let failing = Cell::new(false);
+        let mut memory = SummaryMemory::new(tagging_summarizer(&failing));
+        let (mut added, mut next) = (Added::default(), 0usize);
+        for op in ops {
+            let mut added_ok = false;
+            match op {
+                Op::Add(item) => {
+                    for m in tag_all(common::render(&[item]), &mut next) {
+                        added.push(&m, &memory.buffer());
+                        let result = memory.add_message(m);
+                        prop_assert_eq!(result.is_err(), failing.get());
+                        added_ok = result.is_ok();
+                    }
+                }
+                Op::Clear => { memory.clear(); added.clear(); }
+                Op::SaveRestore => {
+                    let json = memory.to_state().to_json_string();
+                    memory = SummaryMemory::from_state(State::from_json_str(&json).unwrap(), tagging_summarizer(&failing));
+                }
+                Op::SetFailing(f) => failing.set(f),
+            }
+            added.check(&memory.summary(), &memory.buffer(), true);
+            if added_ok { prop_assert!(memory.buffer().is_empty()); }
+        }
+    }
+
+    #[test]
+    fn window_memory_keeps_a_bounded_suffix(ops in prop::collection::vec(op(), 1..60), max in 1usize..12) {
+        let mut memory = WindowMemory::new(max).unwrap();
+        let (mut added, mut next) = (Added::default(), 0usize);
+        for op in ops {
+            match op {
+                Op::Add(item) => {
+                    for m in tag_all(common::render(&[item]), &mut next) {
+                        added.push(&m, &memory.buffer());
+                        memory.add_message(m).unwrap();
+                    }
+                }
+                Op::Clear => { memory.clear(); added.clear(); }
+                Op::SaveRestore => {
+                    let json = memory.to_state().to_json_string();
+                    memory = WindowMemory::from_state(State::from_json_str(&json).unwrap(), max).unwrap();
+                }
+                Op::SetFailing(_) => {}
+            }
+            let buffer = memory.buffer();
+            added.check("", &buffer, false);
+            prop_assert!(buffer.len() <= max || common::last_unit_start(&buffer) == 0,
+                "{} messages in a window of {max}", buffer.len());
+        }
+    }
+}
