@@ -189,7 +189,11 @@ impl<C> Compactor<C> {
 
     /// Whether `message` is a summary this compactor wrote (role and prefix).
     pub fn is_summary(&self, message: &Message) -> bool {
-        message.role == self.summary_role && message.text().starts_with(&*self.summary_prefix)
+        message.role == self.summary_role
+            && match &message.content {
+                Some(crate::message::Content::Text(text)) => text.starts_with(&*self.summary_prefix),
+                _ => message.text().starts_with(&*self.summary_prefix),
+            }
     }
 
     fn validate(&self) -> Result<()> {
@@ -265,17 +269,18 @@ impl<C: TokenCounter> Compactor<C> {
             return Ok(plan);
         }
 
-        // Over budget. Pinned messages are always part of the output.
-        let after = messages
-            .iter()
-            .rposition(|m| self.is_summary(m))
-            .map_or(0, |i| i + 1);
-        let mut pinned = 0usize;
+        // Over budget. One pass over the headers finds previous summaries and
+        // pinned messages (always part of the output).
+        let (mut summaries, mut pinned_at) = (Vec::new(), Vec::new());
         for (i, m) in messages.iter().enumerate() {
-            if m.role.is_pinned() && !(i < after && self.is_summary(m)) {
-                pinned = pinned.saturating_add(count(i));
+            if self.is_summary(m) {
+                summaries.push(i);
+            } else if m.role.is_pinned() {
+                pinned_at.push(i);
             }
         }
+        let after = summaries.last().map_or(0, |i| i + 1);
+        let pinned = pinned_at.iter().fold(0usize, |sum, &i| sum.saturating_add(count(i)));
         let prefix_only = Message::new(self.summary_role.clone(), &*self.summary_prefix);
         let summary_overhead = counter.count_message(&prefix_only);
         let min_summary = summary_overhead.saturating_add(self.min_summary_tokens);
@@ -321,18 +326,16 @@ impl<C: TokenCounter> Compactor<C> {
         };
 
         // Everything before the cut is hoisted, a previous summary, or folded.
-        for (i, m) in messages[..start].iter().enumerate() {
-            if i < after && self.is_summary(m) {
-                plan.fates[i] = Fate::PreviousSummary;
-                plan.previous.push(i);
-            } else if m.role.is_pinned() {
-                plan.fates[i] = Fate::Hoisted;
-                plan.hoisted.push(i);
-            } else {
-                plan.fates[i] = Fate::Folded;
-                plan.folded.push(i);
-            }
+        plan.fates[..start].fill(Fate::Folded);
+        for &i in &summaries {
+            plan.fates[i] = Fate::PreviousSummary;
         }
+        plan.hoisted = pinned_at.into_iter().take_while(|&i| i < start).collect();
+        for &i in &plan.hoisted {
+            plan.fates[i] = Fate::Hoisted;
+        }
+        plan.previous = summaries;
+        plan.folded = (0..start).filter(|&i| plan.fates[i] == Fate::Folded).collect();
         // Alignment only ever drops units, so the kept part is re-summed.
         let kept_loose: usize = (start..n)
             .filter(|&i| !messages[i].role.is_pinned())

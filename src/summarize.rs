@@ -34,8 +34,15 @@ use crate::message::Message;
 #[derive(Clone, Debug, PartialEq)]
 pub struct SummaryRequest<'a> {
     previous: Option<Cow<'a, str>>,
-    messages: Vec<Cow<'a, Message>>,
+    messages: Folded<'a>,
     allowance: usize,
+}
+
+/// The folded messages: borrowed from the caller, or owned by an async request.
+#[derive(Clone, Debug, PartialEq)]
+enum Folded<'a> {
+    Borrowed(Vec<&'a Message>),
+    Owned(Vec<Message>),
 }
 
 impl<'a> SummaryRequest<'a> {
@@ -47,7 +54,7 @@ impl<'a> SummaryRequest<'a> {
     ) -> Self {
         SummaryRequest {
             previous: previous.map(Cow::Borrowed),
-            messages: messages.into_iter().map(Cow::Borrowed).collect(),
+            messages: Folded::Borrowed(messages.into_iter().collect()),
             allowance,
         }
     }
@@ -59,7 +66,7 @@ impl<'a> SummaryRequest<'a> {
     ) -> Self {
         SummaryRequest {
             previous,
-            messages: messages.into_iter().map(Cow::Borrowed).collect(),
+            messages: Folded::Borrowed(messages),
             allowance,
         }
     }
@@ -71,7 +78,10 @@ impl<'a> SummaryRequest<'a> {
 
     /// The folded messages, oldest first.
     pub fn messages(&self) -> impl ExactSizeIterator<Item = &Message> + DoubleEndedIterator {
-        self.messages.iter().map(|m| &**m)
+        match &self.messages {
+            Folded::Borrowed(v) => FoldedIter::Borrowed(v.iter()),
+            Folded::Owned(v) => FoldedIter::Owned(v.iter()),
+        }
     }
 
     /// How many tokens the summary text may take.
@@ -97,15 +107,49 @@ impl<'a> SummaryRequest<'a> {
     pub fn into_owned(self) -> SummaryRequest<'static> {
         SummaryRequest {
             previous: self.previous.map(|p| Cow::Owned(p.into_owned())),
-            messages: self
-                .messages
-                .into_iter()
-                .map(|m| Cow::Owned(m.into_owned()))
-                .collect(),
+            messages: match self.messages {
+                Folded::Borrowed(v) => Folded::Owned(v.into_iter().cloned().collect()),
+                Folded::Owned(v) => Folded::Owned(v),
+            },
             allowance: self.allowance,
         }
     }
 }
+
+/// Iterator over [`Folded`] messages.
+enum FoldedIter<'r, 'a> {
+    Borrowed(std::slice::Iter<'r, &'a Message>),
+    Owned(std::slice::Iter<'r, Message>),
+}
+
+impl<'r> Iterator for FoldedIter<'r, '_> {
+    type Item = &'r Message;
+
+    fn next(&mut self) -> Option<&'r Message> {
+        match self {
+            FoldedIter::Borrowed(it) => it.next().copied(),
+            FoldedIter::Owned(it) => it.next(),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match self {
+            FoldedIter::Borrowed(it) => it.size_hint(),
+            FoldedIter::Owned(it) => it.size_hint(),
+        }
+    }
+}
+
+impl DoubleEndedIterator for FoldedIter<'_, '_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        match self {
+            FoldedIter::Borrowed(it) => it.next_back().copied(),
+            FoldedIter::Owned(it) => it.next_back(),
+        }
+    }
+}
+
+impl ExactSizeIterator for FoldedIter<'_, '_> {}
 
 /// Turns folded messages into summary text, synchronously.
 ///

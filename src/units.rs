@@ -21,6 +21,7 @@
 //! The compactor and every memory strategy cut through [`cut`].
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Range;
 
 use crate::message::{Message, Role};
@@ -29,7 +30,7 @@ use crate::message::{Message, Role};
 pub(crate) fn units(messages: &[Message]) -> Vec<Range<usize>> {
     // end[i]: the last message that answers a call made by message i.
     let mut end: Vec<usize> = (0..messages.len()).collect();
-    let mut caller: HashMap<&str, usize> = HashMap::new();
+    let mut caller: HashMap<&str, usize, BuildHasherDefault<Fnv>> = HashMap::default();
     for (j, m) in messages.iter().enumerate() {
         if m.role == Role::Tool {
             if let Some(&i) = m.tool_call_id.as_deref().and_then(|id| caller.get(id)) {
@@ -53,6 +54,25 @@ pub(crate) fn units(messages: &[Message]) -> Vec<Range<usize>> {
         start = j;
     }
     out
+}
+
+/// FNV-1a: tool call ids are short and not attacker-chosen keys that need
+/// SipHash's protection here (the map lives for one scan).
+#[derive(Default)]
+struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
+        for &b in bytes {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
 }
 
 /// An assistant turn or a tool result (any message answering a call, as
@@ -118,7 +138,8 @@ pub(crate) fn cut(
     }
     let mut aligned_from = None;
     if opens_with_response(messages, start) {
-        let later = units.iter().map(|u| u.start).filter(|&s| s > start);
+        let first_later = units.partition_point(|u| u.start <= start);
+        let later = units[first_later..].iter().map(|u| u.start);
         if let Some(better) = later.into_iter().find(|&s| !opens_with_response(messages, s)) {
             aligned_from = Some(start);
             start = better;

@@ -1,0 +1,103 @@
+//! Criterion benches: planning against history length, compaction end to
+//! end, counting throughput against raw tiktoken-rs, memory adds.
+//!
+//! `cargo bench --bench compact`; results and the machine in BENCHMARKS.md.
+
+#[path = "support/history.rs"]
+mod history;
+
+use std::convert::Infallible;
+use std::hint::black_box;
+use std::time::Duration;
+
+use chatfold::memory::{Remember, RollingMemory};
+use chatfold::{Compactor, Extractive, Heuristic, SummaryRequest, Tiktoken, TokenCounter};
+use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+
+fn fixed(_: &SummaryRequest<'_>) -> Result<String, Infallible> {
+    Ok("fixed summary".to_owned())
+}
+
+/// Target 1: plan cost must not grow with the history (budget fixed).
+fn plan_vs_history_length(c: &mut Criterion) {
+    let o200k = Tiktoken::o200k_base().unwrap();
+    let compactor = Compactor::new(8_000).keep_recent(4_000).counter(o200k);
+    let mut group = c.benchmark_group("plan_o200k_budget_8000");
+    for n in [1_000, 10_000, 100_000] {
+        let h = history::history(n, 42);
+        group.bench_with_input(BenchmarkId::from_parameter(n), &h, |b, h| {
+            b.iter(|| compactor.plan(black_box(h)).unwrap())
+        });
+    }
+    group.finish();
+}
+
+fn compact_end_to_end(c: &mut Criterion) {
+    let h = history::history(10_000, 42);
+    let mut group = c.benchmark_group("compact_10k_budget_8000");
+    let heuristic = Compactor::new(8_000).keep_recent(4_000);
+    group.bench_function("heuristic_fixed_summary", |b| b.iter(|| heuristic.compact(black_box(&h), &fixed).unwrap()));
+    let o200k = heuristic.clone().counter(Tiktoken::o200k_base().unwrap());
+    group.bench_function("o200k_fixed_summary", |b| b.iter(|| o200k.compact(black_box(&h), &fixed).unwrap()));
+    let extractive = Extractive::with_counter(o200k.counter);
+    group.bench_function("o200k_extractive", |b| b.iter(|| o200k.compact(black_box(&h), &extractive).unwrap()));
+    group.finish();
+}
+
+/// Target 4: counting through chatfold against tiktoken-rs directly.
+fn counting_throughput(c: &mut Criterion) {
+    let text: String = history::history(400, 7).iter().map(|m| m.text().into_owned()).collect::<Vec<_>>().join("\n");
+    let mut group = c.benchmark_group("count");
+    group.throughput(Throughput::Bytes(text.len() as u64));
+    group.bench_function("heuristic", |b| b.iter(|| Heuristic.count(black_box(&text))));
+    for (name, raw) in [
+        ("o200k_base", tiktoken_rs::o200k_base().unwrap()),
+        ("cl100k_base", tiktoken_rs::cl100k_base().unwrap()),
+    ] {
+        let ours = Tiktoken::from_name(name).unwrap();
+        group.bench_function(format!("chatfold_{name}"), |b| b.iter(|| ours.count(black_box(&text))));
+        group.bench_function(format!("tiktoken_rs_{name}"), |b| b.iter(|| raw.count_ordinary(black_box(&text))));
+    }
+    group.finish();
+    let mut group = c.benchmark_group("encoder_build");
+    group.sample_size(10);
+    group.bench_function("o200k_base", |b| b.iter(|| tiktoken_rs::o200k_base().unwrap()));
+    group.bench_function("cl100k_base", |b| b.iter(|| tiktoken_rs::cl100k_base().unwrap()));
+    group.finish();
+}
+
+/// Target 3: adds cost the same once the buffer is full.
+fn rolling_adds(c: &mut Criterion) {
+    let h = history::history(12_000, 3);
+    let words = |t: &str| t.split_whitespace().count();
+    let mut group = c.benchmark_group("rolling_memory_4000");
+    group.throughput(Throughput::Elements(1_000));
+    for (label, skip) in [("first_1000_adds", 0usize), ("adds_10000_to_11000", 10_000)] {
+        group.bench_function(label, |b| {
+            b.iter_batched(
+                || {
+                    let mut memory = RollingMemory::new(4_000, fixed).unwrap().counter(words);
+                    for m in &h[..skip] {
+                        memory.add_message(m.clone()).unwrap();
+                    }
+                    (memory, h[skip..skip + 1_000].to_vec())
+                },
+                |(mut memory, batch)| {
+                    for m in batch {
+                        memory.add_message(m).unwrap();
+                    }
+                    memory
+                },
+                BatchSize::LargeInput,
+            )
+        });
+    }
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(20).measurement_time(Duration::from_secs(4)).warm_up_time(Duration::from_secs(1));
+    targets = plan_vs_history_length, compact_end_to_end, counting_throughput, rolling_adds
+}
+criterion_main!(benches);

@@ -1,0 +1,151 @@
+"""chatfold against its Python peers, on the same inputs, in one run.
+
+    pip install chatcram rollmem tiktoken
+    python3 benches/peers/compare.py [--quick]
+
+The inputs come from chatfold's seeded generator (benches/support/history.rs,
+through the driver benches/peers/driver.rs), written to a temporary folder and
+read by both sides. Runs alternate (chatfold, peer, chatfold, peer ...), and
+the table shows medians and ratios. Python tiktoken needs its vocabulary
+files; they are taken from tiktoken-rs's bundled copies (offline), under the
+names tiktoken looks for (the SHA-1 of their download address).
+
+What is timed:
+- compact: one compaction (budget 8000, keep_recent 4000, a summarizer that
+  returns a fixed string), the encoder built before timing on both sides;
+  chatcram's `Compactor.compact` against chatfold's `Compactor::compact`.
+- rolling: 10 000 adds to a rolling memory (max_tokens 4000, a constant
+  summarizer, the word-count token counter on both sides), rollmem's
+  `RollingMemory.add_message` against chatfold's `RollingMemory::add_message`.
+"""
+
+import glob
+import hashlib
+import json
+import os
+import pathlib
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+URL = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoken"
+
+
+def tiktoken_cache(folder):
+    """Fills `folder` with tiktoken-rs's vocabularies under tiktoken's cache names."""
+    home = pathlib.Path(os.environ.get("CARGO_HOME", pathlib.Path.home() / ".cargo"))
+    found = sorted(glob.glob(str(home / "registry/src/*/tiktoken-rs-*/assets")))
+    if not found:
+        sys.exit("tiktoken-rs's sources are not in the cargo registry: run `cargo build` first")
+    for name in ["o200k_base", "cl100k_base"]:
+        key = hashlib.sha1(URL.format(name).encode()).hexdigest()
+        shutil.copy(pathlib.Path(found[-1]) / f"{name}.tiktoken", pathlib.Path(folder) / key)
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(folder)
+
+
+def driver(*args):
+    exe = ROOT / "target/release/examples/peer_driver"
+    out = subprocess.run([str(exe), *map(str, args)], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout) if out.stdout.strip() else None
+
+
+def chatcram_compact(messages, tokenizer_name):
+    from chatcram import Compactor
+    from chatcram.tokenizers import HeuristicTokenizer, tiktoken_tokenizer
+
+    tokenizer = HeuristicTokenizer() if tokenizer_name == "heuristic" else tiktoken_tokenizer("gpt-4o")
+    tokenizer.count("warm up: the encoder is built here")
+    # chatcram reads "content" as text; tool-call messages have none.
+    plain = [{"role": m["role"], "content": m.get("content") or ""} for m in messages]
+    compactor = Compactor(budget=8000, summarize=lambda transcript: "fixed summary", keep_recent=4000, tokenizer=tokenizer)
+
+    def run():
+        start = time.perf_counter()
+        compactor.compact(plain)
+        return time.perf_counter() - start
+
+    return run
+
+
+def rollmem_adds(messages, adds):
+    from rollmem import RollingMemory, ToolCall
+
+    turns = []
+    for i in range(adds):
+        m = messages[i % len(messages)]
+        calls = [ToolCall(id=c["id"], name=c["function"]["name"], arguments=c["function"]["arguments"]) for c in m.get("tool_calls", [])]
+        turns.append((m["role"], m.get("content") or "", calls, m.get("tool_call_id")))
+
+    def run():
+        memory = RollingMemory(max_tokens=4000, summarize_fn=lambda summary, folded: "fixed summary")
+        stamps = [time.perf_counter()]
+        full_at = None
+        for i, (role, content, calls, call_id) in enumerate(turns):
+            before = memory.summary
+            memory.add_message(role, content, tool_calls=calls, tool_call_id=call_id)
+            if full_at is None and memory.summary != before:
+                full_at = i
+            stamps.append(time.perf_counter())
+        full_at = full_at or 0
+        first = stamps[min(full_at + 1000, adds)] - stamps[full_at]
+        last = stamps[adds] - stamps[adds - 1000]
+        return {"total_s": stamps[-1] - stamps[0], "first_1000_after_full_s": first, "last_1000_s": last}
+
+    return run
+
+
+def median(xs):
+    return statistics.median(xs)
+
+
+def main():
+    quick = "--quick" in sys.argv
+    subprocess.run(["cargo", "build", "--release", "--quiet", "--example", "peer_driver"], cwd=ROOT, check=True)
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
+    print(f"machine: {cpu}, {os.cpu_count()} cores; Python {platform.python_version()}")
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tiktoken_cache(tmp)
+        sizes = [1_000, 10_000] if quick else [1_000, 10_000, 100_000]
+        for n in sizes:
+            path = pathlib.Path(tmp) / f"history-{n}.json"
+            driver("gen", n, 42, path)
+            messages = json.loads(path.read_text())
+            size_mb = path.stat().st_size / 1e6
+            for tokenizer in ["heuristic", "o200k_base"]:
+                reps = 3 if n >= 100_000 else 7
+                ours, theirs = [], []
+                peer = chatcram_compact(messages, tokenizer)
+                for _ in range(reps):
+                    ours.append(median(driver("compact", path, 8000, 4000, tokenizer, 3)["times_s"]))
+                    theirs.append(peer())
+                rows.append((f"compact {n:>7} msgs ({size_mb:.1f} MB), {tokenizer}", median(theirs), median(ours)))
+        adds = 10_000
+        path = pathlib.Path(tmp) / "history-10000.json"
+        messages = json.loads(path.read_text())
+        peer = rollmem_adds(messages, adds)
+        ours, theirs = [], []
+        for _ in range(3 if quick else 5):
+            ours.append(driver("rolling", path, adds, 4000))
+            theirs.append(peer())
+        for key, label in [
+            ("total_s", "rolling 10 000 adds, total"),
+            ("first_1000_after_full_s", "rolling: first 1 000 adds after full"),
+            ("last_1000_s", "rolling: last 1 000 adds"),
+        ]:
+            rows.append((label, median([t[key] for t in theirs]), median([o[key] for o in ours])))
+    print(f"\n{'what':<52} {'peer (median)':>14} {'chatfold':>12} {'ratio':>9}")
+    for label, peer_s, ours_s in rows:
+        print(f"{label:<52} {peer_s * 1e3:>11.2f} ms {ours_s * 1e3:>9.3f} ms {peer_s / ours_s:>8.0f}x")
+    flat_peer = rows[-1][1] / rows[-2][1]
+    flat_ours = rows[-1][2] / rows[-2][2]
+    print(f"\nlast / first 1 000 adds after full: rollmem {flat_peer:.2f}, chatfold {flat_ours:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+//! chatfold's side of the peer comparison (`benches/peers/compare.py`): it
+//! writes the generated inputs and times chatfold on them, printing JSON.
+//!
+//! ```text
+//! peer_driver gen MESSAGES SEED FILE
+//! peer_driver compact FILE BUDGET KEEP_RECENT TOKENIZER REPS
+//! peer_driver rolling FILE ADDS MAX_TOKENS
+//! ```
+
+#[path = "../support/history.rs"]
+mod history;
+
+use std::convert::Infallible;
+use std::time::Instant;
+
+use chatfold::memory::{Memory, Remember, RollingMemory};
+use chatfold::{Compactor, Heuristic, SummaryRequest, Tiktoken, TokenCounter};
+
+fn arg(args: &[String], i: usize) -> &str {
+    args.get(i).map(String::as_str).unwrap_or_else(|| {
+        eprintln!("usage: see the top of benches/peers/driver.rs");
+        std::process::exit(2)
+    })
+}
+
+fn num(args: &[String], i: usize) -> usize {
+    arg(args, i).parse().unwrap_or_else(|e| {
+        eprintln!("argument {i}: {e}");
+        std::process::exit(2)
+    })
+}
+
+fn load(path: &str) -> Vec<chatfold::Message> {
+    let text = std::fs::read_to_string(path).expect("readable input");
+    chatfold::parse_messages(&text).expect("valid history")
+}
+
+fn fixed(_: &SummaryRequest<'_>) -> Result<String, Infallible> {
+    Ok("fixed summary".to_owned())
+}
+
+fn time_compact<C: TokenCounter>(compactor: &Compactor<C>, h: &[chatfold::Message], reps: usize) -> (Vec<f64>, usize) {
+    let mut times = Vec::with_capacity(reps);
+    let mut tokens_after = 0;
+    for _ in 0..reps {
+        let start = Instant::now();
+        let result = compactor.compact(h, &fixed).expect("compaction");
+        times.push(start.elapsed().as_secs_f64());
+        tokens_after = result.tokens_after;
+    }
+    (times, tokens_after)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match arg(&args, 0) {
+        "gen" => {
+            let h = history::history(num(&args, 1), num(&args, 2) as u64);
+            std::fs::write(arg(&args, 3), serde_json::to_vec(&h).expect("json")).expect("writable output");
+        }
+        "compact" => {
+            let h = load(arg(&args, 1));
+            let (budget, keep, reps) = (num(&args, 2), num(&args, 3), num(&args, 5));
+            let base = Compactor::new(budget).keep_recent(keep);
+            let start = Instant::now();
+            let (times, tokens_after) = match arg(&args, 4) {
+                "heuristic" => time_compact(&base.counter(Heuristic), &h, reps),
+                name => {
+                    let counter = Tiktoken::from_name(name).expect("known tokenizer");
+                    counter.count("warm up: the encoder is built here");
+                    let encoder_s = start.elapsed().as_secs_f64();
+                    eprintln!("encoder built in {encoder_s:.3} s");
+                    time_compact(&base.counter(counter), &h, reps)
+                }
+            };
+            println!("{}", serde_json::json!({"times_s": times, "tokens_after": tokens_after}));
+        }
+        "rolling" => {
+            let h = load(arg(&args, 1));
+            let (adds, max_tokens) = (num(&args, 2), num(&args, 3));
+            let words = |t: &str| t.split_whitespace().count();
+            let folds = std::cell::Cell::new(None::<usize>);
+            let added = std::cell::Cell::new(0usize);
+            let summarize = |_: &SummaryRequest<'_>| {
+                if folds.get().is_none() {
+                    folds.set(Some(added.get()));
+                }
+                Ok::<_, Infallible>("fixed summary".to_owned())
+            };
+            let mut memory = RollingMemory::new(max_tokens, summarize).expect("config").counter(words);
+            let mut stamps = Vec::with_capacity(adds + 1);
+            let start = Instant::now();
+            stamps.push(0.0);
+            for i in 0..adds {
+                added.set(i);
+                memory.add_message(h[i % h.len()].clone()).expect("add");
+                stamps.push(start.elapsed().as_secs_f64());
+            }
+            let full = folds.get().unwrap_or(0);
+            let first = stamps[(full + 1000).min(adds)] - stamps[full];
+            let last = stamps[adds] - stamps[adds.saturating_sub(1000)];
+            println!(
+                "{}",
+                serde_json::json!({"total_s": stamps[adds], "first_1000_after_full_s": first, "last_1000_s": last,
+                    "buffer_len": memory.buffer().len(), "full_at": full})
+            );
+        }
+        other => {
+            eprintln!("unknown command {other}");
+            std::process::exit(2);
+        }
+    }
+}
