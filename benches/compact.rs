@@ -36,17 +36,27 @@ fn compact_end_to_end(c: &mut Criterion) {
     let h = history::history(10_000, 42);
     let mut group = c.benchmark_group("compact_10k_budget_8000");
     let heuristic = Compactor::new(8_000).keep_recent(4_000);
-    group.bench_function("heuristic_fixed_summary", |b| b.iter(|| heuristic.compact(black_box(&h), &fixed).unwrap()));
+    group.bench_function("heuristic_fixed_summary", |b| {
+        b.iter(|| heuristic.compact(black_box(&h), &fixed).unwrap())
+    });
     let o200k = heuristic.clone().counter(Tiktoken::o200k_base().unwrap());
-    group.bench_function("o200k_fixed_summary", |b| b.iter(|| o200k.compact(black_box(&h), &fixed).unwrap()));
+    group.bench_function("o200k_fixed_summary", |b| {
+        b.iter(|| o200k.compact(black_box(&h), &fixed).unwrap())
+    });
     let extractive = Extractive::with_counter(o200k.counter);
-    group.bench_function("o200k_extractive", |b| b.iter(|| o200k.compact(black_box(&h), &extractive).unwrap()));
+    group.bench_function("o200k_extractive", |b| {
+        b.iter(|| o200k.compact(black_box(&h), &extractive).unwrap())
+    });
     group.finish();
 }
 
 /// Target 4: counting through chatfold against tiktoken-rs directly.
 fn counting_throughput(c: &mut Criterion) {
-    let text: String = history::history(400, 7).iter().map(|m| m.text().into_owned()).collect::<Vec<_>>().join("\n");
+    let text: String = history::history(400, 7)
+        .iter()
+        .map(|m| m.text().into_owned())
+        .collect::<Vec<_>>()
+        .join("\n");
     let mut group = c.benchmark_group("count");
     group.throughput(Throughput::Bytes(text.len() as u64));
     group.bench_function("heuristic", |b| b.iter(|| Heuristic.count(black_box(&text))));
@@ -55,8 +65,12 @@ fn counting_throughput(c: &mut Criterion) {
         ("cl100k_base", tiktoken_rs::cl100k_base().unwrap()),
     ] {
         let ours = Tiktoken::from_name(name).unwrap();
-        group.bench_function(format!("chatfold_{name}"), |b| b.iter(|| ours.count(black_box(&text))));
-        group.bench_function(format!("tiktoken_rs_{name}"), |b| b.iter(|| raw.count_ordinary(black_box(&text))));
+        group.bench_function(format!("chatfold_{name}"), |b| {
+            b.iter(|| ours.count(black_box(&text)))
+        });
+        group.bench_function(format!("tiktoken_rs_{name}"), |b| {
+            b.iter(|| raw.count_ordinary(black_box(&text)))
+        });
     }
     group.finish();
     let mut group = c.benchmark_group("encoder_build");

@@ -234,8 +234,8 @@ impl<C: TokenCounter> Compactor<C> {
         let counter = &self.counter;
         let n = messages.len();
         let priming = counter.reply_priming();
-        let mut tokens: Vec<Option<usize>> = vec![None; n];
-        let mut count = |i: usize| *tokens[i].get_or_insert_with(|| counter.count_message(&messages[i]));
+        let mut counts = Counts::new(n);
+        let mut count = |i: usize| counts.get_or_count(i, || counter.count_message(&messages[i]));
 
         // Count from the end until the history is known to be over budget.
         let mut total = priming;
@@ -247,40 +247,45 @@ impl<C: TokenCounter> Compactor<C> {
                 break;
             }
         }
-        let tokens_before = counted_all.then_some(total);
         let mut plan = Plan {
             messages,
             compactor: self,
-            fates: vec![Fate::Kept; n],
-            cut: 0,
-            reason: CutReason::Fits,
-            aligned_from: None,
-            previous: Vec::new(),
-            folded: Vec::new(),
-            hoisted: Vec::new(),
-            tokens: Vec::new(),
-            tokens_before,
+            report: Report {
+                len: n,
+                cut: 0,
+                reason: CutReason::Fits,
+                aligned_from: None,
+                allowance: 0,
+                hoisted: Vec::new(),
+                previous: Vec::new(),
+                counts: Counts::new(0),
+            },
+            tokens_before: counted_all.then_some(total),
             fixed_tokens: total,
             summary_limit: 0,
-            allowance: 0,
         };
         if total <= self.budget {
-            plan.tokens = tokens;
+            plan.report.counts = counts;
             return Ok(plan);
         }
 
-        // Over budget. One pass over the headers finds previous summaries and
-        // pinned messages (always part of the output).
-        let (mut summaries, mut pinned_at) = (Vec::new(), Vec::new());
+        // Over budget. One pass over the headers finds previous summaries,
+        // pinned messages (always part of the output) and tool calls.
+        let (mut summaries, mut pinned_at, mut callers) = (Vec::new(), Vec::new(), Vec::new());
         for (i, m) in messages.iter().enumerate() {
             if self.is_summary(m) {
                 summaries.push(i);
             } else if m.role.is_pinned() {
                 pinned_at.push(i);
             }
+            if !m.tool_calls.is_empty() {
+                callers.push(i);
+            }
         }
         let after = summaries.last().map_or(0, |i| i + 1);
-        let pinned = pinned_at.iter().fold(0usize, |sum, &i| sum.saturating_add(count(i)));
+        let pinned = pinned_at
+            .iter()
+            .fold(0usize, |sum, &i| sum.saturating_add(count(i)));
         let prefix_only = Message::new(self.summary_role.clone(), &*self.summary_prefix);
         let summary_overhead = counter.count_message(&prefix_only);
         let min_summary = summary_overhead.saturating_add(self.min_summary_tokens);
@@ -288,64 +293,55 @@ impl<C: TokenCounter> Compactor<C> {
         let room = self.budget.saturating_sub(fixed).saturating_sub(min_summary);
         let keep_recent = self.effective_keep_recent();
 
-        // Walk back over whole units after the previous summary.
-        let region = &messages[after..];
-        let region_units = units::units(region);
-        let unit_cost = |range: std::ops::Range<usize>, count: &mut dyn FnMut(usize) -> usize| {
-            range.fold((0usize, 0usize), |(all, loose), j| {
-                let t = count(after + j);
-                let loose_t = if region[j].role.is_pinned() { 0 } else { t };
+        // Walk back over whole units after the previous summary, adding up
+        // all kept tokens (for keep_recent) and the non-pinned ones (for the
+        // room beside the pinned messages and the summary).
+        let mut cost = |unit: std::ops::Range<usize>| {
+            unit.fold((0usize, 0usize), |(all, loose), i| {
+                let t = count(i);
+                let loose_t = if messages[i].role.is_pinned() { 0 } else { t };
                 (all.saturating_add(t), loose.saturating_add(loose_t))
             })
         };
-        let (mut kept_all, mut kept_loose) = region_units
-            .last()
-            .map_or((0, 0), |u| unit_cost(u.clone(), &mut count));
+        let (mut kept_all, mut kept_loose, mut latest_loose) = (0usize, 0usize, None);
         let mut refused_by_budget = false;
-        let cut = units::cut(region, &region_units, |unit| {
-            let (all, loose) = unit_cost(unit, &mut count);
-            let next_all = kept_all.saturating_add(all);
-            let next_loose = kept_loose.saturating_add(loose);
-            if next_loose > room {
+        let units = units::Backward::new(messages, &callers, after);
+        let cut = units::cut(messages, units, |unit| {
+            let (all, loose) = cost(unit);
+            let next = (kept_all.saturating_add(all), kept_loose.saturating_add(loose));
+            if latest_loose.is_none() {
+                latest_loose = Some(loose);
+            } else if next.1 > room {
                 refused_by_budget = true;
                 return false;
-            }
-            if next_all > keep_recent {
+            } else if next.0 > keep_recent {
                 return false;
             }
-            (kept_all, kept_loose) = (next_all, next_loose);
+            (kept_all, kept_loose) = next;
             true
         });
-        let start = after + cut.start;
-        plan.cut = start;
-        plan.aligned_from = cut.aligned_from.map(|s| after + s);
-        plan.reason = match (cut.stop, refused_by_budget) {
+        let start = cut.start;
+        plan.report.cut = start;
+        plan.report.aligned_from = cut.aligned_from;
+        plan.report.reason = match (cut.stop, refused_by_budget) {
             (Stop::Start, _) => CutReason::Start,
             (Stop::Limit, true) => CutReason::Budget,
             (Stop::Limit, false) => CutReason::KeepRecent,
         };
-
-        // Everything before the cut is hoisted, a previous summary, or folded.
-        plan.fates[..start].fill(Fate::Folded);
-        for &i in &summaries {
-            plan.fates[i] = Fate::PreviousSummary;
-        }
-        plan.hoisted = pinned_at.into_iter().take_while(|&i| i < start).collect();
-        for &i in &plan.hoisted {
-            plan.fates[i] = Fate::Hoisted;
-        }
-        plan.previous = summaries;
-        plan.folded = (0..start).filter(|&i| plan.fates[i] == Fate::Folded).collect();
+        // Before the cut: hoisted pinned messages, previous summaries, the rest folded.
+        plan.report.hoisted = pinned_at.into_iter().take_while(|&i| i < start).collect();
+        plan.report.previous = summaries;
         // Alignment only ever drops units, so the kept part is re-summed.
         let kept_loose: usize = (start..n)
             .filter(|&i| !messages[i].role.is_pinned())
             .fold(0, |sum, i| sum.saturating_add(count(i)));
+        plan.report.counts = counts;
         plan.fixed_tokens = fixed.saturating_add(kept_loose);
 
-        let latest_loose = region_units
-            .last()
-            .map_or(0, |u| unit_cost(u.clone(), &mut count).1);
-        let reachable = fixed.saturating_add(latest_loose).saturating_add(min_summary) <= self.budget;
+        let reachable = fixed
+            .saturating_add(latest_loose.unwrap_or(0))
+            .saturating_add(min_summary)
+            <= self.budget;
         if plan.folds() {
             // Strict mode fails here only when even an empty summary cannot fit;
             // otherwise a short enough summary may still make it, and `apply` decides.
@@ -361,7 +357,7 @@ impl<C: TokenCounter> Compactor<C> {
             } else {
                 min_summary
             };
-            plan.allowance = plan.summary_limit.saturating_sub(summary_overhead);
+            plan.report.allowance = plan.summary_limit.saturating_sub(summary_overhead);
         } else if self.strict {
             // Nothing can be folded: the history stays as it is, over budget.
             return Err(Error::BudgetUnreachable {
@@ -369,7 +365,6 @@ impl<C: TokenCounter> Compactor<C> {
                 required: plan.fixed_tokens,
             });
         }
-        plan.tokens = tokens;
         Ok(plan)
     }
 
@@ -480,7 +475,7 @@ pub enum CutReason {
 /// let plan = compactor.plan(&history)?;
 /// let request = plan.folded().expect("over budget: something to fold");
 /// assert_eq!(request.messages().next(), Some(&history[0]));
-/// assert_eq!(plan.fates()[0], Fate::Folded);
+/// assert_eq!(plan.report().fate(0), Some(Fate::Folded));
 /// let result = plan.apply("Thirty numbered messages.")?;
 /// assert!(result.tokens_after <= 80);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -489,35 +484,30 @@ pub enum CutReason {
 pub struct Plan<'a, 'c, C> {
     messages: &'a [Message],
     compactor: &'c Compactor<C>,
-    fates: Vec<Fate>,
-    cut: usize,
-    reason: CutReason,
-    aligned_from: Option<usize>,
-    previous: Vec<usize>,
-    folded: Vec<usize>,
-    hoisted: Vec<usize>,
-    tokens: Vec<Option<usize>>,
+    report: Report,
     tokens_before: Option<usize>,
     /// Tokens of everything in the output but the summary.
     fixed_tokens: usize,
     summary_limit: usize,
-    allowance: usize,
 }
 
 impl<'a, C: TokenCounter> Plan<'a, '_, C> {
-    /// Whether the plan folds anything (and so needs a summary).
+    /// Whether the plan folds anything (and so needs a summary): something
+    /// before the cut that is not a hoisted pinned message.
     pub fn folds(&self) -> bool {
-        !self.folded.is_empty() || !self.previous.is_empty()
+        self.report.cut > self.report.hoisted.len()
     }
 
     /// What to summarize: the previous summary and the folded messages, with
-    /// the allowance. `None` when nothing is folded.
+    /// the allowance. `None` when nothing is folded. The messages are
+    /// borrowed; nothing is copied.
     pub fn folded(&self) -> Option<SummaryRequest<'a>> {
         if !self.folds() {
             return None;
         }
         let prefix = &*self.compactor.summary_prefix;
-        let mut previous = self
+        let report = &self.report;
+        let mut previous = report
             .previous
             .iter()
             .map(|&i| summary_body(&self.messages[i], prefix));
@@ -533,18 +523,21 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
                 Some(Cow::Owned(joined))
             }
         };
-        let messages = self.folded.iter().map(|&i| &self.messages[i]).collect();
-        Some(SummaryRequest::from_parts(previous, messages, self.allowance))
+        // Folded: everything before the cut but hoisted messages and previous summaries.
+        let mut skip: Vec<usize> = report.hoisted.iter().chain(&report.previous).copied().collect();
+        skip.sort_unstable();
+        let before_cut = &self.messages[..report.cut];
+        Some(SummaryRequest::skipping(
+            previous,
+            before_cut,
+            skip,
+            report.allowance,
+        ))
     }
 
-    /// The fate of each input message, by index.
-    pub fn fates(&self) -> &[Fate] {
-        &self.fates
-    }
-
-    /// Token counts of the input messages that were counted, by index.
-    pub fn tokens(&self) -> &[Option<usize>] {
-        &self.tokens
+    /// What the plan does with each message, and why.
+    pub fn report(&self) -> &Report {
+        &self.report
     }
 
     /// Builds the result around `summary` (ignored when nothing is folded).
@@ -564,7 +557,7 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
                 tokens_after: self.fixed_tokens,
                 over_budget: self.fixed_tokens > compactor.budget,
                 summary_truncated: false,
-                report: self.into_report(),
+                report: self.report,
             });
         }
         let summary = summary.into();
@@ -574,20 +567,16 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
         }
         let counter = &compactor.counter;
         let prefix = &*compactor.summary_prefix;
-        let mut message = Message::new(compactor.summary_role.clone(), format!("{prefix}{text}"));
+        let summary_message =
+            |text: &str| Message::new(compactor.summary_role.clone(), format!("{prefix}{text}"));
+        let mut message = summary_message(text);
         let mut summary_tokens = counter.count_message(&message);
         let summary_truncated = summary_tokens > self.summary_limit;
         if summary_truncated {
             let limit = self.summary_limit;
-            let fitting = longest_prefix(text, |t| {
-                counter.count_message(&Message::new(
-                    compactor.summary_role.clone(),
-                    format!("{prefix}{t}"),
-                )) <= limit
-            })
-            .trim_end();
-            let fitting = if fitting.is_empty() { "…" } else { fitting };
-            message = Message::new(compactor.summary_role.clone(), format!("{prefix}{fitting}"));
+            let fitting =
+                longest_prefix(text, |t| counter.count_message(&summary_message(t)) <= limit).trim_end();
+            message = summary_message(if fitting.is_empty() { "…" } else { fitting });
             summary_tokens = counter.count_message(&message);
         }
         let tokens_after = self.fixed_tokens.saturating_add(summary_tokens);
@@ -598,10 +587,11 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
                 required: tokens_after,
             });
         }
-        let mut out = Vec::with_capacity(self.hoisted.len() + 1 + self.messages.len() - self.cut);
-        out.extend(self.hoisted.iter().map(|&i| self.messages[i].clone()));
+        let cut = self.report.cut;
+        let mut out = Vec::with_capacity(self.report.hoisted.len() + 1 + self.messages.len() - cut);
+        out.extend(self.report.hoisted.iter().map(|&i| self.messages[i].clone()));
         out.push(message);
-        out.extend_from_slice(&self.messages[self.cut..]);
+        out.extend_from_slice(&self.messages[cut..]);
         Ok(Compaction {
             messages: Cow::Owned(out),
             summarized: true,
@@ -609,19 +599,47 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
             tokens_after,
             over_budget,
             summary_truncated,
-            report: self.into_report(),
+            report: self.report,
         })
     }
+}
 
-    fn into_report(self) -> Report {
-        Report {
-            fates: self.fates,
-            tokens: self.tokens,
-            cut: self.cut,
-            reason: self.reason,
-            aligned_from: self.aligned_from,
-            allowance: self.allowance,
+/// Token counts of the messages counted so far: a suffix counted from the
+/// end, and any others (pinned messages) on the side.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Counts {
+    len: usize,
+    /// `suffix[k]`: tokens of message `len - 1 - k`.
+    suffix: Vec<usize>,
+    side: std::collections::BTreeMap<usize, usize>,
+}
+
+impl Counts {
+    fn new(len: usize) -> Self {
+        Counts {
+            len,
+            ..Counts::default()
         }
+    }
+
+    fn get(&self, i: usize) -> Option<usize> {
+        match self.len.checked_sub(i + 1) {
+            Some(k) if k < self.suffix.len() => Some(self.suffix[k]),
+            _ => self.side.get(&i).copied(),
+        }
+    }
+
+    fn get_or_count(&mut self, i: usize, count: impl FnOnce() -> usize) -> usize {
+        if let Some(t) = self.get(i) {
+            return t;
+        }
+        let t = count();
+        if self.len.checked_sub(i + 1) == Some(self.suffix.len()) {
+            self.suffix.push(t);
+        } else {
+            self.side.insert(i, t);
+        }
+        t
     }
 }
 
@@ -688,33 +706,101 @@ pub struct Compaction<'a> {
     pub report: Report,
 }
 
-/// What a compaction did with each input message.
+/// What a compaction did with each input message, and why.
+///
+/// # Examples
+///
+/// ```
+/// use chatfold::{Compactor, CutReason, Fate, Message, SummaryRequest};
+///
+/// let mut history = vec![Message::system("Be brief.")];
+/// history.extend((0..40).map(|i| Message::user(format!("message number {i}"))));
+/// let result = Compactor::new(100).compact(&history, &|_: &SummaryRequest<'_>| {
+///     Ok::<_, std::convert::Infallible>("forty numbered messages".to_owned())
+/// })?;
+/// let report = &result.report;
+/// assert_eq!(report.fate(0), Some(Fate::Hoisted));
+/// assert_eq!(report.fate(1), Some(Fate::Folded));
+/// assert_eq!(report.fate(40), Some(Fate::Kept));
+/// assert_eq!(report.indices(Fate::Kept).next(), Some(report.cut()));
+/// assert_eq!(report.reason(), CutReason::KeepRecent);
+/// assert!(report.tokens(40).is_some()); // kept messages are counted
+/// assert_eq!(report.tokens(1), None); // folded ones are not
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
 pub struct Report {
-    /// The fate of each input message, by index.
-    pub fates: Vec<Fate>,
-    /// Token counts of the input messages that were counted, by index.
-    pub tokens: Vec<Option<usize>>,
-    /// Index of the first message of the kept part (the input's length when
-    /// nothing is kept).
-    pub cut: usize,
-    /// Why the kept part starts there.
-    pub reason: CutReason,
-    /// Where the cut was before alignment moved it forward, if it did.
-    pub aligned_from: Option<usize>,
-    /// The summary text's allowance in tokens (0 when nothing was folded).
-    pub allowance: usize,
+    len: usize,
+    cut: usize,
+    reason: CutReason,
+    aligned_from: Option<usize>,
+    allowance: usize,
+    hoisted: Vec<usize>,
+    previous: Vec<usize>,
+    counts: Counts,
 }
 
 impl Report {
+    /// How many input messages there were.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the input was empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Index of the first message of the kept part (the input's length when
+    /// nothing is kept; 0 when the history fit).
+    pub fn cut(&self) -> usize {
+        self.cut
+    }
+
+    /// Why the kept part starts there.
+    pub fn reason(&self) -> CutReason {
+        self.reason
+    }
+
+    /// Where the cut was before alignment moved it forward, if it did.
+    pub fn aligned_from(&self) -> Option<usize> {
+        self.aligned_from
+    }
+
+    /// The summary text's allowance in tokens (0 when nothing was folded).
+    pub fn allowance(&self) -> usize {
+        self.allowance
+    }
+
+    /// The fate of input message `index` (`None` past the end).
+    pub fn fate(&self, index: usize) -> Option<Fate> {
+        Some(if index >= self.len {
+            return None;
+        } else if index >= self.cut {
+            Fate::Kept
+        } else if self.previous.binary_search(&index).is_ok() {
+            Fate::PreviousSummary
+        } else if self.hoisted.binary_search(&index).is_ok() {
+            Fate::Hoisted
+        } else {
+            Fate::Folded
+        })
+    }
+
+    /// The fate of every input message, in order.
+    pub fn fates(&self) -> impl Iterator<Item = Fate> + '_ {
+        (0..self.len).filter_map(|i| self.fate(i))
+    }
+
     /// Input indices with the given fate, in order.
     pub fn indices(&self, fate: Fate) -> impl Iterator<Item = usize> + '_ {
-        self.fates
-            .iter()
-            .enumerate()
-            .filter(move |&(_, f)| *f == fate)
-            .map(|(i, _)| i)
+        (0..self.len).filter(move |&i| self.fate(i) == Some(fate))
+    }
+
+    /// Tokens of input message `index`, if it was counted: kept and hoisted
+    /// messages always are, folded ones only with [`Compactor::count_all`].
+    pub fn tokens(&self, index: usize) -> Option<usize> {
+        self.counts.get(index)
     }
 }
 

@@ -38,10 +38,16 @@ pub struct SummaryRequest<'a> {
     allowance: usize,
 }
 
-/// The folded messages: borrowed from the caller, or owned by an async request.
+/// The folded messages: borrowed from the caller (a list, or a slice less
+/// some indices, so that nothing proportional to the history is built), or
+/// owned by an async request.
 #[derive(Clone, Debug, PartialEq)]
 enum Folded<'a> {
     Borrowed(Vec<&'a Message>),
+    Skipping {
+        messages: &'a [Message],
+        skip: Vec<usize>,
+    },
     Owned(Vec<Message>),
 }
 
@@ -59,14 +65,16 @@ impl<'a> SummaryRequest<'a> {
         }
     }
 
-    pub(crate) fn from_parts(
+    /// A request over `messages` but those at the (sorted) indices `skip`.
+    pub(crate) fn skipping(
         previous: Option<Cow<'a, str>>,
-        messages: Vec<&'a Message>,
+        messages: &'a [Message],
+        skip: Vec<usize>,
         allowance: usize,
     ) -> Self {
         SummaryRequest {
             previous,
-            messages: Folded::Borrowed(messages),
+            messages: Folded::Skipping { messages, skip },
             allowance,
         }
     }
@@ -81,6 +89,12 @@ impl<'a> SummaryRequest<'a> {
         match &self.messages {
             Folded::Borrowed(v) => FoldedIter::Borrowed(v.iter()),
             Folded::Owned(v) => FoldedIter::Owned(v.iter()),
+            Folded::Skipping { messages, skip } => FoldedIter::Skipping {
+                messages,
+                skip,
+                front: 0,
+                back: messages.len(),
+            },
         }
     }
 
@@ -108,8 +122,15 @@ impl<'a> SummaryRequest<'a> {
         SummaryRequest {
             previous: self.previous.map(|p| Cow::Owned(p.into_owned())),
             messages: match self.messages {
-                Folded::Borrowed(v) => Folded::Owned(v.into_iter().cloned().collect()),
                 Folded::Owned(v) => Folded::Owned(v),
+                borrowed => {
+                    let request = SummaryRequest {
+                        previous: None,
+                        messages: borrowed,
+                        allowance: 0,
+                    };
+                    Folded::Owned(request.messages().cloned().collect())
+                }
             },
             allowance: self.allowance,
         }
@@ -120,23 +141,54 @@ impl<'a> SummaryRequest<'a> {
 enum FoldedIter<'r, 'a> {
     Borrowed(std::slice::Iter<'r, &'a Message>),
     Owned(std::slice::Iter<'r, Message>),
+    /// `messages[front..back]` less the indices left in `skip`.
+    Skipping {
+        messages: &'a [Message],
+        skip: &'r [usize],
+        front: usize,
+        back: usize,
+    },
 }
 
-impl<'r> Iterator for FoldedIter<'r, '_> {
+impl<'r> Iterator for FoldedIter<'r, '_>
+where
+    Self: 'r,
+{
     type Item = &'r Message;
 
     fn next(&mut self) -> Option<&'r Message> {
         match self {
             FoldedIter::Borrowed(it) => it.next().copied(),
             FoldedIter::Owned(it) => it.next(),
+            FoldedIter::Skipping {
+                messages,
+                skip,
+                front,
+                back,
+            } => {
+                while *front < *back {
+                    let i = *front;
+                    *front += 1;
+                    if skip.first() == Some(&i) {
+                        *skip = &skip[1..];
+                    } else {
+                        return messages.get(i);
+                    }
+                }
+                None
+            }
         }
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        match self {
-            FoldedIter::Borrowed(it) => it.size_hint(),
-            FoldedIter::Owned(it) => it.size_hint(),
-        }
+        let n = match self {
+            FoldedIter::Borrowed(it) => it.len(),
+            FoldedIter::Owned(it) => it.len(),
+            FoldedIter::Skipping {
+                skip, front, back, ..
+            } => (back - front) - skip.len(),
+        };
+        (n, Some(n))
     }
 }
 
@@ -145,6 +197,23 @@ impl DoubleEndedIterator for FoldedIter<'_, '_> {
         match self {
             FoldedIter::Borrowed(it) => it.next_back().copied(),
             FoldedIter::Owned(it) => it.next_back(),
+            FoldedIter::Skipping {
+                messages,
+                skip,
+                front,
+                back,
+            } => {
+                while *back > *front {
+                    *back -= 1;
+                    let i = *back;
+                    if skip.last() == Some(&i) {
+                        *skip = &skip[..skip.len() - 1];
+                    } else {
+                        return messages.get(i);
+                    }
+                }
+                None
+            }
         }
     }
 }
@@ -505,6 +574,28 @@ mod tests {
         );
         assert_eq!(opening("Short one."), "Short one.");
         assert_eq!(opening(""), "");
+    }
+
+    #[test]
+    fn skipping_requests_iterate_both_ways() {
+        let h: Vec<Message> = (0..6).map(|i| Message::user(i.to_string())).collect();
+        let request = SummaryRequest::skipping(None, &h, vec![0, 2, 5], 10);
+        let texts =
+            |it: &mut dyn Iterator<Item = &Message>| it.map(|m| m.text().into_owned()).collect::<Vec<_>>();
+        assert_eq!(request.messages().len(), 3);
+        assert_eq!(texts(&mut request.messages()), ["1", "3", "4"]);
+        assert_eq!(texts(&mut request.messages().rev()), ["4", "3", "1"]);
+        let mut it = request.messages();
+        assert_eq!(it.next().map(|m| m.text().into_owned()).as_deref(), Some("1"));
+        assert_eq!(
+            it.next_back().map(|m| m.text().into_owned()).as_deref(),
+            Some("4")
+        );
+        assert_eq!(it.len(), 1);
+        assert_eq!(
+            texts(&mut request.clone().into_owned().messages()),
+            ["1", "3", "4"]
+        );
     }
 
     #[test]

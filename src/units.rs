@@ -13,66 +13,101 @@
 //!
 //! A *cut* keeps a suffix of whole units. It is *aligned* when the first
 //! non-pinned message it keeps is not response-like (an assistant turn, or a
-//! tool result: a `tool` message or any message with a `tool_call_id`): Anthropic requires a user turn first, OpenAI rejects a tool
-//! result without its call. When the suffix chosen by size opens with a
-//! response-like turn, the cut moves forward to the next unit that does not,
-//! if there is one; if every later head is response-like it stays put.
+//! tool result: a `tool` message or any message with a `tool_call_id`):
+//! Anthropic requires a user turn first, OpenAI rejects a tool result without
+//! its call. When the suffix chosen by size opens with a response-like turn,
+//! the cut moves forward to the next unit that does not, if there is one; if
+//! every later head is response-like it stays put.
 //!
-//! The compactor and every memory strategy cut through [`cut`].
+//! Units are found walking back from the end ([`Backward`]), so a cut reads
+//! only the messages it keeps and the list of messages that carry calls: its
+//! cost follows the kept part, not the history. The compactor and every memory
+//! strategy cut through [`cut`].
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Range;
 
 use crate::message::{Message, Role};
 
-/// The units of `messages`, in order, covering every index once.
-pub(crate) fn units(messages: &[Message]) -> Vec<Range<usize>> {
-    // end[i]: the last message that answers a call made by message i.
-    let mut end: Vec<usize> = (0..messages.len()).collect();
-    let mut caller: HashMap<&str, usize, BuildHasherDefault<Fnv>> = HashMap::default();
-    for (j, m) in messages.iter().enumerate() {
-        if m.role == Role::Tool {
-            if let Some(&i) = m.tool_call_id.as_deref().and_then(|id| caller.get(id)) {
-                end[i] = j;
-            }
-        }
-        for call in &m.tool_calls {
-            caller.insert(call.id.as_str(), j);
-        }
-    }
-    let mut out = Vec::new();
-    let mut start = 0;
-    while start < messages.len() {
-        let mut reach = end[start];
-        let mut j = start;
-        while j <= reach {
-            reach = reach.max(end[j]);
-            j += 1;
-        }
-        out.push(start..j);
-        start = j;
-    }
-    out
+/// Indices of the messages that carry tool calls, in order.
+pub(crate) fn callers(messages: &[Message]) -> Vec<usize> {
+    (0..messages.len())
+        .filter(|&i| !messages[i].tool_calls.is_empty())
+        .collect()
 }
 
-/// FNV-1a: tool call ids are short and not attacker-chosen keys that need
-/// SipHash's protection here (the map lives for one scan).
-#[derive(Default)]
-struct Fnv(u64);
+/// The units of `messages[floor..]`, newest first.
+///
+/// `callers` lists (at least) the indices at or after `floor` of messages
+/// that carry tool calls, in order. Calls before `floor` are ignored: a result
+/// answering one is an orphan here.
+#[derive(Clone, Debug)]
+pub(crate) struct Backward<'m> {
+    messages: &'m [Message],
+    callers: &'m [usize],
+    floor: usize,
+    /// Start of the unit produced last: the end of the next one.
+    end: usize,
+}
 
-impl Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
-        for &b in bytes {
-            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+impl<'m> Backward<'m> {
+    pub(crate) fn new(messages: &'m [Message], callers: &'m [usize], floor: usize) -> Self {
+        Backward {
+            messages,
+            callers,
+            floor,
+            end: messages.len(),
         }
-        self.0 = h;
     }
+
+    /// Index of the call message that the result at `j` answers, if it is a
+    /// result and its call is at or after the floor.
+    fn call_of(&self, j: usize) -> Option<usize> {
+        let m = &self.messages[j];
+        if m.role != Role::Tool {
+            return None;
+        }
+        let id = m.tool_call_id.as_deref()?;
+        let earlier = &self.callers[..self.callers.partition_point(|&c| c < j)];
+        earlier
+            .iter()
+            .rev()
+            .copied()
+            .take_while(|&c| c >= self.floor)
+            .find(|&c| self.messages[c].tool_calls.iter().any(|t| t.id == id))
+    }
+}
+
+impl Iterator for Backward<'_> {
+    type Item = Range<usize>;
+
+    /// The unit ending where the previous one started: it reaches back to the
+    /// call of every result in it. (A call whose result is in a later unit
+    /// cannot be in this one: that unit would have reached back to it.)
+    fn next(&mut self) -> Option<Range<usize>> {
+        if self.end <= self.floor {
+            return None;
+        }
+        let end = self.end;
+        let mut start = end - 1;
+        let mut k = end;
+        while k > start {
+            k -= 1;
+            if let Some(call) = self.call_of(k) {
+                start = start.min(call);
+            }
+        }
+        self.end = start;
+        Some(start..end)
+    }
+}
+
+/// The units of `messages`, in order, covering every index once.
+#[cfg(test)]
+pub(crate) fn units(messages: &[Message]) -> Vec<Range<usize>> {
+    let callers = callers(messages);
+    let mut units: Vec<Range<usize>> = Backward::new(messages, &callers, 0).collect();
+    units.reverse();
+    units
 }
 
 /// An assistant turn or a tool result (any message answering a call, as
@@ -100,7 +135,7 @@ pub(crate) enum Stop {
 }
 
 /// A cut: keep `messages[start..]`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Cut {
     /// First kept index.
     pub start: usize,
@@ -108,38 +143,45 @@ pub(crate) struct Cut {
     pub stop: Stop,
     /// Where the cut was before alignment moved it forward, if it did.
     pub aligned_from: Option<usize>,
+    /// The latest unit (empty when there are no units).
+    pub latest: Range<usize>,
 }
 
-/// Cuts `messages` (split into `units`) by walking back from the end.
+/// Cuts `messages` by walking back over `units` (newest first).
 ///
-/// The latest unit is always kept. Each older unit is offered to `fits`,
-/// newest first; the walk stops at the first one it refuses. The cut is then
-/// aligned (see the module docs).
+/// Each unit is offered to `fits`, newest first, so the caller can add up
+/// what is kept; the walk stops at the first older unit it refuses. The latest
+/// unit is kept whatever `fits` answers. The cut is then aligned (see the
+/// module docs). Without units nothing is kept.
 pub(crate) fn cut(
     messages: &[Message],
-    units: &[Range<usize>],
+    mut units: impl Iterator<Item = Range<usize>>,
     mut fits: impl FnMut(Range<usize>) -> bool,
 ) -> Cut {
-    let Some((last, older)) = units.split_last() else {
+    let Some(latest) = units.next() else {
+        let end = messages.len();
         return Cut {
-            start: 0,
+            start: end,
             stop: Stop::Start,
             aligned_from: None,
+            latest: end..end,
         };
     };
-    let mut start = last.start;
+    fits(latest.clone());
+    // Starts of the kept units, newest first.
+    let mut starts = vec![latest.start];
     let mut stop = Stop::Start;
-    for unit in older.iter().rev() {
+    for unit in units {
         if !fits(unit.clone()) {
             stop = Stop::Limit;
             break;
         }
-        start = unit.start;
+        starts.push(unit.start);
     }
+    let mut start = *starts.last().unwrap_or(&latest.start);
     let mut aligned_from = None;
     if opens_with_response(messages, start) {
-        let first_later = units.partition_point(|u| u.start <= start);
-        let later = units[first_later..].iter().map(|u| u.start);
+        let later = starts.iter().rev().copied().filter(|&s| s > start);
         if let Some(better) = later.into_iter().find(|&s| !opens_with_response(messages, s)) {
             aligned_from = Some(start);
             start = better;
@@ -149,6 +191,7 @@ pub(crate) fn cut(
         start,
         stop,
         aligned_from,
+        latest,
     }
 }
 
@@ -235,12 +278,27 @@ mod tests {
     }
 
     fn cut_by_count(messages: &[Message], keep: usize) -> Cut {
-        let units = units(messages);
-        let mut kept = units.last().map_or(0, |u| u.len());
-        cut(messages, &units, |u| {
+        let callers = callers(messages);
+        let mut kept = 0;
+        cut(messages, Backward::new(messages, &callers, 0), |u| {
             kept += u.len();
             kept <= keep
         })
+    }
+
+    #[test]
+    fn calls_before_the_floor_make_orphans() {
+        let h = [
+            call(&["a"]),
+            Message::user("summary was here"),
+            Message::tool("r", "a"),
+            Message::user("u"),
+        ];
+        let callers = callers(&h);
+        let units: Vec<_> = Backward::new(&h, &callers, 2).collect();
+        assert_eq!(units, [3..4, 2..3]);
+        let units: Vec<_> = Backward::new(&h, &callers, 0).collect();
+        assert_eq!(units, [3..4, 0..3]);
     }
 
     #[test]

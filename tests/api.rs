@@ -110,7 +110,7 @@ fn system_messages_mid_conversation_are_hoisted_in_order() {
     let r = Compactor::new(150).compact(&h, &fixed("numbers")).unwrap();
     assert!(r.summarized);
     assert_eq!(&r.messages[..3], &[h[0].clone(), h[5].clone(), h[9].clone()]);
-    assert_eq!(r.report.fates[5], Fate::Hoisted);
+    assert_eq!(r.report.fate(5), Some(Fate::Hoisted));
     assert_eq!(r.report.indices(Fate::Hoisted).collect::<Vec<_>>(), [0, 5, 9]);
 }
 
@@ -139,7 +139,7 @@ fn previous_summary_is_rolled_into_the_next() {
     );
     assert_eq!(second.messages.iter().filter(|m| c.is_summary(m)).count(), 1);
     assert!(second.tokens_after <= 120);
-    assert_eq!(second.report.fates[1], Fate::PreviousSummary);
+    assert_eq!(second.report.fate(1), Some(Fate::PreviousSummary));
 }
 
 #[test]
@@ -207,14 +207,14 @@ fn cut_reason_is_reported() {
         .keep_recent(40)
         .compact(&h, &fixed("s"))
         .unwrap();
-    assert_eq!(r.report.reason, CutReason::KeepRecent);
+    assert_eq!(r.report.reason(), CutReason::KeepRecent);
     let r = Compactor::new(120)
         .keep_recent(120)
         .compact(&h, &fixed("s"))
         .unwrap();
-    assert_eq!(r.report.reason, CutReason::Budget);
+    assert_eq!(r.report.reason(), CutReason::Budget);
     let r = Compactor::new(10_000).compact(&h, &fixed("s")).unwrap();
-    assert_eq!(r.report.reason, CutReason::Fits);
+    assert_eq!(r.report.reason(), CutReason::Fits);
 }
 
 #[test]
@@ -232,8 +232,8 @@ fn cut_moves_past_an_assistant_opening() {
         .keep_recent(kept3)
         .compact(&h, &fixed("s"))
         .unwrap();
-    assert_eq!(r.report.aligned_from, Some(2));
-    assert_eq!(r.report.cut, 3);
+    assert_eq!(r.report.aligned_from(), Some(2));
+    assert_eq!(r.report.cut(), 3);
     assert_eq!(&r.messages[1..], &h[3..]);
 }
 

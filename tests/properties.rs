@@ -260,7 +260,8 @@ proptest! {
     fn report_accounts_for_every_message(h in history(30), (budget, keep, _) in config()) {
         let c = compactor(budget, keep, false).count_all(true);
         let r = c.compact(&h, &|_: &SummaryRequest<'_>| Ok::<_, Infallible>("s".into())).unwrap();
-        prop_assert_eq!(r.report.fates.len(), h.len());
+        prop_assert_eq!(r.report.fates().count(), h.len());
+        prop_assert_eq!(r.report.len(), h.len());
         prop_assert_eq!(r.tokens_before, Some(total(&Heuristic, &h)));
         let kept = r.report.indices(chatfold::Fate::Kept).count();
         let hoisted = r.report.indices(chatfold::Fate::Hoisted).count();

@@ -294,7 +294,7 @@ fn report_json(budget: usize, result: &Compaction<'_>) -> Value {
         "summarized": result.summarized,
         "over_budget": result.over_budget,
         "summary_truncated": result.summary_truncated,
-        "cut": r.cut,
+        "cut": r.cut(),
         "reason": reason(r),
         "kept": fates(r, Fate::Kept),
         "hoisted": fates(r, Fate::Hoisted),
@@ -304,14 +304,14 @@ fn report_json(budget: usize, result: &Compaction<'_>) -> Value {
 }
 
 fn reason(r: &chatfold::Report) -> String {
-    let why = match r.reason {
+    let why = match r.reason() {
         chatfold::CutReason::Fits => "the history fits the budget",
         chatfold::CutReason::KeepRecent => "keep-recent reached",
         chatfold::CutReason::Budget => "no more room beside the summary",
         chatfold::CutReason::Start => "every turn after the previous summary fits",
         _ => "other",
     };
-    match r.aligned_from {
+    match r.aligned_from() {
         Some(from) => format!("{why}; moved from message {from} so the kept part opens with a user turn"),
         None => why.to_owned(),
     }
@@ -402,7 +402,9 @@ fn explain(args: &BudgetArgs) -> Result<(), Failure> {
     let input = read_input(args.input.input.as_deref())?;
     let plan: Plan<'_, '_, Counter> = compactor.plan(&input.messages)?;
     let mut out = String::new();
-    let total = plan.tokens().iter().flatten().sum::<usize>() + compactor.counter.reply_priming();
+    let report = plan.report();
+    let total =
+        (0..report.len()).filter_map(|i| report.tokens(i)).sum::<usize>() + compactor.counter.reply_priming();
     let _ = writeln!(
         out,
         "budget {} tokens; history {} tokens in {} messages: {}",
@@ -422,21 +424,21 @@ fn explain(args: &BudgetArgs) -> Result<(), Failure> {
             out,
             "keep-recent {} tokens; kept part starts at message {} ({}); summary allowance {} tokens",
             compactor.effective_keep_recent(),
-            result.report.cut,
+            result.report.cut(),
             reason(&result.report),
             request.allowance()
         );
     }
     let _ = writeln!(out, "\n{:>5}  {:<12} {:>7}  fate", "index", "role", "tokens");
     for (i, m) in input.messages.iter().enumerate() {
-        let fate = match result.report.fates[i] {
+        let fate = match result.report.fate(i).unwrap_or(Fate::Kept) {
             Fate::Kept => "kept",
             Fate::Hoisted => "hoisted (kept before the summary)",
             Fate::Folded => "folded",
             Fate::PreviousSummary => "previous summary (folded)",
             _ => "other",
         };
-        let tokens = result.report.tokens[i].map_or("-".to_owned(), |t| t.to_string());
+        let tokens = result.report.tokens(i).map_or("-".to_owned(), |t| t.to_string());
         let _ = writeln!(out, "{i:>5}  {:<12} {tokens:>7}  {fate}", m.role.as_str());
     }
     if folded.is_some() {
@@ -445,7 +447,7 @@ fn explain(args: &BudgetArgs) -> Result<(), Failure> {
             out,
             "\nresult: {} hoisted, one summary of at most {} tokens, {} kept; {} folded",
             r.indices(Fate::Hoisted).count(),
-            r.allowance,
+            r.allowance(),
             r.indices(Fate::Kept).count(),
             r.indices(Fate::Folded).count() + r.indices(Fate::PreviousSummary).count(),
         );

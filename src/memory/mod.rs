@@ -342,14 +342,13 @@ pub trait RememberAsync: Memory {
 /// at most `limit`: whole units, the latest always kept, aligned. `cost(i)` is
 /// message `i`'s cost.
 pub(crate) fn evict_count(buffer: &[Message], cost: impl Fn(usize) -> usize, limit: usize) -> usize {
-    let units = units::units(buffer);
-    let unit_cost = |u: std::ops::Range<usize>| u.map(&cost).fold(0usize, usize::saturating_add);
-    let mut kept = units.last().map_or(0, |u| unit_cost(u.clone()));
-    units::cut(buffer, &units, |u| {
-        kept = kept.saturating_add(unit_cost(u));
+    let callers = units::callers(buffer);
+    let mut kept = 0usize;
+    let cut = units::cut(buffer, units::Backward::new(buffer, &callers, 0), |unit| {
+        kept = unit.map(&cost).fold(kept, usize::saturating_add);
         kept <= limit
-    })
-    .start
+    });
+    cut.start
 }
 
 /// The summarizer request for folding `evicted` onto `summary`.
