@@ -59,6 +59,7 @@
 mod compact;
 mod count;
 mod error;
+mod history;
 pub mod memory;
 mod message;
 mod summarize;
@@ -71,7 +72,8 @@ pub use count::{
     Heuristic, MESSAGE_OVERHEAD, NAME_OVERHEAD, REPLY_PRIMING, TOOL_CALL_OVERHEAD, TokenCounter,
 };
 pub use error::{BoxError, Error, Result};
-pub use message::{Content, Message, Part, Role, ToolCall, messages_from_json, parse_messages};
+pub use history::{History, parse_messages};
+pub use message::{Content, Message, Part, Role, ToolCall, messages_from_json};
 pub use summarize::{AsyncSummarizer, Extractive, Ready, Summarizer, SummaryRequest};
 
 #[cfg(doctest)]

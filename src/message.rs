@@ -583,7 +583,10 @@ impl Message {
             }
             Some(v) => Some(v),
         };
-        m.extra = map;
+        // Keep the parsed map only if it holds unknown fields: an empty one still holds its capacity.
+        if !map.is_empty() {
+            m.extra = map;
+        }
         Ok(m)
     }
 }
@@ -614,35 +617,12 @@ pub(crate) fn kind_of(value: &Value) -> &'static str {
     }
 }
 
-/// Reads a JSON array of messages.
-///
-/// # Errors
-///
-/// [`Error::InvalidInput`] when the text is not JSON or not an array;
-/// [`Error::InvalidMessage`] with the index of the first bad message.
-///
-/// # Examples
-///
-/// ```
-/// let history = chatfold::parse_messages(r#"[{"role": "user", "content": "hi"}]"#)?;
-/// assert_eq!(history[0].text(), "hi");
-///
-/// let err = chatfold::parse_messages(r#"[{"role": "user", "content": 7}]"#).unwrap_err();
-/// assert_eq!(err.to_string(), "message 0: content must be a string, an array of parts or null, not a number");
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub fn parse_messages(json: &str) -> Result<Vec<Message>> {
-    let value: Value = serde_json::from_str(json).map_err(|e| Error::InvalidInput {
-        reason: format!("not valid JSON: {e}"),
-    })?;
-    messages_from_json(value)
-}
-
 /// Reads messages from a JSON array value.
 ///
 /// # Errors
 ///
-/// As [`parse_messages`].
+/// [`Error::InvalidInput`] when the value is not an array;
+/// [`Error::InvalidMessage`] with the index of the first bad message.
 pub fn messages_from_json(value: Value) -> Result<Vec<Message>> {
     let Value::Array(items) = value else {
         return Err(Error::InvalidInput {

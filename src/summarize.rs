@@ -400,51 +400,61 @@ impl<C: TokenCounter> Extractive<C> {
 impl<C: TokenCounter> Summarizer for Extractive<C> {
     type Error = std::convert::Infallible;
 
+    /// Lines are made newest first and only until the allowance is spent, so
+    /// the cost follows the summary's size, not the number of folded turns.
     fn summarize(&self, request: &SummaryRequest<'_>) -> Result<String, Self::Error> {
-        let previous = request
+        let previous: Vec<&str> = request
             .previous_summary()
             .into_iter()
             .flat_map(str::lines)
             .map(str::trim)
             .filter(|l| !l.is_empty())
-            .map(|l| (Tier::Conversation, Cow::Borrowed(l)));
-        let turns = request
-            .messages()
-            .filter_map(|m| Some((Tier::of(m), line_for(m)?)));
-        let lines: Vec<(Tier, Cow<'_, str>)> = previous.chain(turns).collect();
-        if lines.is_empty() {
-            return Ok(format!(
-                "{} earlier messages without text.",
-                request.messages().len()
-            ));
-        }
-        let mut keep = vec![false; lines.len()];
+            .collect();
+        // Candidates newest first, numbered by their place in the summary.
+        let total = previous.len() + request.messages().len();
+        let candidates = || {
+            let turns = request.messages().rev().map(|m| (Tier::of(m), Some(m), None));
+            let older = previous
+                .iter()
+                .rev()
+                .map(|l| (Tier::Conversation, None, Some(*l)));
+            turns
+                .chain(older)
+                .enumerate()
+                .map(move |(k, c)| (total - 1 - k, c))
+        };
+        let line = |m: Option<&Message>, text: Option<&str>| match (m, text) {
+            (Some(m), _) => line_for(m),
+            (None, text) => text.map(|t| Cow::Owned(t.to_owned())),
+        };
+        let mut kept: std::collections::BTreeMap<usize, Cow<'_, str>> = std::collections::BTreeMap::new();
         let mut spent = 0usize;
         for tier in [Tier::Conversation, Tier::Tools] {
-            for (i, (t, line)) in lines.iter().enumerate().rev() {
-                if *t != tier {
+            for (place, (t, m, text)) in candidates() {
+                if t != tier {
                     continue;
                 }
+                let Some(line) = line(m, text) else { continue };
                 // Each line costs its newline too.
-                let cost = self.counter.count(line).saturating_add(1);
+                let cost = self.counter.count(&line).saturating_add(1);
                 if spent.saturating_add(cost) > request.allowance().saturating_add(1) {
                     break;
                 }
                 spent += cost;
-                keep[i] = true;
+                kept.insert(place, line);
             }
         }
-        if !keep.contains(&true) {
+        if kept.is_empty() {
             // Not even the newest line fits: give it anyway; the compactor cuts it to fit.
-            let last = keep.len() - 1;
-            keep[last] = true;
+            match candidates().find_map(|(_, (_, m, text))| line(m, text)) {
+                Some(newest) => return Ok(newest.into_owned()),
+                None => {
+                    let n = request.messages().len();
+                    return Ok(format!("{n} earlier messages without text."));
+                }
+            }
         }
-        let kept: Vec<&str> = lines
-            .iter()
-            .zip(&keep)
-            .filter(|(_, k)| **k)
-            .map(|((_, line), _)| &**line)
-            .collect();
+        let kept: Vec<Cow<'_, str>> = kept.into_values().collect();
         Ok(kept.join("\n"))
     }
 }

@@ -117,7 +117,7 @@ fn bad_input_exits_1_with_nothing_on_stdout() {
         ),
         (
             b"[{\"role\": \"user\", \"content\": \"\xff\xfe\"}]",
-            "error: invalid input: standard input is not valid UTF-8",
+            "error: invalid input: input is not valid UTF-8",
         ),
     ];
     for (input, expected) in cases {

@@ -60,9 +60,10 @@ fn rollmem_flat_tool_calls_are_read_and_written_in_openai_shape() {
 fn bad_shapes_are_clear_errors() {
     let cases = [
         (
-            "{",
-            "invalid input: not valid JSON: EOF while parsing an object at line 1 column 1",
+            "[",
+            "invalid input: not valid JSON: EOF while parsing a list at line 1 column 1",
         ),
+        ("{", "invalid input: expected an array of messages, not an object"),
         (
             "{}",
             "invalid input: expected an array of messages, not an object",

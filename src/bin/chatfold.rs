@@ -7,11 +7,11 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use chatfold::{
-    Compaction, Compactor, Error, Extractive, Fate, Heuristic, Message, Plan, Summarizer, SummaryRequest,
+    Compaction, Compactor, Error, Extractive, Fate, Heuristic, History, Plan, Summarizer, SummaryRequest,
     Tiktoken, TokenCounter,
 };
 use clap::{Args, Parser, Subcommand};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -153,47 +153,76 @@ impl TokenCounter for Counter {
     }
 }
 
-/// The input: the raw text, and where the messages sit in it.
+/// The input, read message by message, and how to give it back unchanged.
 struct Input {
-    raw: Vec<u8>,
-    /// The request body's other fields, when the input was an object.
-    body: Option<Map<String, Value>>,
-    messages: Vec<Message>,
+    history: History,
+    source: Source,
+}
+
+/// Where the input came from, to write it back byte for byte.
+enum Source {
+    File(PathBuf),
+    /// Standard input, as read, unless it was longer than [`KEEP_STDIN`].
+    Stdin(Option<Vec<u8>>),
+}
+
+/// The most standard input kept to write back unchanged; a longer input under
+/// budget is written back as equivalent JSON instead.
+const KEEP_STDIN: usize = 8 << 20;
+
+/// Passes bytes through, keeping a copy of the first [`KEEP_STDIN`].
+struct Recording<R> {
+    inner: R,
+    copy: Option<Vec<u8>>,
+}
+
+impl<R: Read> Read for Recording<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if let Some(copy) = &mut self.copy {
+            if copy.len() + n > KEEP_STDIN {
+                self.copy = None;
+            } else {
+                copy.extend_from_slice(&buf[..n]);
+            }
+        }
+        Ok(n)
+    }
 }
 
 fn read_input(path: Option<&Path>) -> Result<Input, Failure> {
-    let mut raw = Vec::new();
-    let read = match path {
-        Some(p) => std::fs::File::open(p).and_then(|mut f| f.read_to_end(&mut raw)),
-        None => std::io::stdin().lock().read_to_end(&mut raw),
-    };
-    let name = path.map_or("standard input".to_owned(), |p| p.display().to_string());
-    read.map_err(|e| Failure::new(1, format!("cannot read {name}: {e}")))?;
-    let text = std::str::from_utf8(&raw)
-        .map_err(|e| Failure::new(1, format!("invalid input: {name} is not valid UTF-8 ({e})")))?;
-    let value: Value = serde_json::from_str(text)
-        .map_err(|e| Failure::new(1, format!("invalid input: not valid JSON: {e}")))?;
-    let (body, list) = match value {
-        Value::Array(_) => (None, value),
-        Value::Object(mut body) => match body.remove("messages") {
-            Some(list @ Value::Array(_)) => (Some(body), list),
-            Some(_) => return Err(Failure::new(1, "invalid input: \"messages\" must be an array")),
-            None => {
-                return Err(Failure::new(
-                    1,
-                    "invalid input: expected an array of messages or an object with a \"messages\" array",
-                ));
-            }
-        },
-        _ => {
-            return Err(Failure::new(
-                1,
-                "invalid input: expected an array of messages or an object with a \"messages\" array",
-            ));
+    match path {
+        Some(p) => {
+            let file = std::fs::File::open(p)
+                .map_err(|e| Failure::new(1, format!("cannot read {}: {e}", p.display())))?;
+            Ok(Input {
+                history: History::from_reader(file)?,
+                source: Source::File(p.to_owned()),
+            })
         }
-    };
-    let messages = chatfold::messages_from_json(list)?;
-    Ok(Input { raw, body, messages })
+        None => {
+            let mut stdin = Recording {
+                inner: std::io::stdin().lock(),
+                copy: Some(Vec::new()),
+            };
+            let history = History::from_reader(&mut stdin)?;
+            Ok(Input {
+                history,
+                source: Source::Stdin(stdin.copy),
+            })
+        }
+    }
+}
+
+/// The input as it came, for an unchanged result.
+fn unchanged(input: &Input, pretty: bool) -> Result<Vec<u8>, Failure> {
+    match &input.source {
+        Source::File(path) => {
+            std::fs::read(path).map_err(|e| Failure::new(1, format!("cannot read {}: {e}", path.display())))
+        }
+        Source::Stdin(Some(bytes)) => Ok(bytes.clone()),
+        Source::Stdin(None) => to_json(&input.history.to_json(&input.history.messages), pretty),
+    }
 }
 
 fn compactor(args: &BudgetArgs) -> Result<Compactor<Counter>, Failure> {
@@ -352,30 +381,22 @@ fn compact(
         ));
     }
     let input = read_input(args.input.input.as_deref())?;
+    let messages = &input.history.messages;
     let result = match summarize_cmd {
         Some(cmd) => {
             let shell = ShellSummarizer {
                 command: cmd.to_owned(),
                 timeout: Duration::from_secs_f64(timeout),
             };
-            compactor.compact(&input.messages, &shell)?
+            compactor.compact(messages, &shell)?
         }
-        None => compactor.compact(&input.messages, &Extractive::with_counter(compactor.counter))?,
+        None => compactor.compact(messages, &Extractive::with_counter(compactor.counter))?,
     };
-    let output = if !result.summarized {
-        // Unchanged: the input goes back byte for byte.
-        input.raw.clone()
+    let output = if result.summarized {
+        to_json(&input.history.to_json(&result.messages), pretty)?
     } else {
-        let messages = serde_json::to_value(&*result.messages)
-            .map_err(|e| Failure::new(1, format!("cannot write JSON: {e}")))?;
-        match &input.body {
-            None => to_json(&messages, pretty)?,
-            Some(body) => {
-                let mut body = body.clone();
-                body.insert("messages".into(), messages);
-                to_json(&body, pretty)?
-            }
-        }
+        // Unchanged: the input goes back byte for byte.
+        unchanged(&input, pretty)?
     };
     if let Some(path) = report {
         let text = to_json(&report_json(args.budget, &result), true)?;
@@ -394,13 +415,14 @@ fn compact(
 fn count(args: &InputArgs) -> Result<(), Failure> {
     let counter = Counter::from_name(&args.tokenizer)?;
     let input = read_input(args.input.as_deref())?;
-    write_stdout(format!("{}\n", counter.count_messages(&input.messages)).as_bytes())
+    write_stdout(format!("{}\n", counter.count_messages(&input.history.messages)).as_bytes())
 }
 
 fn explain(args: &BudgetArgs) -> Result<(), Failure> {
     let compactor = compactor(args)?.count_all(true);
     let input = read_input(args.input.input.as_deref())?;
-    let plan: Plan<'_, '_, Counter> = compactor.plan(&input.messages)?;
+    let messages = &input.history.messages;
+    let plan: Plan<'_, '_, Counter> = compactor.plan(messages)?;
     let mut out = String::new();
     let report = plan.report();
     let total =
@@ -410,7 +432,7 @@ fn explain(args: &BudgetArgs) -> Result<(), Failure> {
         "budget {} tokens; history {} tokens in {} messages: {}",
         args.budget,
         total,
-        input.messages.len(),
+        messages.len(),
         if total <= args.budget {
             "fits, nothing to do"
         } else {
@@ -430,7 +452,7 @@ fn explain(args: &BudgetArgs) -> Result<(), Failure> {
         );
     }
     let _ = writeln!(out, "\n{:>5}  {:<12} {:>7}  fate", "index", "role", "tokens");
-    for (i, m) in input.messages.iter().enumerate() {
+    for (i, m) in messages.iter().enumerate() {
         let fate = match result.report.fate(i).unwrap_or(Fate::Kept) {
             Fate::Kept => "kept",
             Fate::Hoisted => "hoisted (kept before the summary)",

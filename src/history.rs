@@ -1,0 +1,396 @@
+//! Reading histories from JSON: an array of messages, or a request body
+//! holding one, streamed message by message.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::io::Read;
+
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+use crate::message::Message;
+
+/// A history as read from JSON: a bare array of messages, or a Chat
+/// Completions request body (an object with a `messages` array), whose other
+/// fields are kept.
+///
+/// Messages are read one at a time: no JSON tree of the whole input is built,
+/// so reading takes little more memory than the messages themselves.
+///
+/// # Examples
+///
+/// ```
+/// use chatfold::History;
+///
+/// let body = History::from_json_str(r#"{"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}], "temperature": 0}"#)?;
+/// assert_eq!(body.messages.len(), 1);
+/// assert_eq!(body.body.as_ref().unwrap()["model"], "gpt-4o");
+/// assert_eq!(body.to_json(&body.messages).to_string(), r#"{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}],"temperature":0}"#);
+///
+/// let err = History::from_json_str(r#"[{"role": "user"}, {"content": "x"}]"#).unwrap_err();
+/// assert_eq!(err.to_string(), "message 1: message has no role");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct History {
+    /// The messages.
+    pub messages: Vec<Message>,
+    /// The request body's other fields, in order; `messages` is among them as
+    /// a `null` that marks its place. `None` when the input was a bare array.
+    pub body: Option<Map<String, Value>>,
+}
+
+/// Where `messages` sits in a body: a placeholder key kept in the map's order.
+const MESSAGES: &str = "messages";
+
+impl History {
+    /// Reads a history from a JSON string.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] when the text is not JSON, or neither an array
+    /// nor an object with a `messages` array; [`Error::InvalidMessage`] with
+    /// the index of the first malformed message.
+    pub fn from_json_str(json: &str) -> Result<Self> {
+        read(&mut serde_json::Deserializer::from_str(json), Shape::ArrayOrBody)
+    }
+
+    /// Reads a history from JSON bytes (a file, standard input), which must
+    /// be UTF-8.
+    ///
+    /// # Errors
+    ///
+    /// As [`from_json_str`](Self::from_json_str), and [`Error::InvalidInput`]
+    /// when reading fails or the bytes are not UTF-8.
+    pub fn from_reader(reader: impl Read) -> Result<Self> {
+        // serde_json reads byte by byte: buffer above the UTF-8 check.
+        let mut buffered = std::io::BufReader::with_capacity(1 << 16, Utf8Reader::new(reader));
+        let result = read(
+            &mut serde_json::Deserializer::from_reader(&mut buffered),
+            Shape::ArrayOrBody,
+        );
+        match buffered.get_mut().failure.take() {
+            Some(failure) => Err(Error::InvalidInput { reason: failure }),
+            None => result,
+        }
+    }
+
+    /// The history's JSON shape around `messages`: the array itself, or the
+    /// body with every other field as it came.
+    pub fn to_json(&self, messages: &[Message]) -> Value {
+        let list = Value::Array(messages.iter().map(Message::to_json).collect());
+        match &self.body {
+            None => list,
+            Some(body) => {
+                let mut out = Map::new();
+                for (k, v) in body {
+                    if k == MESSAGES {
+                        out.insert(k.clone(), list.clone());
+                    } else {
+                        out.insert(k.clone(), v.clone());
+                    }
+                }
+                Value::Object(out)
+            }
+        }
+    }
+}
+
+/// Reads a JSON array of messages, streaming.
+///
+/// # Errors
+///
+/// [`Error::InvalidInput`] when the text is not JSON or not an array;
+/// [`Error::InvalidMessage`] with the index of the first bad message.
+///
+/// # Examples
+///
+/// ```
+/// let history = chatfold::parse_messages(r#"[{"role": "user", "content": "hi"}]"#)?;
+/// assert_eq!(history[0].text(), "hi");
+///
+/// let err = chatfold::parse_messages(r#"[{"role": "user", "content": 7}]"#).unwrap_err();
+/// assert_eq!(err.to_string(), "message 0: content must be a string, an array of parts or null, not a number");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn parse_messages(json: &str) -> Result<Vec<Message>> {
+    read(&mut serde_json::Deserializer::from_str(json), Shape::Array).map(|h| h.messages)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    Array,
+    ArrayOrBody,
+}
+
+fn read<'de, R: serde_json::de::Read<'de>>(
+    de: &mut serde_json::Deserializer<R>,
+    shape: Shape,
+) -> Result<History> {
+    let failure = RefCell::new(None);
+    let parsed = Top {
+        shape,
+        failure: &failure,
+    }
+    .deserialize(&mut *de)
+    .and_then(|history| de.end().map(|()| history));
+    match (parsed, failure.into_inner()) {
+        (_, Some(error)) => Err(error),
+        (Ok(history), None) => Ok(history),
+        (Err(e), None) => Err(Error::InvalidInput {
+            reason: format!("not valid JSON: {e}"),
+        }),
+    }
+}
+
+/// The top level: an array, or (when allowed) a body object.
+struct Top<'f> {
+    shape: Shape,
+    failure: &'f RefCell<Option<Error>>,
+}
+
+impl Top<'_> {
+    fn wrong<E: de::Error>(&self, found: &str) -> E {
+        let expected = match self.shape {
+            Shape::Array => "expected an array of messages",
+            Shape::ArrayOrBody => "expected an array of messages or an object with a \"messages\" array",
+        };
+        fail(
+            self.failure,
+            Error::InvalidInput {
+                reason: format!("{expected}, not {found}"),
+            },
+        )
+    }
+}
+
+/// Records `error` for `read` to return, and stops the deserializer.
+fn fail<E: de::Error>(slot: &RefCell<Option<Error>>, error: Error) -> E {
+    let text = error.to_string();
+    *slot.borrow_mut() = Some(error);
+    E::custom(text)
+}
+
+impl<'de> DeserializeSeed<'de> for Top<'_> {
+    type Value = History;
+
+    fn deserialize<D: de::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> std::result::Result<History, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+macro_rules! refuse {
+    ($($method:ident($ty:ty) => $found:expr;)*) => {
+        $(fn $method<E: de::Error>(self, _: $ty) -> std::result::Result<Self::Value, E> {
+            Err(self.wrong($found))
+        })*
+    };
+}
+
+impl<'de> Visitor<'de> for Top<'_> {
+    type Value = History;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of messages")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> std::result::Result<History, A::Error> {
+        let messages = List {
+            failure: self.failure,
+        }
+        .visit_seq(seq)?;
+        Ok(History { messages, body: None })
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<History, A::Error> {
+        if self.shape == Shape::Array {
+            return Err(self.wrong("an object"));
+        }
+        let mut body = Map::new();
+        let mut messages = None;
+        while let Some(key) = map.next_key::<String>()? {
+            if key == MESSAGES {
+                messages = Some(map.next_value_seed(Nested {
+                    failure: self.failure,
+                })?);
+                body.insert(key, Value::Null);
+            } else {
+                let value = map.next_value::<Value>()?;
+                body.insert(key, value);
+            }
+        }
+        match messages {
+            Some(messages) => Ok(History {
+                messages,
+                body: Some(body),
+            }),
+            None => Err(self.wrong("an object without \"messages\"")),
+        }
+    }
+
+    fn visit_unit<E: de::Error>(self) -> std::result::Result<History, E> {
+        Err(self.wrong("null"))
+    }
+
+    refuse! {
+        visit_bool(bool) => "a boolean";
+        visit_i64(i64) => "a number";
+        visit_u64(u64) => "a number";
+        visit_f64(f64) => "a number";
+        visit_str(&str) => "a string";
+    }
+}
+
+/// The `messages` field of a body: must be an array.
+struct Nested<'f> {
+    failure: &'f RefCell<Option<Error>>,
+}
+
+impl<'de> DeserializeSeed<'de> for Nested<'_> {
+    type Value = Vec<Message>;
+
+    fn deserialize<D: de::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> std::result::Result<Vec<Message>, D::Error> {
+        let value = deserializer.deserialize_any(self)?;
+        Ok(value)
+    }
+}
+
+impl<'de> Visitor<'de> for Nested<'_> {
+    type Value = Vec<Message>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of messages")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> std::result::Result<Vec<Message>, A::Error> {
+        List {
+            failure: self.failure,
+        }
+        .visit_seq(seq)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, _: A) -> std::result::Result<Vec<Message>, A::Error> {
+        Err(self.wrong("an object"))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> std::result::Result<Vec<Message>, E> {
+        Err(self.wrong("null"))
+    }
+
+    refuse! {
+        visit_bool(bool) => "a boolean";
+        visit_i64(i64) => "a number";
+        visit_u64(u64) => "a number";
+        visit_f64(f64) => "a number";
+        visit_str(&str) => "a string";
+    }
+}
+
+impl Nested<'_> {
+    fn wrong<E: de::Error>(&self, found: &str) -> E {
+        fail(
+            self.failure,
+            Error::InvalidInput {
+                reason: format!("\"messages\" must be an array, not {found}"),
+            },
+        )
+    }
+}
+
+/// The elements of a message array, each read as a small JSON value and
+/// turned into a [`Message`] at once.
+struct List<'f> {
+    failure: &'f RefCell<Option<Error>>,
+}
+
+impl List<'_> {
+    fn visit_seq<'de, A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Vec<Message>, A::Error> {
+        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(value) = seq.next_element::<Value>()? {
+            match Message::parse(value) {
+                Ok(m) => out.push(m),
+                Err(reason) => return Err(fail(self.failure, Error::message(out.len(), reason))),
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Passes bytes through, checking that they are UTF-8 (JSON text must be).
+struct Utf8Reader<R> {
+    inner: R,
+    /// Bytes of a character split across two reads.
+    pending: Vec<u8>,
+    offset: u64,
+    failure: Option<String>,
+}
+
+impl<R: Read> Utf8Reader<R> {
+    fn new(inner: R) -> Self {
+        Utf8Reader {
+            inner,
+            pending: Vec::new(),
+            offset: 0,
+            failure: None,
+        }
+    }
+}
+
+impl<R: Read> Read for Utf8Reader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let mut check = std::mem::take(&mut self.pending);
+        check.extend_from_slice(&buf[..n]);
+        if let Err(e) = std::str::from_utf8(&check) {
+            let bad = e.error_len().is_some() || n == 0;
+            if bad {
+                let at = self.offset + e.valid_up_to() as u64;
+                let reason = format!("input is not valid UTF-8 (byte {at})");
+                self.failure = Some(reason.clone());
+                return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, reason));
+            }
+            // A character cut at the end of this read: check it with the next.
+            self.pending = check[e.valid_up_to()..].to_vec();
+        }
+        self.offset += n as u64;
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utf8_split_across_reads_is_fine_and_bad_bytes_are_caught() {
+        struct Chunks(Vec<Vec<u8>>);
+        impl Read for Chunks {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                if self.0.is_empty() {
+                    return Ok(0);
+                }
+                let chunk = self.0.remove(0);
+                buf[..chunk.len()].copy_from_slice(&chunk);
+                Ok(chunk.len())
+            }
+        }
+        let text = "[{\"role\":\"user\",\"content\":\"日本\"}]".as_bytes().to_vec();
+        let cut = text.iter().position(|&b| b >= 0x80).unwrap() + 1;
+        let split = Chunks(vec![text[..cut].to_vec(), text[cut..].to_vec()]);
+        assert_eq!(History::from_reader(split).unwrap().messages[0].text(), "日本");
+        let bad = Chunks(vec![b"[{\"role\":\"user\",\"content\":\"\xff\"}]".to_vec()]);
+        let err = History::from_reader(bad).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid input: input is not valid UTF-8 (byte 27)"
+        );
+    }
+}
