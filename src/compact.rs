@@ -376,6 +376,11 @@ impl<C: TokenCounter> Compactor<C> {
     /// Those of [`plan`](Self::plan) and [`Plan::apply`], and
     /// [`Error::Summarize`] when the summarizer fails. `messages` is only
     /// borrowed: on error nothing has changed.
+    ///
+    /// # Panics
+    ///
+    /// Only if the summarizer (or the counter) panics: chatfold does not catch
+    /// it, and it unwinds through this call. `messages` is untouched then too.
     pub fn compact<'a, S>(&self, messages: &'a [Message], summarizer: &S) -> Result<Compaction<'a>>
     where
         S: Summarizer + ?Sized,

@@ -247,6 +247,10 @@ pub trait Memory {
 /// message, in the buffer: the caller handed it over, and it must not be lost.
 /// Everything else (the summary, the rest of the buffer) is as it was, and the
 /// next add folds again.
+///
+/// A summarizer that panics is not caught: the panic unwinds through the add,
+/// and the memory is left as after an error (the new message kept, nothing
+/// evicted, the summary unchanged), usable again.
 pub trait Remember: Memory {
     /// Adds a message, folding or trimming as the strategy does.
     ///

@@ -2,8 +2,12 @@
 //! rules (written from DESIGN.md, not from the library's code).
 #![allow(dead_code)]
 
-use chatfold::{Message, Part, Role, TokenCounter, ToolCall};
+use chatfold::{Message, Part, Role, ToolCall};
 use proptest::prelude::*;
+
+pub mod rules;
+#[allow(unused_imports)]
+pub use rules::*;
 
 /// One step of a generated conversation.
 #[derive(Clone, Debug)]
@@ -122,48 +126,6 @@ fn render_one(item: &Item, out: &mut Vec<Message>, next_id: &mut usize) {
 
 pub fn history(max_items: usize) -> impl Strategy<Value = Vec<Message>> {
     prop::collection::vec(item(), 0..max_items).prop_map(|items| render(&items))
-}
-
-/// Index of the call a tool result answers: the nearest earlier assistant
-/// message carrying a call with that id.
-pub fn answered_call(history: &[Message], j: usize) -> Option<usize> {
-    let id = history[j].tool_call_id.as_deref()?;
-    if history[j].role != Role::Tool {
-        return None;
-    }
-    (0..j)
-        .rev()
-        .find(|&i| history[i].tool_calls.iter().any(|c| c.id == id))
-}
-
-/// Whether `b` is a cut point: no call and its result lie on opposite sides.
-pub fn is_boundary(history: &[Message], b: usize) -> bool {
-    (b..history.len()).all(|j| answered_call(history, j).is_none_or(|i| i >= b))
-}
-
-/// The start of the last unit: the largest boundary below the length.
-pub fn last_unit_start(history: &[Message]) -> usize {
-    (0..history.len())
-        .rev()
-        .find(|&b| is_boundary(history, b))
-        .unwrap_or(0)
-}
-
-/// The first non-pinned message from `b` on is an assistant turn or a tool result.
-pub fn opens_with_response(history: &[Message], b: usize) -> bool {
-    history[b..]
-        .iter()
-        .find(|m| !matches!(m.role, Role::System | Role::Developer))
-        .is_some_and(|m| matches!(m.role, Role::Assistant | Role::Tool) || m.tool_call_id.is_some())
-}
-
-pub fn is_pinned(m: &Message) -> bool {
-    matches!(m.role, Role::System | Role::Developer)
-}
-
-/// Sum of `count_message` over messages, plus the list's reply priming.
-pub fn total<C: TokenCounter>(counter: &C, messages: &[Message]) -> usize {
-    counter.reply_priming() + messages.iter().map(|m| counter.count_message(m)).sum::<usize>()
 }
 
 /// `cases` property-test cases, or `PROPTEST_CASES` when set (for long local runs).
