@@ -446,13 +446,20 @@ fn one_per_message() -> impl Fn(&str) -> usize + Sync {
     |_: &str| 1
 }
 
-#[test]
-fn adds_during_an_in_flight_fold_are_kept_and_land_after_it() {
+/// A memory of 9 tokens (each message costs 5: two are over) holding "u1",
+/// whose summarizer waits on a gate.
+fn gated_memory_with_u1() -> (Gated, AsyncRollingMemory<Gated, impl Fn(&str) -> usize + Sync>) {
     let s = Gated::new();
     let memory = AsyncRollingMemory::new(9, s.clone())
         .unwrap()
         .counter(one_per_message());
     pollster::block_on(memory.add_user("u1")).unwrap();
+    (s, memory)
+}
+
+#[test]
+fn adds_during_an_in_flight_fold_are_kept_and_land_after_it() {
+    let (s, memory) = gated_memory_with_u1();
     let mut first = pin!(memory.add_user("u2"));
     assert!(
         poll_once(first.as_mut()).is_pending(),
@@ -474,11 +481,7 @@ fn adds_during_an_in_flight_fold_are_kept_and_land_after_it() {
 
 #[test]
 fn clear_during_a_fold_discards_its_result() {
-    let s = Gated::new();
-    let memory = AsyncRollingMemory::new(9, s.clone())
-        .unwrap()
-        .counter(one_per_message());
-    pollster::block_on(memory.add_user("u1")).unwrap();
+    let (s, memory) = gated_memory_with_u1();
     let mut add = pin!(memory.add_user("u2"));
     assert!(poll_once(add.as_mut()).is_pending());
     memory.clear();
@@ -491,11 +494,7 @@ fn clear_during_a_fold_discards_its_result() {
 
 #[test]
 fn cancelled_fold_leaves_the_state_and_the_next_add_folds() {
-    let s = Gated::new();
-    let memory = AsyncRollingMemory::new(9, s.clone())
-        .unwrap()
-        .counter(one_per_message());
-    pollster::block_on(memory.add_user("u1")).unwrap();
+    let (s, memory) = gated_memory_with_u1();
     {
         let mut add = pin!(memory.add_user("u2"));
         assert!(poll_once(add.as_mut()).is_pending());
