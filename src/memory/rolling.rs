@@ -33,10 +33,6 @@ impl AsyncSummarizer for Discard {
     }
 }
 
-fn count_all<C: TokenCounter>(counter: &C, buffer: &[Message]) -> Vec<usize> {
-    buffer.iter().map(|m| counter.count_message(m)).collect()
-}
-
 /// How many messages to evict so the buffer's tokens fit `max_tokens`.
 fn over_budget(inner: &Inner, max_tokens: usize) -> usize {
     if inner.total <= max_tokens {
@@ -82,9 +78,48 @@ fn over_budget(inner: &Inner, max_tokens: usize) -> usize {
 #[derive(Debug)]
 pub struct RollingMemory<S = Discard, C = Heuristic> {
     inner: Inner,
+    config: Config<S, C>,
+}
+
+/// What both rolling memories are configured with.
+#[derive(Debug)]
+struct Config<S, C> {
     max_tokens: usize,
     summarizer: Option<S>,
     counter: C,
+}
+
+impl<S> Config<S, Heuristic> {
+    fn new(max_tokens: usize, summarizer: Option<S>) -> Result<Self> {
+        check_positive("max_tokens", max_tokens)?;
+        Ok(Config {
+            max_tokens,
+            summarizer,
+            counter: Heuristic,
+        })
+    }
+}
+
+impl<S, C: TokenCounter> Config<S, C> {
+    /// `state`, each buffered message counted once.
+    fn inner(&self, state: State) -> Inner {
+        let tokens = state
+            .buffer
+            .iter()
+            .map(|m| self.counter.count_message(m))
+            .collect();
+        Inner::new(state, tokens)
+    }
+}
+
+impl<S, C> Config<S, C> {
+    fn with_counter<D>(self, counter: D) -> Config<S, D> {
+        Config {
+            max_tokens: self.max_tokens,
+            summarizer: self.summarizer,
+            counter,
+        }
+    }
 }
 
 impl<S: Summarizer> RollingMemory<S> {
@@ -117,13 +152,10 @@ impl<S> RollingMemory<S> {
     ///
     /// [`Error::InvalidConfig`] when `max_tokens` is 0.
     pub fn from_state(state: State, max_tokens: usize, summarizer: Option<S>) -> Result<Self> {
-        check_positive("max_tokens", max_tokens)?;
-        let tokens = count_all(&Heuristic, &state.buffer);
+        let config = Config::new(max_tokens, summarizer)?;
         Ok(RollingMemory {
-            inner: Inner::new(state, tokens),
-            max_tokens,
-            summarizer,
-            counter: Heuristic,
+            inner: config.inner(state),
+            config,
         })
     }
 }
@@ -131,18 +163,16 @@ impl<S> RollingMemory<S> {
 impl<S, C> RollingMemory<S, C> {
     /// Counts with `counter` instead (the buffer is counted again, once).
     pub fn counter<D: TokenCounter>(self, counter: D) -> RollingMemory<S, D> {
-        let tokens = count_all(&counter, &self.inner.state.buffer);
+        let config = self.config.with_counter(counter);
         RollingMemory {
-            inner: Inner::new(self.inner.state, tokens),
-            max_tokens: self.max_tokens,
-            summarizer: self.summarizer,
-            counter,
+            inner: config.inner(self.inner.state),
+            config,
         }
     }
 
     /// The buffer's budget.
     pub fn max_tokens(&self) -> usize {
-        self.max_tokens
+        self.config.max_tokens
     }
 
     /// Tokens in the buffer now.
@@ -166,15 +196,20 @@ impl<S: Summarizer, C: TokenCounter> Remember for RollingMemory<S, C> {
     /// stays in the buffer, nothing is evicted, the summary is unchanged, and
     /// the next add folds again.
     fn add_message(&mut self, message: Message) -> Result<()> {
-        let tokens = self.counter.count_message(&message);
+        let Config {
+            max_tokens,
+            summarizer,
+            counter,
+        } = &self.config;
+        let tokens = counter.count_message(&message);
         self.inner.push(message, Some(tokens));
-        let n = over_budget(&self.inner, self.max_tokens);
+        let n = over_budget(&self.inner, *max_tokens);
         if n == 0 {
             return Ok(());
         }
-        if let Some(summarizer) = &self.summarizer {
+        if let Some(summarizer) = summarizer {
             let state = &self.inner.state;
-            let request = fold_request(&state.summary, &state.buffer[..n], self.max_tokens);
+            let request = fold_request(&state.summary, &state.buffer[..n], *max_tokens);
             let text = summarizer
                 .summarize(&request)
                 .map_err(|e| Error::Summarize(e.into()))?;
@@ -225,9 +260,7 @@ impl<S: Summarizer, C: TokenCounter> Remember for RollingMemory<S, C> {
 #[derive(Debug)]
 pub struct AsyncRollingMemory<S = Discard, C = Heuristic> {
     shared: Shared,
-    max_tokens: usize,
-    summarizer: Option<S>,
-    counter: C,
+    config: Config<S, C>,
 }
 
 impl<S: AsyncSummarizer> AsyncRollingMemory<S> {
@@ -260,13 +293,10 @@ impl<S> AsyncRollingMemory<S> {
     ///
     /// [`Error::InvalidConfig`] when `max_tokens` is 0.
     pub fn from_state(state: State, max_tokens: usize, summarizer: Option<S>) -> Result<Self> {
-        check_positive("max_tokens", max_tokens)?;
-        let tokens = count_all(&Heuristic, &state.buffer);
+        let config = Config::new(max_tokens, summarizer)?;
         Ok(AsyncRollingMemory {
-            shared: Shared::new(Inner::new(state, tokens)),
-            max_tokens,
-            summarizer,
-            counter: Heuristic,
+            shared: Shared::new(config.inner(state)),
+            config,
         })
     }
 }
@@ -274,19 +304,17 @@ impl<S> AsyncRollingMemory<S> {
 impl<S, C> AsyncRollingMemory<S, C> {
     /// Counts with `counter` instead (the buffer is counted again, once).
     pub fn counter<D: TokenCounter>(self, counter: D) -> AsyncRollingMemory<S, D> {
-        let state = self.shared.lock().state.clone();
-        let tokens = count_all(&counter, &state.buffer);
+        let state = std::mem::take(&mut self.shared.lock().state);
+        let config = self.config.with_counter(counter);
         AsyncRollingMemory {
-            shared: Shared::new(Inner::new(state, tokens)),
-            max_tokens: self.max_tokens,
-            summarizer: self.summarizer,
-            counter,
+            shared: Shared::new(config.inner(state)),
+            config,
         }
     }
 
     /// The buffer's budget.
     pub fn max_tokens(&self) -> usize {
-        self.max_tokens
+        self.config.max_tokens
     }
 
     /// Tokens in the buffer now.
@@ -307,11 +335,13 @@ where
     C: TokenCounter + Sync,
 {
     async fn add_message(&self, message: Message) -> Result<()> {
-        let tokens = self.counter.count_message(&message);
+        let tokens = self.config.counter.count_message(&message);
         self.shared.lock().push(message, Some(tokens));
-        let max = self.max_tokens;
+        let max = self.config.max_tokens;
         self.shared
-            .settle(self.summarizer.as_ref(), max, |inner| over_budget(inner, max))
+            .settle(self.config.summarizer.as_ref(), max, |inner| {
+                over_budget(inner, max)
+            })
             .await
     }
 
