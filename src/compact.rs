@@ -43,9 +43,12 @@ pub const DEFAULT_SUMMARY_PREFIX: &str = "Summary of earlier conversation:\n";
 /// 8. A failing summarizer, or an empty summary, is an error; the caller's
 ///    messages are only borrowed and stay as they were.
 /// 9. Cost grows with the budget, not the history: messages are counted from
-///    the end until the history is known to be over budget, the kept part is
-///    counted once, and the folded middle is never counted (unless
-///    [`count_all`](Self::count_all) asks for exact totals).
+///    the end until the history is known to be over budget (or not at all when
+///    the counter's [lower bound](TokenCounter::count_message_at_least), read
+///    from lengths, already proves it), the kept part is counted once, and the
+///    folded middle is never counted (unless [`count_all`](Self::count_all)
+///    asks for exact totals). One pass over the message headers is the only
+///    work that touches the whole history.
 ///
 /// # Examples
 ///
@@ -237,15 +240,37 @@ impl<C: TokenCounter> Compactor<C> {
         let mut counts = Counts::new(n);
         let mut count = |i: usize| counts.get_or_count(i, || counter.count_message(&messages[i]));
 
-        // Count from the end until the history is known to be over budget.
-        let mut total = priming;
-        let mut counted_all = true;
-        for i in (0..n).rev() {
-            total = total.saturating_add(count(i));
-            if total > self.budget && !self.count_all {
-                counted_all = i == 0;
-                break;
+        // One pass over the headers finds previous summaries, pinned messages
+        // (always part of the output), tool calls, and a lower bound on the
+        // tokens that may prove the history over budget without counting it.
+        let (mut summaries, mut pinned_at, mut callers) = (Vec::new(), Vec::new(), Vec::new());
+        let mut at_least = priming;
+        for (i, m) in messages.iter().enumerate() {
+            if self.is_summary(m) {
+                summaries.push(i);
+            } else if m.role.is_pinned() {
+                pinned_at.push(i);
             }
+            if !m.tool_calls.is_empty() {
+                callers.push(i);
+            }
+            at_least = at_least.saturating_add(counter.count_message_at_least(m));
+        }
+
+        // Otherwise count from the end until the history is known to be over budget.
+        let mut total = priming;
+        let mut counted_all = false;
+        if !self.count_all && at_least > self.budget {
+            total = at_least;
+        } else {
+            for i in (0..n).rev() {
+                total = total.saturating_add(count(i));
+                if total > self.budget && !self.count_all {
+                    break;
+                }
+                counted_all = i == 0;
+            }
+            counted_all |= n == 0;
         }
         let mut plan = Plan {
             messages,
@@ -269,19 +294,6 @@ impl<C: TokenCounter> Compactor<C> {
             return Ok(plan);
         }
 
-        // Over budget. One pass over the headers finds previous summaries,
-        // pinned messages (always part of the output) and tool calls.
-        let (mut summaries, mut pinned_at, mut callers) = (Vec::new(), Vec::new(), Vec::new());
-        for (i, m) in messages.iter().enumerate() {
-            if self.is_summary(m) {
-                summaries.push(i);
-            } else if m.role.is_pinned() {
-                pinned_at.push(i);
-            }
-            if !m.tool_calls.is_empty() {
-                callers.push(i);
-            }
-        }
         let after = summaries.last().map_or(0, |i| i + 1);
         let pinned = pinned_at
             .iter()

@@ -54,6 +54,17 @@ pub trait TokenCounter {
             .fold(total, |sum, piece| sum.saturating_add(self.count(piece)))
     }
 
+    /// A lower bound on [`count_message`](TokenCounter::count_message) that
+    /// reads no text, only lengths; 0 when the counter knows none.
+    ///
+    /// It lets the compactor prove a long history is over budget without
+    /// tokenizing it. [`Tiktoken`] answers [`MESSAGE_OVERHEAD`] plus the bytes
+    /// over 128, the longest token of its encodings.
+    fn count_message_at_least(&self, message: &Message) -> usize {
+        let _ = message;
+        0
+    }
+
     /// Tokens added once per list of messages, for the reply: [`REPLY_PRIMING`].
     fn reply_priming(&self) -> usize {
         REPLY_PRIMING

@@ -184,11 +184,27 @@ impl<'de> DeserializeSeed<'de> for Top<'_> {
     }
 }
 
-macro_rules! refuse {
-    ($($method:ident($ty:ty) => $found:expr;)*) => {
-        $(fn $method<E: de::Error>(self, _: $ty) -> std::result::Result<Self::Value, E> {
-            Err(self.wrong($found))
-        })*
+/// The `visit_*` methods for JSON scalars: each is the wrong type here.
+macro_rules! refuse_scalars {
+    () => {
+        fn visit_unit<E: de::Error>(self) -> std::result::Result<Self::Value, E> {
+            Err(self.wrong("null"))
+        }
+        fn visit_bool<E: de::Error>(self, _: bool) -> std::result::Result<Self::Value, E> {
+            Err(self.wrong("a boolean"))
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> std::result::Result<Self::Value, E> {
+            Err(self.wrong("a number"))
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> std::result::Result<Self::Value, E> {
+            Err(self.wrong("a number"))
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> std::result::Result<Self::Value, E> {
+            Err(self.wrong("a number"))
+        }
+        fn visit_str<E: de::Error>(self, _: &str) -> std::result::Result<Self::Value, E> {
+            Err(self.wrong("a string"))
+        }
     };
 }
 
@@ -233,17 +249,7 @@ impl<'de> Visitor<'de> for Top<'_> {
         }
     }
 
-    fn visit_unit<E: de::Error>(self) -> std::result::Result<History, E> {
-        Err(self.wrong("null"))
-    }
-
-    refuse! {
-        visit_bool(bool) => "a boolean";
-        visit_i64(i64) => "a number";
-        visit_u64(u64) => "a number";
-        visit_f64(f64) => "a number";
-        visit_str(&str) => "a string";
-    }
+    refuse_scalars!();
 }
 
 /// The `messages` field of a body: must be an array.
@@ -258,8 +264,7 @@ impl<'de> DeserializeSeed<'de> for Nested<'_> {
         self,
         deserializer: D,
     ) -> std::result::Result<Vec<Message>, D::Error> {
-        let value = deserializer.deserialize_any(self)?;
-        Ok(value)
+        deserializer.deserialize_any(self)
     }
 }
 
@@ -281,17 +286,7 @@ impl<'de> Visitor<'de> for Nested<'_> {
         Err(self.wrong("an object"))
     }
 
-    fn visit_unit<E: de::Error>(self) -> std::result::Result<Vec<Message>, E> {
-        Err(self.wrong("null"))
-    }
-
-    refuse! {
-        visit_bool(bool) => "a boolean";
-        visit_i64(i64) => "a number";
-        visit_u64(u64) => "a number";
-        visit_f64(f64) => "a number";
-        visit_str(&str) => "a string";
-    }
+    refuse_scalars!();
 }
 
 impl Nested<'_> {

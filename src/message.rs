@@ -449,16 +449,19 @@ impl Message {
     /// role and the name: the content's text (each part separately), each tool
     /// call's id, name and arguments, and `tool_call_id`.
     pub fn text_pieces(&self) -> impl Iterator<Item = &str> {
-        let content: Box<dyn Iterator<Item = &str>> = match &self.content {
-            None => Box::new(std::iter::empty()),
-            Some(Content::Text(s)) => Box::new(std::iter::once(s.as_str())),
-            Some(Content::Parts(parts)) => Box::new(parts.iter().filter_map(Part::as_text)),
+        let (text, parts): (Option<&str>, &[Part]) = match &self.content {
+            None => (None, &[]),
+            Some(Content::Text(s)) => (Some(s), &[]),
+            Some(Content::Parts(parts)) => (None, parts),
         };
         let calls = self
             .tool_calls
             .iter()
             .flat_map(|c| [c.id.as_str(), c.name.as_str(), c.arguments.as_str()]);
-        content.chain(calls).chain(self.tool_call_id.as_deref())
+        text.into_iter()
+            .chain(parts.iter().filter_map(Part::as_text))
+            .chain(calls)
+            .chain(self.tool_call_id.as_deref())
     }
 
     /// The canonical text of the message, as rollmem's `token_text()`: its

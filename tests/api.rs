@@ -304,3 +304,51 @@ fn tiktoken_survives_huge_runs_of_one_character() {
         assert!(counter.count(&text) > 0);
     }
 }
+
+/// Tiktoken proves a long history over budget from lengths alone (no text
+/// is shorter in tokens than its bytes over 128): the same result, less counting.
+#[cfg(feature = "tiktoken")]
+#[test]
+fn tiktoken_lower_bound_changes_nothing_but_the_work() {
+    struct Watched<'a> {
+        inner: chatfold::Tiktoken,
+        chars: &'a Cell<usize>,
+        bound: bool,
+    }
+    impl TokenCounter for Watched<'_> {
+        fn count(&self, text: &str) -> usize {
+            self.chars.set(self.chars.get() + text.len());
+            self.inner.count(text)
+        }
+        fn count_message_at_least(&self, m: &Message) -> usize {
+            if self.bound {
+                self.inner.count_message_at_least(m)
+            } else {
+                0
+            }
+        }
+    }
+    let h = chat(600);
+    let run = |bound: bool| {
+        let chars = Cell::new(0);
+        let inner = chatfold::Tiktoken::o200k_base().unwrap();
+        let counter = Watched {
+            inner,
+            chars: &chars,
+            bound,
+        };
+        let r = Compactor::new(2_000)
+            .counter(counter)
+            .compact(&h, &fixed("s"))
+            .unwrap();
+        (r.messages.into_owned(), r.tokens_after, chars.get())
+    };
+    let (bounded, bounded_tokens, bounded_chars) = run(true);
+    let (exact, exact_tokens, exact_chars) = run(false);
+    assert_eq!(bounded, exact);
+    assert_eq!(bounded_tokens, exact_tokens);
+    assert!(
+        bounded_chars * 3 < exact_chars * 2,
+        "bounded {bounded_chars} vs exact {exact_chars}"
+    );
+}

@@ -6,13 +6,18 @@ use std::sync::OnceLock;
 use tiktoken_rs::CoreBPE;
 use tiktoken_rs::tokenizer::{Tokenizer, get_tokenizer};
 
-use super::TokenCounter;
+use super::{MESSAGE_OVERHEAD, TokenCounter};
 use crate::error::{Error, Result};
+use crate::message::Message;
 
 /// Texts longer than this are counted in pieces cut where the tokenizer's
 /// pre-split would cut them anyway, so counts stay exact and very long
 /// texts never reach the regex engine's stack limit in one call.
 const PIECE_BYTES: usize = 16 * 1024;
+
+/// The longest token of `o200k_base` and `cl100k_base`, in bytes: no text
+/// counts fewer tokens than its length over this.
+const LONGEST_TOKEN: usize = 128;
 
 /// OpenAI's tokenizers, exact: `o200k_base` (GPT-4o, GPT-4.1, GPT-5, o-series)
 /// and `cl100k_base` (GPT-4, GPT-3.5).
@@ -122,6 +127,16 @@ impl TokenCounter for Tiktoken {
         }
         total.saturating_add(self.bpe.count_ordinary(rest))
     }
+
+    fn count_message_at_least(&self, message: &Message) -> usize {
+        let name = message.name.as_deref().map_or(0, str::len);
+        let bytes = message
+            .text_pieces()
+            .fold(message.role.as_str().len() + name, |sum, piece| {
+                sum.saturating_add(piece.len())
+            });
+        MESSAGE_OVERHEAD.saturating_add(bytes.div_ceil(LONGEST_TOKEN))
+    }
 }
 
 /// A byte index at or below `target` (and past half of it) where the text
@@ -174,6 +189,28 @@ mod tests {
         let text = "The quick brown fox, jumps over 1234 lazy dogs!\n  ".repeat(2_000);
         assert!(text.len() > 4 * PIECE_BYTES);
         assert_eq!(t.count(&text), t.bpe.count_ordinary(&text));
+    }
+
+    #[test]
+    fn lower_bound_never_exceeds_the_count() {
+        let longest = [
+            (Tiktoken::o200k_base().unwrap(), "o200k_base"),
+            (Tiktoken::cl100k_base().unwrap(), "cl100k_base"),
+        ];
+        let texts = [
+            "",
+            "a",
+            "hello world",
+            &" ".repeat(5000),
+            &"日本語".repeat(300),
+            &"x".repeat(129),
+        ];
+        for (t, _) in longest {
+            for text in texts {
+                let m = Message::user(text).with_name("bob");
+                assert!(t.count_message_at_least(&m) <= t.count_message(&m), "{text:?}");
+            }
+        }
     }
 
     #[test]
