@@ -364,7 +364,6 @@ fn to_json(value: &impl serde::Serialize, pretty: bool) -> Result<Vec<u8>, Failu
     Ok(out)
 }
 
-#[allow(clippy::too_many_arguments)]
 fn compact(
     args: &BudgetArgs,
     summarize_cmd: Option<&str>,
