@@ -308,9 +308,10 @@ impl<C: TokenCounter> Compactor<C> {
         // Walk back over whole units after the previous summary, adding up
         // all kept tokens (for keep_recent) and the non-pinned ones (for the
         // room beside the pinned messages and the summary).
-        let mut cost = |unit: std::ops::Range<usize>| {
+        // A unit's (all, non-pinned) tokens, by `tokens(i)`.
+        let sum = |unit: std::ops::Range<usize>, tokens: &mut dyn FnMut(usize) -> usize| {
             unit.fold((0usize, 0usize), |(all, loose), i| {
-                let t = count(i);
+                let t = tokens(i);
                 let loose_t = if messages[i].role.is_pinned() { 0 } else { t };
                 (all.saturating_add(t), loose.saturating_add(loose_t))
             })
@@ -319,7 +320,21 @@ impl<C: TokenCounter> Compactor<C> {
         let mut refused_by_budget = false;
         let units = units::Backward::new(messages, &callers, after);
         let cut = units::cut(messages, units, |unit| {
-            let (all, loose) = cost(unit);
+            if latest_loose.is_some() {
+                // The lower bound may refuse an older unit (a long tool
+                // result, say) without counting it.
+                let (all, loose) = sum(unit.clone(), &mut |i| {
+                    counter.count_message_at_least(&messages[i])
+                });
+                if kept_loose.saturating_add(loose) > room {
+                    refused_by_budget = true;
+                    return false;
+                }
+                if kept_all.saturating_add(all) > keep_recent {
+                    return false;
+                }
+            }
+            let (all, loose) = sum(unit, &mut count);
             let next = (kept_all.saturating_add(all), kept_loose.saturating_add(loose));
             if latest_loose.is_none() {
                 latest_loose = Some(loose);

@@ -301,11 +301,12 @@ impl ToolCall {
 
 /// One chat message, in the OpenAI Chat Completions shape.
 ///
-/// Read and written losslessly: fields chatfold does not model are kept in
-/// [`Message::extra`] and written back; so are the `null` or empty forms of
-/// modelled fields (`"content": null`, `"tool_calls": []`), so that a message
-/// comes back out as it went in. rollmem's fields `id` and `metadata` are
-/// modelled too.
+/// Read and written losslessly: fields chatfold does not model are kept (see
+/// [`extra`](Message::extra)) and written back; so are the `null` or empty
+/// forms of modelled fields (`"content": null`, `"tool_calls": []`), so that a
+/// message comes back out as it went in. rollmem's `id` is a field, its opaque
+/// `metadata` is kept among the others and read through
+/// [`metadata`](Message::metadata).
 ///
 /// # Examples
 ///
@@ -323,7 +324,7 @@ impl ToolCall {
 /// assert_eq!(back, call);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct Message {
     /// Who wrote it.
@@ -338,10 +339,21 @@ pub struct Message {
     pub tool_call_id: Option<String>,
     /// An optional message id (rollmem).
     pub id: Option<String>,
-    /// Opaque metadata, never interpreted (rollmem).
-    pub metadata: Option<Value>,
-    /// Every other field, kept verbatim and written back after the known ones.
-    pub extra: Map<String, Value>,
+    /// Every other field, kept verbatim; boxed and absent when there is none,
+    /// which keeps the message small for scans over long histories.
+    extra: Option<Box<Map<String, Value>>>,
+}
+
+impl PartialEq for Message {
+    fn eq(&self, other: &Self) -> bool {
+        self.role == other.role
+            && self.content == other.content
+            && self.name == other.name
+            && self.tool_calls == other.tool_calls
+            && self.tool_call_id == other.tool_call_id
+            && self.id == other.id
+            && self.extra() == other.extra()
+    }
 }
 
 impl Message {
@@ -354,8 +366,7 @@ impl Message {
             tool_calls: Vec::new(),
             tool_call_id: None,
             id: None,
-            metadata: None,
-            extra: Map::new(),
+            extra: None,
         }
     }
 
@@ -410,6 +421,43 @@ impl Message {
     pub fn with_parts(mut self, parts: Vec<Part>) -> Self {
         self.content = Some(Content::Parts(parts));
         self
+    }
+
+    /// The same message with opaque `metadata` (rollmem's field), written
+    /// back as it is.
+    pub fn with_metadata(mut self, metadata: Value) -> Self {
+        self.extra_mut().insert("metadata".into(), metadata);
+        self
+    }
+
+    /// The message's `metadata` (rollmem's field), if it has one that is not `null`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::Message;
+    /// use serde_json::json;
+    ///
+    /// let m = Message::user("hi").with_metadata(json!({"latency_ms": 812}));
+    /// assert_eq!(m.metadata().unwrap()["latency_ms"], 812);
+    /// assert_eq!(m.to_json(), json!({"role": "user", "content": "hi", "metadata": {"latency_ms": 812}}));
+    /// ```
+    pub fn metadata(&self) -> Option<&Value> {
+        self.extra().get("metadata").filter(|v| !v.is_null())
+    }
+
+    /// Every field chatfold does not model, and the `null` or empty forms of
+    /// modelled ones, in the order they came: written back after the known fields.
+    pub fn extra(&self) -> &Map<String, Value> {
+        static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
+        self.extra
+            .as_deref()
+            .unwrap_or_else(|| EMPTY.get_or_init(Map::new))
+    }
+
+    /// The fields of [`extra`](Self::extra), to change.
+    pub fn extra_mut(&mut self) -> &mut Map<String, Value> {
+        self.extra.get_or_insert_with(Box::default)
     }
 
     /// The content as plain text: the string, the text parts joined by
@@ -505,15 +553,14 @@ impl Message {
             ("tool_calls", calls),
             ("tool_call_id", string(&self.tool_call_id)),
             ("id", string(&self.id)),
-            ("metadata", self.metadata.clone()),
         ];
         let mut map = Map::new();
         for (key, value) in known {
-            if let Some(value) = value.or_else(|| self.extra.get(key).cloned()) {
+            if let Some(value) = value.or_else(|| self.extra().get(key).cloned()) {
                 map.insert(key.to_owned(), value);
             }
         }
-        for (k, v) in &self.extra {
+        for (k, v) in self.extra() {
             if !map.contains_key(k) {
                 map.insert(k.clone(), v.clone());
             }
@@ -578,17 +625,9 @@ impl Message {
         }
         m.tool_call_id = optional_string(&mut map, "tool_call_id")?;
         m.id = optional_string(&mut map, "id")?;
-        m.metadata = match map.remove("metadata") {
-            None => None,
-            Some(Value::Null) => {
-                map.insert("metadata".into(), Value::Null);
-                None
-            }
-            Some(v) => Some(v),
-        };
         // Keep the parsed map only if it holds unknown fields: an empty one still holds its capacity.
         if !map.is_empty() {
-            m.extra = map;
+            m.extra = Some(Box::new(map));
         }
         Ok(m)
     }

@@ -225,7 +225,7 @@ fn context_renders_summary_and_tool_calls() {
 fn sample_state() -> State {
     let mut m = call(&["c1", "c2"]);
     m.id = Some("msg-1".into());
-    m.metadata = Some(serde_json::json!({"k": [1, 2]}));
+    let m = m.with_metadata(serde_json::json!({"k": [1, 2]}));
     State::new(
         "The user is planning a trip.",
         vec![
@@ -325,7 +325,7 @@ fn python_rollmem_states_load_in_every_strategy() {
         .iter()
         .find(|m| m.id.as_deref() == Some("msg-7"))
         .unwrap();
-    assert_eq!(with_id.metadata.as_ref().unwrap()["latency_ms"], 812);
+    assert_eq!(with_id.metadata().unwrap()["latency_ms"], 812);
     assert!(agent.buffer.iter().any(|m| m.role == Role::from("critic")));
 
     let trip = State::from_json(fixtures["trip"].clone()).unwrap();
