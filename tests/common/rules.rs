@@ -108,6 +108,12 @@ pub fn check_rules<C: TokenCounter>(c: &Compactor<C>, h: &[Message], summary: &s
             assert!(unreachable(c, h), "budget was reachable");
             return None;
         }
+        Err(Error::EmptySummary) => {
+            // Rule 8: a blank summary is an error, and only when something was folded.
+            assert!(summary.trim().is_empty(), "EmptySummary for {summary:?}");
+            assert_eq!(calls.borrow().len(), 1);
+            return None;
+        }
         Err(e) => panic!("unexpected error: {e}"),
         Ok(r) => r,
     };
