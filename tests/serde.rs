@@ -56,6 +56,23 @@ fn rollmem_flat_tool_calls_are_read_and_written_in_openai_shape() {
     assert_eq!(out[1]["metadata"], json!({}));
 }
 
+/// Found by fuzzing: numbers in unknown fields must survive any number of
+/// trips through chatfold (serde_json's exact float parsing is on). An integer
+/// too long for 64 bits is read as the nearest float, once.
+#[test]
+fn numbers_in_unknown_fields_round_trip_exactly() {
+    let input = json!([{"role": "user", "content": "x", "metadata": {"p": 0.1, "n": -0.0, "big": 18446744073709551615u64}}]);
+    assert_eq!(round_trip(input.clone()), input);
+    let text = r#"[{"role":"user","content":"x","score":800000000000000300000000000000000000000000000000000000000000000000052}]"#;
+    let once = serde_json::to_string(&parse_messages(text).unwrap()).unwrap();
+    let twice = serde_json::to_string(&parse_messages(&once).unwrap()).unwrap();
+    assert_eq!(once, twice);
+    assert_eq!(
+        once,
+        r#"[{"role":"user","content":"x","score":8.000000000000003e+68}]"#
+    );
+}
+
 #[test]
 fn serde_derive_users_get_the_same_format() {
     #[derive(serde::Deserialize, serde::Serialize)]
