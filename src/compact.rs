@@ -254,7 +254,9 @@ impl<C: TokenCounter> Compactor<C> {
             if !m.tool_calls.is_empty() {
                 callers.push(i);
             }
-            at_least = at_least.saturating_add(counter.count_message_at_least(m));
+            if at_least <= self.budget {
+                at_least = at_least.saturating_add(counter.count_message_at_least(m));
+            }
         }
 
         // Otherwise count from the end until the history is known to be over budget.
@@ -308,44 +310,32 @@ impl<C: TokenCounter> Compactor<C> {
         // Walk back over whole units after the previous summary, adding up
         // all kept tokens (for keep_recent) and the non-pinned ones (for the
         // room beside the pinned messages and the summary).
-        // A unit's (all, non-pinned) tokens, by `tokens(i)`.
-        let sum = |unit: std::ops::Range<usize>, tokens: &mut dyn FnMut(usize) -> usize| {
-            unit.fold((0usize, 0usize), |(all, loose), i| {
-                let t = tokens(i);
-                let loose_t = if messages[i].role.is_pinned() { 0 } else { t };
-                (all.saturating_add(t), loose.saturating_add(loose_t))
-            })
-        };
-        let (mut kept_all, mut kept_loose, mut latest_loose) = (0usize, 0usize, None);
+        let (mut kept, mut latest_loose) = (Kept::default(), None::<usize>);
         let mut refused_by_budget = false;
         let units = units::Backward::new(messages, &callers, after);
         let cut = units::cut(messages, units, |unit| {
-            if latest_loose.is_some() {
-                // The lower bound may refuse an older unit (a long tool
-                // result, say) without counting it.
-                let (all, loose) = sum(unit.clone(), &mut |i| {
-                    counter.count_message_at_least(&messages[i])
-                });
-                if kept_loose.saturating_add(loose) > room {
-                    refused_by_budget = true;
-                    return false;
+            // The latest unit is kept whatever it costs. An older one may be
+            // refused by the lower bound without counting it (a long tool
+            // result, say), else by exact counts as soon as they pass a limit.
+            let limits = latest_loose.is_some().then_some((room, keep_recent));
+            let at_least = &mut |i| counter.count_message_at_least(&messages[i]);
+            let counted = match limits {
+                Some(_) => kept
+                    .add(messages, unit.clone(), limits, at_least)
+                    .and_then(|_| kept.add(messages, unit, limits, &mut count)),
+                None => kept.add(messages, unit, limits, &mut count),
+            };
+            match counted {
+                Ok(next) => {
+                    latest_loose.get_or_insert(next.loose - kept.loose);
+                    kept = next;
+                    true
                 }
-                if kept_all.saturating_add(all) > keep_recent {
-                    return false;
+                Err(by_room) => {
+                    refused_by_budget = by_room;
+                    false
                 }
             }
-            let (all, loose) = sum(unit, &mut count);
-            let next = (kept_all.saturating_add(all), kept_loose.saturating_add(loose));
-            if latest_loose.is_none() {
-                latest_loose = Some(loose);
-            } else if next.1 > room {
-                refused_by_budget = true;
-                return false;
-            } else if next.0 > keep_recent {
-                return false;
-            }
-            (kept_all, kept_loose) = next;
-            true
         });
         let start = cut.start;
         plan.report.cut = start;
@@ -460,6 +450,45 @@ impl<C: TokenCounter> Compactor<C> {
             None => String::new(),
         };
         plan.apply(summary)
+    }
+}
+
+/// Tokens of the kept part: all of them (against `keep_recent`) and the
+/// non-pinned ones (against the room beside pinned messages and the summary).
+#[derive(Clone, Copy, Debug, Default)]
+struct Kept {
+    all: usize,
+    loose: usize,
+}
+
+impl Kept {
+    /// The kept part with `unit` added, its messages' tokens by `tokens`, newest
+    /// first; with `limits` (room, keep_recent), `Err(by_room)` as soon as one is
+    /// passed.
+    fn add(
+        self,
+        messages: &[Message],
+        unit: std::ops::Range<usize>,
+        limits: Option<(usize, usize)>,
+        tokens: &mut dyn FnMut(usize) -> usize,
+    ) -> std::result::Result<Kept, bool> {
+        let mut next = self;
+        for i in unit.rev() {
+            let t = tokens(i);
+            next.all = next.all.saturating_add(t);
+            if !messages[i].role.is_pinned() {
+                next.loose = next.loose.saturating_add(t);
+            }
+            if let Some((room, keep_recent)) = limits {
+                if next.loose > room {
+                    return Err(true);
+                }
+                if next.all > keep_recent {
+                    return Err(false);
+                }
+            }
+        }
+        Ok(next)
     }
 }
 
