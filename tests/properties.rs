@@ -114,6 +114,39 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(cases(64))]
+
+    /// Rule 9: what is counted is bounded by the budget (and the longest
+    /// message), not by the history's length.
+    #[test]
+    fn counting_grows_with_the_budget_not_the_history(
+        lengths in prop::collection::vec(1usize..400, 200..3000),
+        budget in 50usize..2000,
+        keep in 0u32..=100,
+    ) {
+        let h: Vec<Message> = lengths
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| if i % 2 == 0 { Message::user("u".repeat(n)) } else { Message::assistant("a".repeat(n)) })
+            .collect();
+        let counted = std::cell::Cell::new(0usize);
+        let counter = |text: &str| {
+            counted.set(counted.get() + text.len());
+            text.len().div_ceil(4)
+        };
+        let c = compactor(budget, keep, false).counter(counter);
+        let summarize = |_: &SummaryRequest<'_>| Ok::<_, Infallible>("short".to_owned());
+        c.compact(&h, &summarize).unwrap();
+        let longest = lengths.iter().max().copied().unwrap_or(0);
+        // A budget's worth of text (4 bytes a token) counted from the end, one
+        // message past it, the role names (at most 2 bytes per token of the
+        // budget: a message costs at least 5), the summary.
+        let bound = 6 * budget + longest + 200;
+        prop_assert!(counted.get() <= bound, "counted {} bytes, bound {bound}", counted.get());
+    }
+}
+
 #[cfg(feature = "tiktoken")]
 proptest! {
     #![proptest_config(cases(64))]
