@@ -112,7 +112,7 @@ pub(crate) fn units(messages: &[Message]) -> Vec<Range<usize>> {
 
 /// An assistant turn or a tool result (any message answering a call, as
 /// rollmem counts it): a turn that must not open a history.
-pub(crate) fn is_response_like(message: &Message) -> bool {
+fn is_response_like(message: &Message) -> bool {
     matches!(message.role, Role::Assistant | Role::Tool) || message.tool_call_id.is_some()
 }
 

@@ -76,6 +76,18 @@ fn tool_units_are_evicted_whole() {
     assert_eq!(texts(&memory.buffer()), ["next topic"]);
 }
 
+/// Adds `u…` texts as user turns and the others as assistant turns.
+fn add_turns(memory: &mut impl Remember, turns: &[&str]) {
+    for t in turns {
+        let m = if t.starts_with('u') {
+            Message::user(*t)
+        } else {
+            Message::assistant(*t)
+        };
+        memory.add_message(m).unwrap();
+    }
+}
+
 #[test]
 fn alignment_cascades_over_response_like_units() {
     let calls = RefCell::new(Vec::new());
@@ -83,10 +95,7 @@ fn alignment_cascades_over_response_like_units() {
         .unwrap()
         .counter(|_: &str| 1);
     // Each message costs 3 + 1 + 1 = 5; 20 keeps 4 messages.
-    memory.add_user("u1").unwrap();
-    memory.add_assistant("a1").unwrap();
-    memory.add_assistant("a2").unwrap();
-    memory.add_assistant("a3").unwrap();
+    add_turns(&mut memory, &["u1", "a1", "a2", "a3"]);
     memory.add_user("u2").unwrap();
     assert_eq!(
         texts(&memory.buffer()),
@@ -106,10 +115,7 @@ fn alignment_is_skipped_when_every_head_is_response_like() {
     let mut memory = RollingMemory::without_summarizer(10)
         .unwrap()
         .counter(|_: &str| 1);
-    memory.add_user("u1").unwrap();
-    memory.add_assistant("a1").unwrap();
-    memory.add_assistant("a2").unwrap();
-    memory.add_assistant("a3").unwrap();
+    add_turns(&mut memory, &["u1", "a1", "a2", "a3"]);
     // 10 tokens keep two messages; both candidates open with an assistant turn.
     assert_eq!(texts(&memory.buffer()), ["a2", "a3"]);
     assert_eq!(memory.summary(), "", "no summarizer: evicted turns are dropped");
