@@ -10,7 +10,7 @@ use std::convert::Infallible;
 use std::hint::black_box;
 use std::time::Duration;
 
-use chatfold::memory::{Remember, RollingMemory};
+use chatfold::memory::{Remember, RollingMemory, Settings};
 use chatfold::{Compactor, Extractive, Heuristic, SummaryRequest, Tiktoken, TokenCounter};
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
@@ -90,7 +90,8 @@ fn rolling_adds(c: &mut Criterion) {
         group.bench_function(label, |b| {
             b.iter_batched(
                 || {
-                    let mut memory = RollingMemory::new(4_000, fixed).unwrap().counter(words);
+                    let mut memory =
+                        RollingMemory::new(Settings::new(4_000).summarizer(fixed).counter(words)).unwrap();
                     for m in &h[..skip] {
                         memory.add_message(m.clone()).unwrap();
                     }

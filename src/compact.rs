@@ -4,12 +4,10 @@ use std::borrow::Cow;
 
 use crate::count::{Heuristic, TokenCounter};
 use crate::error::{Error, Result};
-use crate::message::{Message, Role};
+use crate::message::Message;
+use crate::policy::FoldPolicy;
 use crate::summarize::{AsyncSummarizer, Summarizer, SummaryRequest};
 use crate::units::{self, Stop};
-
-/// The prefix chatfold starts its summary message with, and recognises it by.
-pub const DEFAULT_SUMMARY_PREFIX: &str = "Summary of earlier conversation:\n";
 
 /// Keeps a history inside a token budget: system messages and the most recent
 /// turns verbatim, the older middle folded into one summary message.
@@ -32,14 +30,15 @@ pub const DEFAULT_SUMMARY_PREFIX: &str = "Summary of earlier conversation:\n";
 ///    a later cut would open with a user turn.
 /// 5. The latest unit is always kept, even alone over the budget.
 /// 6. The result fits the budget whenever system messages, the latest unit and
-///    a minimal summary ([`min_summary_tokens`](Self::min_summary_tokens)) fit;
+///    a minimal summary ([`FoldPolicy::min_summary_tokens`]) fit;
 ///    the summarizer is told its allowance and a longer summary is cut. When
 ///    the budget cannot be met the result says so ([`Compaction::over_budget`]),
 ///    or, in [`strict`](Self::strict) mode, it is an error.
-/// 7. There is one summary message, a `summary_role` message starting with
-///    `summary_prefix`. The next compaction recognises it and passes it to the
-///    summarizer as the previous summary, so feeding results back keeps
-///    exactly one, running summary.
+/// 7. There is one summary message, rendered by the [`FoldPolicy`] (a
+///    `summary_role` message starting with `summary_prefix`). The next
+///    compaction recognises it and passes it to the summarizer as the
+///    previous summary, so feeding results back keeps exactly one, running
+///    summary.
 /// 8. A failing summarizer, or an empty summary, is an error; the caller's
 ///    messages are only borrowed and stay as they were.
 /// 9. Cost grows with the budget, not the history: messages are counted from
@@ -82,14 +81,8 @@ pub struct Compactor<C = Heuristic> {
     pub keep_recent: Option<usize>,
     /// Counts tokens.
     pub counter: C,
-    /// The role of the summary message.
-    pub summary_role: Role,
-    /// The text the summary message starts with; it marks the summary for the
-    /// next compaction.
-    pub summary_prefix: Cow<'static, str>,
-    /// The fewest tokens of summary text worth sending: a budget that cannot
-    /// leave this much room for the summary is unreachable.
-    pub min_summary_tokens: usize,
+    /// What the summary is: its role, prefix and size limits.
+    pub policy: FoldPolicy,
     /// Whether an unreachable budget is an error rather than a flagged result.
     pub strict: bool,
     /// Whether to count every message, for an exact `tokens_before` and a
@@ -103,15 +96,13 @@ impl Compactor<Heuristic> {
     /// # Examples
     ///
     /// ```
-    /// use chatfold::{Compactor, Role};
+    /// use chatfold::{Compactor, FoldPolicy};
     ///
     /// let c = Compactor::new(8000);
     /// assert_eq!(c.budget, 8000);
     /// assert_eq!(c.keep_recent, None);
     /// assert_eq!(c.effective_keep_recent(), 4000);
-    /// assert_eq!(c.summary_role, Role::System);
-    /// assert_eq!(c.summary_prefix, "Summary of earlier conversation:\n");
-    /// assert_eq!(c.min_summary_tokens, 16);
+    /// assert_eq!(c.policy, FoldPolicy::new());
     /// assert!(!c.strict && !c.count_all);
     /// ```
     pub const fn new(budget: usize) -> Self {
@@ -119,9 +110,7 @@ impl Compactor<Heuristic> {
             budget,
             keep_recent: None,
             counter: Heuristic,
-            summary_role: Role::System,
-            summary_prefix: Cow::Borrowed(DEFAULT_SUMMARY_PREFIX),
-            min_summary_tokens: 16,
+            policy: FoldPolicy::new(),
             strict: false,
             count_all: false,
         }
@@ -147,29 +136,24 @@ impl<C> Compactor<C> {
             budget: self.budget,
             keep_recent: self.keep_recent,
             counter,
-            summary_role: self.summary_role,
-            summary_prefix: self.summary_prefix,
-            min_summary_tokens: self.min_summary_tokens,
+            policy: self.policy,
             strict: self.strict,
             count_all: self.count_all,
         }
     }
 
-    /// Give the summary message this role.
-    pub fn summary_role(mut self, role: impl Into<Role>) -> Self {
-        self.summary_role = role.into();
-        self
-    }
-
-    /// Start the summary message with `prefix`.
-    pub fn summary_prefix(mut self, prefix: impl Into<Cow<'static, str>>) -> Self {
-        self.summary_prefix = prefix.into();
-        self
-    }
-
-    /// Treat a budget as unreachable unless `tokens` of summary text fit.
-    pub fn min_summary_tokens(mut self, tokens: usize) -> Self {
-        self.min_summary_tokens = tokens;
+    /// Render, recognise and cut summaries by `policy`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::{Compactor, FoldPolicy};
+    ///
+    /// let c = Compactor::new(500).policy(FoldPolicy::new().summary_prefix("[ARCHIVE]\n"));
+    /// assert!(c.policy.is_summary(&c.policy.summary_message("earlier turns")));
+    /// ```
+    pub fn policy(mut self, policy: FoldPolicy) -> Self {
+        self.policy = policy;
         self
     }
 
@@ -190,15 +174,6 @@ impl<C> Compactor<C> {
         self.keep_recent.unwrap_or(self.budget / 2)
     }
 
-    /// Whether `message` is a summary this compactor wrote (role and prefix).
-    pub fn is_summary(&self, message: &Message) -> bool {
-        message.role == self.summary_role
-            && match &message.content {
-                Some(crate::message::Content::Text(text)) => text.starts_with(&*self.summary_prefix),
-                _ => message.text().starts_with(&*self.summary_prefix),
-            }
-    }
-
     fn validate(&self) -> Result<()> {
         if self.budget == 0 {
             return Err(Error::config("budget must be at least 1 token"));
@@ -210,18 +185,7 @@ impl<C> Compactor<C> {
                 self.budget
             )));
         }
-        if self.summary_prefix.trim().is_empty() {
-            return Err(Error::config(
-                "summary_prefix must not be empty: it marks the summary for the next compaction",
-            ));
-        }
-        if matches!(self.summary_role, Role::Assistant | Role::Tool) {
-            return Err(Error::config(format!(
-                "summary_role cannot be {}: a summary must not open the history as a response",
-                self.summary_role
-            )));
-        }
-        Ok(())
+        self.policy.validate()
     }
 }
 
@@ -246,7 +210,7 @@ impl<C: TokenCounter> Compactor<C> {
         let (mut summaries, mut pinned_at, mut callers) = (Vec::new(), Vec::new(), Vec::new());
         let mut at_least = priming;
         for (i, m) in messages.iter().enumerate() {
-            if self.is_summary(m) {
+            if self.policy.is_summary(m) {
                 summaries.push(i);
             } else if m.role.is_pinned() {
                 pinned_at.push(i);
@@ -300,9 +264,8 @@ impl<C: TokenCounter> Compactor<C> {
         let pinned = pinned_at
             .iter()
             .fold(0usize, |sum, &i| sum.saturating_add(count(i)));
-        let prefix_only = Message::new(self.summary_role.clone(), &*self.summary_prefix);
-        let summary_overhead = counter.count_message(&prefix_only);
-        let min_summary = summary_overhead.saturating_add(self.min_summary_tokens);
+        let summary_overhead = self.policy.overhead(counter);
+        let min_summary = summary_overhead.saturating_add(self.policy.min_summary_tokens);
         let fixed = priming.saturating_add(pinned);
         let room = self.budget.saturating_sub(fixed).saturating_sub(min_summary);
         let keep_recent = self.effective_keep_recent();
@@ -313,7 +276,7 @@ impl<C: TokenCounter> Compactor<C> {
         let (mut kept, mut latest_loose) = (Kept::default(), None::<usize>);
         let mut refused_by_budget = false;
         let units = units::Backward::new(messages, &callers, after);
-        let cut = units::cut(messages, units, |unit| {
+        let cut = units::cut(messages, units, units::Pinned::LookPast, |unit| {
             // The latest unit is kept whatever it costs. An older one may be
             // refused by the lower bound without counting it (a long tool
             // result, say), else by exact counts as soon as they pass a limit.
@@ -369,12 +332,13 @@ impl<C: TokenCounter> Compactor<C> {
                     required: least,
                 });
             }
-            plan.summary_limit = if reachable {
+            let room = if reachable {
                 self.budget.saturating_sub(plan.fixed_tokens)
             } else {
                 min_summary
             };
-            plan.report.allowance = plan.summary_limit.saturating_sub(summary_overhead);
+            plan.report.allowance = self.policy.cap(room.saturating_sub(summary_overhead));
+            plan.summary_limit = summary_overhead.saturating_add(plan.report.allowance);
         } else if self.strict {
             // Nothing can be folded: the history stays as it is, over budget.
             return Err(Error::BudgetUnreachable {
@@ -566,12 +530,12 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
         if !self.folds() {
             return None;
         }
-        let prefix = &*self.compactor.summary_prefix;
+        let policy = &self.compactor.policy;
         let report = &self.report;
         let mut previous = report
             .previous
             .iter()
-            .map(|&i| summary_body(&self.messages[i], prefix));
+            .filter_map(|&i| policy.summary_text(&self.messages[i]));
         let previous = match (previous.next(), previous.next()) {
             (None, _) => None,
             (Some(one), None) => Some(one),
@@ -621,25 +585,10 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
                 report: self.report,
             });
         }
-        let summary = summary.into();
-        let text = summary.trim();
-        if text.is_empty() {
-            return Err(Error::EmptySummary);
-        }
-        let counter = &compactor.counter;
-        let prefix = &*compactor.summary_prefix;
-        let summary_message =
-            |text: &str| Message::new(compactor.summary_role.clone(), format!("{prefix}{text}"));
-        let mut message = summary_message(text);
-        let mut summary_tokens = counter.count_message(&message);
-        let summary_truncated = summary_tokens > self.summary_limit;
-        if summary_truncated {
-            let limit = self.summary_limit;
-            let fitting =
-                longest_prefix(text, |t| counter.count_message(&summary_message(t)) <= limit).trim_end();
-            message = summary_message(if fitting.is_empty() { "…" } else { fitting });
-            summary_tokens = counter.count_message(&message);
-        }
+        let policy = &compactor.policy;
+        let text = policy.accept(summary.into())?;
+        let fitted = policy.fit(&text, self.summary_limit, &compactor.counter);
+        let (message, summary_tokens, summary_truncated) = (fitted.message, fitted.tokens, fitted.truncated);
         let tokens_after = self.fixed_tokens.saturating_add(summary_tokens);
         let over_budget = tokens_after > compactor.budget;
         if over_budget && compactor.strict {
@@ -702,34 +651,6 @@ impl Counts {
         }
         t
     }
-}
-
-/// The text of a previous summary without its prefix.
-fn summary_body<'a>(message: &'a Message, prefix: &str) -> Cow<'a, str> {
-    match message.text() {
-        Cow::Borrowed(t) => Cow::Borrowed(t.strip_prefix(prefix).unwrap_or(t).trim()),
-        Cow::Owned(t) => Cow::Owned(t.strip_prefix(prefix).unwrap_or(&t).trim().to_owned()),
-    }
-}
-
-/// The longest prefix of `text`, cut at a character boundary, that `fits`.
-/// Binary search; counts are not monotonic under BPE, so the result is checked
-/// and shortened until it fits (or is empty).
-fn longest_prefix(text: &str, mut fits: impl FnMut(&str) -> bool) -> &str {
-    let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).chain([text.len()]).collect();
-    let (mut lo, mut hi) = (0usize, bounds.len() - 1);
-    while lo < hi {
-        let mid = lo + (hi - lo).div_ceil(2);
-        if fits(&text[..bounds[mid]]) {
-            lo = mid;
-        } else {
-            hi = mid - 1;
-        }
-    }
-    while lo > 0 && !fits(&text[..bounds[lo]]) {
-        lo -= 1;
-    }
-    &text[..bounds[lo]]
 }
 
 /// The result of a compaction.
@@ -870,23 +791,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn longest_prefix_finds_the_boundary() {
-        let text = "héllo wörld";
-        assert_eq!(longest_prefix(text, |t| t.chars().count() <= 5), "héllo");
-        assert_eq!(longest_prefix(text, |_| true), text);
-        assert_eq!(longest_prefix(text, |t| t.is_empty()), "");
-        assert_eq!(longest_prefix("", |_| false), "");
-    }
-
-    #[test]
     fn config_errors_are_caught_before_anything_runs() {
         let h = [Message::user("x")];
         let bad = [
             Compactor::new(0),
             Compactor::new(10).keep_recent(11),
-            Compactor::new(10).summary_prefix(" "),
-            Compactor::new(10).summary_role("tool"),
-            Compactor::new(10).summary_role(Role::Assistant),
+            Compactor::new(10).policy(FoldPolicy::new().summary_prefix(" ")),
+            Compactor::new(10).policy(FoldPolicy::new().summary_role("tool")),
+            Compactor::new(10).policy(FoldPolicy::new().summary_role(crate::Role::Assistant)),
         ];
         for c in bad {
             assert!(matches!(c.plan(&h), Err(Error::InvalidConfig { .. })), "{c:?}");

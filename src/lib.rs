@@ -26,14 +26,14 @@
 //! assert!(result.summarized);
 //! assert!(result.tokens_after <= 400);
 //! assert_eq!(result.messages[0], history[0]);            // system prompt, verbatim
-//! assert!(compactor.is_summary(&result.messages[1]));    // one summary
+//! assert!(compactor.policy.is_summary(&result.messages[1])); // one summary
 //! assert_eq!(result.messages.last(), history.last());    // recent turns, verbatim
 //!
 //! // Feed the result back with new turns: the summary is recognised and rolled forward.
 //! let mut next = result.messages.into_owned();
 //! next.push(Message::user("And day 31?"));
 //! let again = compactor.compact(&next, &Extractive::new())?;
-//! assert_eq!(again.messages.iter().filter(|m| compactor.is_summary(m)).count(), 1);
+//! assert_eq!(again.messages.iter().filter(|m| compactor.policy.is_summary(m)).count(), 1);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -62,10 +62,11 @@ mod error;
 mod history;
 pub mod memory;
 mod message;
+mod policy;
 mod summarize;
 mod units;
 
-pub use compact::{Compaction, Compactor, CutReason, DEFAULT_SUMMARY_PREFIX, Fate, Plan, Report};
+pub use compact::{Compaction, Compactor, CutReason, Fate, Plan, Report};
 #[cfg(feature = "tiktoken")]
 pub use count::Tiktoken;
 pub use count::{
@@ -74,6 +75,7 @@ pub use count::{
 pub use error::{BoxError, Error, Result};
 pub use history::{History, parse_messages};
 pub use message::{Content, Message, Part, Role, ToolCall, messages_from_json};
+pub use policy::{DEFAULT_SUMMARY_PREFIX, FoldPolicy};
 pub use summarize::{AsyncSummarizer, Extractive, Ready, Summarizer, SummaryRequest};
 
 #[cfg(doctest)]

@@ -12,7 +12,8 @@
 //! starts a new exchange. A call nobody answers ends its unit at itself.
 //!
 //! A *cut* keeps a suffix of whole units. It is *aligned* when the first
-//! non-pinned message it keeps is not response-like (an assistant turn, or a
+//! message it keeps (looking past pinned ones where they are hoisted, see
+//! [`Pinned`]) is not response-like (an assistant turn, or a
 //! tool result: a `tool` message or any message with a `tool_call_id`):
 //! Anthropic requires a user turn first, OpenAI rejects a tool result without
 //! its call. When the suffix chosen by size opens with a response-like turn,
@@ -116,12 +117,22 @@ fn is_response_like(message: &Message) -> bool {
     matches!(message.role, Role::Assistant | Role::Tool) || message.tool_call_id.is_some()
 }
 
-/// Whether keeping `messages[start..]` opens (after pinned messages) with a
-/// response-like turn.
-fn opens_with_response(messages: &[Message], start: usize) -> bool {
+/// What a `system` or `developer` message is to alignment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pinned {
+    /// Pinned messages are hoisted (the compactor): alignment looks past them
+    /// to the first other message.
+    LookPast,
+    /// Nothing is hoisted (a memory's buffer): a pinned message is an
+    /// ordinary opening, as in rollmem.
+    Ordinary,
+}
+
+/// Whether keeping `messages[start..]` opens with a response-like turn.
+fn opens_with_response(messages: &[Message], start: usize, pinned: Pinned) -> bool {
     messages[start..]
         .iter()
-        .find(|m| !m.role.is_pinned())
+        .find(|m| pinned == Pinned::Ordinary || !m.role.is_pinned())
         .is_some_and(is_response_like)
 }
 
@@ -132,6 +143,20 @@ pub(crate) enum Stop {
     Limit,
     /// Every unit is kept.
     Start,
+}
+
+/// How many messages at the front of `messages` must go so that the rest
+/// costs at most `limit`: whole units, the latest always kept, aligned, with
+/// nothing hoisted (a memory's buffer). `cost(i)` is message `i`'s cost.
+pub(crate) fn evict_count(messages: &[Message], cost: impl Fn(usize) -> usize, limit: usize) -> usize {
+    let callers = callers(messages);
+    let mut kept = 0usize;
+    let units = Backward::new(messages, &callers, 0);
+    cut(messages, units, Pinned::Ordinary, |unit| {
+        kept = unit.map(&cost).fold(kept, usize::saturating_add);
+        kept <= limit
+    })
+    .start
 }
 
 /// A cut: keep `messages[start..]`.
@@ -152,10 +177,12 @@ pub(crate) struct Cut {
 /// Each unit is offered to `fits`, newest first, so the caller can add up
 /// what is kept; the walk stops at the first older unit it refuses. The latest
 /// unit is kept whatever `fits` answers. The cut is then aligned (see the
-/// module docs). Without units nothing is kept.
+/// module docs), treating pinned messages as `pinned` says. Without units
+/// nothing is kept.
 pub(crate) fn cut(
     messages: &[Message],
     mut units: impl Iterator<Item = Range<usize>>,
+    pinned: Pinned,
     mut fits: impl FnMut(Range<usize>) -> bool,
 ) -> Cut {
     let Some(latest) = units.next() else {
@@ -180,9 +207,12 @@ pub(crate) fn cut(
     }
     let mut start = *starts.last().unwrap_or(&latest.start);
     let mut aligned_from = None;
-    if opens_with_response(messages, start) {
+    if opens_with_response(messages, start, pinned) {
         let later = starts.iter().rev().copied().filter(|&s| s > start);
-        if let Some(better) = later.into_iter().find(|&s| !opens_with_response(messages, s)) {
+        if let Some(better) = later
+            .into_iter()
+            .find(|&s| !opens_with_response(messages, s, pinned))
+        {
             aligned_from = Some(start);
             start = better;
         }
@@ -280,10 +310,15 @@ mod tests {
     fn cut_by_count(messages: &[Message], keep: usize) -> Cut {
         let callers = callers(messages);
         let mut kept = 0;
-        cut(messages, Backward::new(messages, &callers, 0), |u| {
-            kept += u.len();
-            kept <= keep
-        })
+        cut(
+            messages,
+            Backward::new(messages, &callers, 0),
+            Pinned::LookPast,
+            |u| {
+                kept += u.len();
+                kept <= keep
+            },
+        )
     }
 
     #[test]
@@ -351,6 +386,22 @@ mod tests {
         // A pinned message followed by a user turn is a fine opening.
         let h = [Message::assistant("a"), Message::system("s"), Message::user("u")];
         assert_eq!(cut_by_count(&h, 2).start, 1);
+    }
+
+    #[test]
+    fn in_a_buffer_a_system_message_is_an_ordinary_opening() {
+        let h = [
+            Message::user("u1"),
+            Message::system("s"),
+            Message::assistant("a1"),
+            Message::user("u2"),
+            Message::assistant("a2"),
+        ];
+        // Hoisted, the system message is looked past and the cut moves to u2;
+        // in a buffer it opens the kept part as it is.
+        assert_eq!(cut_by_count(&h, 4).start, 3);
+        assert_eq!(evict_count(&h, |_| 1, 4), 1);
+        assert_eq!(evict_count(&h, |_| 1, 3), 3);
     }
 
     #[test]

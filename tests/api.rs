@@ -127,7 +127,7 @@ fn previous_summary_is_rolled_into_the_next() {
     let summarizer = |r: &SummaryRequest<'_>| {
         seen.set(r.previous_summary().map(str::to_owned));
         assert!(
-            r.messages().all(|m| !c.is_summary(m)),
+            r.messages().all(|m| !c.policy.is_summary(m)),
             "the previous summary was passed as a turn"
         );
         Ok::<_, Infallible>("Numbers 0 to 23 were discussed.".to_owned())
@@ -137,7 +137,10 @@ fn previous_summary_is_rolled_into_the_next() {
         seen.take().as_deref(),
         Some("The user asked about numbers 0 to 17.")
     );
-    assert_eq!(second.messages.iter().filter(|m| c.is_summary(m)).count(), 1);
+    assert_eq!(
+        second.messages.iter().filter(|m| c.policy.is_summary(m)).count(),
+        1
+    );
     assert!(second.tokens_after <= 120);
     assert_eq!(second.report.fate(1), Some(Fate::PreviousSummary));
 }
@@ -155,7 +158,7 @@ fn summary_recognised_by_its_prefix_alone() {
         Message::user("latest"),
     ];
     let c = Compactor::new(80);
-    assert!(c.is_summary(&h[1]) && !c.is_summary(&h[0]));
+    assert!(c.policy.is_summary(&h[1]) && !c.policy.is_summary(&h[0]));
     let previous = Cell::new(None::<String>);
     let r = c
         .compact(&h, &|r: &SummaryRequest<'_>| {
@@ -181,8 +184,8 @@ fn over_long_summary_is_cut_and_reported() {
         .unwrap();
     assert!(r.summary_truncated && !r.over_budget);
     assert!(r.tokens_after <= 200);
-    let summary = r.messages.iter().find(|m| c.is_summary(m)).unwrap();
-    assert!(long.starts_with(summary.text().strip_prefix(&*c.summary_prefix).unwrap()));
+    let summary = r.messages.iter().find(|m| c.policy.is_summary(m)).unwrap();
+    assert!(long.starts_with(summary.text().strip_prefix(&*c.policy.summary_prefix).unwrap()));
 }
 
 #[test]

@@ -208,11 +208,11 @@ fn bad_configuration_is_refused_before_anything_runs() {
             "invalid configuration: keep_recent (11) must not exceed the budget (10)",
         ),
         (
-            Compactor::new(10).summary_prefix(""),
+            Compactor::new(10).policy(chatfold::FoldPolicy::new().summary_prefix("")),
             "invalid configuration: summary_prefix must not be empty: it marks the summary for the next compaction",
         ),
         (
-            Compactor::new(10).summary_role("tool"),
+            Compactor::new(10).policy(chatfold::FoldPolicy::new().summary_role("tool")),
             "invalid configuration: summary_role cannot be tool: a summary must not open the history as a response",
         ),
     ];
@@ -220,7 +220,9 @@ fn bad_configuration_is_refused_before_anything_runs() {
         assert_eq!(compactor.compact(&h, &never).unwrap_err().to_string(), expected);
     }
     assert!(matches!(
-        chatfold::memory::RollingMemory::new(0, Extractive::new()),
+        chatfold::memory::RollingMemory::new(
+            chatfold::memory::Settings::new(0).summarizer(Extractive::new())
+        ),
         Err(Error::InvalidConfig { .. })
     ));
 }

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::task::{Context, Poll, Waker};
 
 use chatfold::memory::{
-    AsyncRollingMemory, AsyncSummaryMemory, Memory, Remember, RememberAsync, RollingMemory, State,
+    AsyncRollingMemory, AsyncSummaryMemory, Memory, Remember, RememberAsync, RollingMemory, Settings, State,
     SummaryMemory,
 };
 use chatfold::{Compactor, Error, Message, SummaryRequest};
@@ -84,7 +84,7 @@ fn compaction_faults_leave_the_history_as_it_was() {
 #[test]
 fn memory_faults_keep_the_new_turn_and_change_nothing_else() {
     let fault = Cell::new(Fault::None);
-    let mut memory = RollingMemory::new(40, faulty(&fault)).unwrap();
+    let mut memory = RollingMemory::new(Settings::new(40).summarizer(faulty(&fault))).unwrap();
     for i in 0..6 {
         memory.add_user(format!("warm-up turn number {i}")).unwrap();
     }
@@ -155,9 +155,8 @@ fn async_faults_and_deadlines_leave_the_memory_as_it_was() {
         open: o.clone(),
         fault: faults[f.load(Ordering::SeqCst)],
     };
-    let memory = AsyncRollingMemory::new(9, summarizer)
-        .unwrap()
-        .counter(|_: &str| 1);
+    let memory =
+        AsyncRollingMemory::new(Settings::new(9).summarizer(summarizer).counter(|_: &str| 1)).unwrap();
     pollster::block_on(memory.add_user("first")).unwrap();
 
     // A caller's deadline passes while the summarizer stalls: the future is dropped.
@@ -219,9 +218,7 @@ fn concurrent_adds_with_a_slow_flaky_summarizer_lose_nothing() {
         }
     };
     let memory = Arc::new(
-        AsyncRollingMemory::new(60, summarizer)
-            .unwrap()
-            .counter(|_: &str| 1),
+        AsyncRollingMemory::new(Settings::new(60).summarizer(summarizer).counter(|_: &str| 1)).unwrap(),
     );
     let handles: Vec<_> = (0..THREADS)
         .map(|t| {

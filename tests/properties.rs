@@ -66,7 +66,7 @@ proptest! {
             if let Some(out) = check_rules(&c, &h, &summary) {
                 h = out;
             }
-            prop_assert!(h.iter().filter(|m| c.is_summary(m)).count() <= 1);
+            prop_assert!(h.iter().filter(|m| c.policy.is_summary(m)).count() <= 1);
         }
     }
 

@@ -13,7 +13,7 @@ mod history;
 use std::convert::Infallible;
 use std::time::Instant;
 
-use chatfold::memory::{Memory, Remember, RollingMemory};
+use chatfold::memory::{Memory, Remember, RollingMemory, Settings};
 use chatfold::{Compactor, Heuristic, SummaryRequest, Tiktoken, TokenCounter};
 
 fn arg(args: &[String], i: usize) -> &str {
@@ -96,9 +96,9 @@ fn main() {
                 }
                 Ok::<_, Infallible>("fixed summary".to_owned())
             };
-            let mut memory = RollingMemory::new(max_tokens, summarize)
-                .expect("config")
-                .counter(words);
+            let mut memory =
+                RollingMemory::new(Settings::new(max_tokens).summarizer(summarize).counter(words))
+                    .expect("config");
             let mut stamps = Vec::with_capacity(adds + 1);
             let start = Instant::now();
             stamps.push(0.0);

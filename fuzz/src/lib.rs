@@ -7,9 +7,9 @@ use std::convert::Infallible;
 
 use chatfold::memory::{
     AsyncRollingMemory, AsyncSummaryMemory, BufferMemory, Memory, Remember, RememberAsync, RollingMemory,
-    State, SummaryMemory, WindowMemory,
+    Settings, State, SummaryMemory, WindowMemory,
 };
-use chatfold::{Compactor, Heuristic, Message, Ready, SummaryRequest, Tiktoken, ToolCall};
+use chatfold::{Compactor, FoldPolicy, Heuristic, Message, Ready, SummaryRequest, Tiktoken, ToolCall};
 
 #[path = "../../tests/common/rules.rs"]
 mod rules;
@@ -74,7 +74,8 @@ pub fn check_state(state: State) {
         );
     };
     let new = Message::user("one more");
-    let mut rolling = RollingMemory::from_state(state.clone(), 50, Some(fixed)).expect("config");
+    let mut rolling =
+        RollingMemory::from_state(state.clone(), Settings::new(50).summarizer(fixed)).expect("config");
     assert_eq!(rolling.to_state(), state);
     let _ = rolling.add_message(new.clone());
     round_trip(rolling.to_state());
@@ -88,7 +89,8 @@ pub fn check_state(state: State) {
     let mut summary = SummaryMemory::from_state(state.clone(), fixed);
     summary.add_message(new.clone()).expect("summary add");
     assert!(summary.buffer().is_empty());
-    let rolling = AsyncRollingMemory::from_state(state.clone(), 50, Some(Ready(fixed))).expect("config");
+    let rolling = AsyncRollingMemory::from_state(state.clone(), Settings::new(50).summarizer(Ready(fixed)))
+        .expect("config");
     assert_eq!(rolling.to_state(), state);
     let _ = pollster::block_on(rolling.add_message(new.clone()));
     round_trip(rolling.to_state());
@@ -116,9 +118,14 @@ pub fn fuzz_memory_ops(data: &[u8]) -> bool {
         Ok(tags.join(" "))
     };
     let words = |t: &str| t.split_whitespace().count();
-    let mut rolling = RollingMemory::new(max_tokens, summarize)
-        .expect("config")
-        .counter(words);
+    // The summary lists every folded tag, so it is never cut here.
+    let settings = || {
+        Settings::new(max_tokens)
+            .summarizer(summarize)
+            .counter(words)
+            .policy(FoldPolicy::new().max_summary_tokens(usize::MAX))
+    };
+    let mut rolling = RollingMemory::new(settings()).expect("config");
     let mut window = WindowMemory::new(max_messages).expect("config");
     let mut added: Vec<String> = Vec::new();
     let mut next = 0usize;
@@ -152,9 +159,7 @@ pub fn fuzz_memory_ops(data: &[u8]) -> bool {
             6 => {
                 let saved = rolling.to_state().to_json_string();
                 let state = State::from_json_str(&saved).expect("saved state loads");
-                rolling = RollingMemory::from_state(state, max_tokens, Some(summarize))
-                    .expect("config")
-                    .counter(words);
+                rolling = RollingMemory::from_state(state, settings()).expect("config");
                 let saved = window.to_state().to_json_string();
                 window = WindowMemory::from_state(State::from_json_str(&saved).expect("loads"), max_messages)
                     .expect("config");

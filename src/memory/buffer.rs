@@ -55,6 +55,6 @@ impl Remember for BufferMemory {
     }
 
     fn clear(&mut self) {
-        self.state = State::default();
+        self.state.clear();
     }
 }

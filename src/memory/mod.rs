@@ -9,6 +9,7 @@
 //! | [`BufferMemory`] | everything, verbatim | none |
 //! | [`WindowMemory`] | the last `max_messages` messages, whole units, aligned | none |
 //! | [`SummaryMemory`] / [`AsyncSummaryMemory`] | only a running summary; every turn folded on arrival | one per add |
+//! | [`TieredMemory`] | pinned system messages, a running summary, recent turns; folded in chunks by a background worker, the prompt within a hard limit | one per chunk, never in an add |
 //!
 //! # Which strategy should you use?
 //!
@@ -22,20 +23,27 @@
 //!   summarizer call.
 //! - The `Async` variants when the summarizer is async (an LLM over HTTP):
 //!   their methods take `&self`, so one memory can be shared between tasks.
+//! - **[`TieredMemory`]** for an agent loop that must never wait for the
+//!   summarizer (sawtooth-memory's model): adds only append, a worker you
+//!   spawn folds in the background, and the prompt never passes a hard limit,
+//!   whatever the summarizer does.
 //!
 //! Every memory reads through [`Memory`] (`messages()`, `context()`,
 //! `summary()`, `buffer()`, `to_state()`), and adds through [`Remember`] (sync)
-//! or [`RememberAsync`] (async). The cuts (tool calls kept with their results,
-//! no assistant turn or tool result at the head of the buffer when avoidable,
-//! the latest unit always kept) are the compactor's, written once.
+//! or [`RememberAsync`] (async). Eviction cuts through the same function as
+//! the compactor (tool calls kept with their results, no assistant turn or
+//! tool result at the head of the buffer when avoidable, the latest unit
+//! always kept); nothing is hoisted in a buffer, so a system message there is
+//! an ordinary opening, as in rollmem. The summary is rendered, checked and
+//! cut by the memory's [`FoldPolicy`], as the compactor's is.
 //!
 //! # Examples
 //!
 //! ```
-//! use chatfold::memory::{Memory, Remember, RollingMemory, State, WindowMemory};
+//! use chatfold::memory::{Memory, Remember, RollingMemory, Settings, State, WindowMemory};
 //! use chatfold::Extractive;
 //!
-//! let mut memory = RollingMemory::new(60, Extractive::new())?;
+//! let mut memory = RollingMemory::new(Settings::new(60).summarizer(Extractive::new()))?;
 //! for i in 0..20 {
 //!     memory.add_user(format!("Message {i} about the trip to Korea."))?;
 //!     memory.add_assistant(format!("Noted, item {i}."))?;
@@ -53,186 +61,66 @@
 use std::borrow::Cow;
 use std::future::Future;
 
-use serde_json::{Map, Value};
-
-use crate::compact::DEFAULT_SUMMARY_PREFIX;
-use crate::error::{Error, Result};
-use crate::message::{Message, kind_of};
-use crate::summarize::SummaryRequest;
-use crate::units;
+use crate::count::{Heuristic, TokenCounter};
+use crate::error::{BoxError, Error, Result};
+use crate::message::Message;
+use crate::policy::{DEFAULT_POLICY, FoldPolicy};
+use crate::summarize::{AsyncSummarizer, Summarizer, SummaryRequest};
 
 mod buffer;
 mod rolling;
 mod shared;
+mod state;
 mod summary;
+mod tiered;
 mod window;
 
 pub use buffer::BufferMemory;
-pub use rolling::{AsyncRollingMemory, Discard, RollingMemory};
+pub use rolling::{AsyncRollingMemory, RollingMemory};
+pub use state::{STATE_VERSION, State};
 pub use summary::{AsyncSummaryMemory, SUMMARY_ALLOWANCE, SummaryMemory};
+pub use tiered::{Stats, TieredMemory, TieredSettings, Worker};
 pub use window::WindowMemory;
 
-/// The saved-state version chatfold writes.
-pub const STATE_VERSION: u64 = 2;
-
-/// A memory's state: the running summary and the verbatim buffer.
-///
-/// Saved as rollmem's JSON, `{"version": 2, "summary": "...", "buffer": [...]}`
-/// (tool calls in rollmem's flat shape, so Python rollmem loads it too);
-/// version 1 (no tool fields) is read as well. State saved by any strategy
-/// loads in any other.
-///
-/// # Examples
-///
-/// ```
-/// use chatfold::memory::State;
-///
-/// let state = State::from_json_str(r#"{"version": 1, "summary": "met Ann", "buffer": [{"role": "user", "content": "hi"}]}"#)?;
-/// assert_eq!(state.summary, "met Ann");
-/// assert_eq!(state.buffer.len(), 1);
-///
-/// let err = State::from_json_str(r#"{"version": 3, "summary": "", "buffer": []}"#).unwrap_err();
-/// assert_eq!(err.to_string(), "invalid state: unsupported version 3 (chatfold reads versions 1 and 2)");
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Clone, Debug, Default, PartialEq)]
-#[non_exhaustive]
-pub struct State {
-    /// The running summary (`""`: none yet).
-    pub summary: String,
-    /// The messages kept verbatim, oldest first.
-    pub buffer: Vec<Message>,
-}
-
-impl State {
-    /// A state with this summary and buffer.
-    pub fn new(summary: impl Into<String>, buffer: Vec<Message>) -> Self {
-        State {
-            summary: summary.into(),
-            buffer,
-        }
-    }
-
-    /// The messages to send: the summary (if any) as a system turn starting
-    /// with [`DEFAULT_SUMMARY_PREFIX`], so a [`Compactor`](crate::Compactor)
-    /// recognises it, then the buffer.
-    pub fn messages(&self) -> Vec<Message> {
-        let mut out = Vec::with_capacity(self.buffer.len() + 1);
-        if !self.summary.is_empty() {
-            out.push(Message::system(format!(
-                "{DEFAULT_SUMMARY_PREFIX}{}",
-                self.summary
-            )));
-        }
-        out.extend(self.buffer.iter().cloned());
-        out
-    }
-
-    /// [`messages`](Self::messages) as one string: a `role: content` line per
-    /// message, tool calls shown.
-    pub fn context(&self) -> String {
-        let lines: Vec<String> = self.messages().iter().map(ToString::to_string).collect();
-        lines.join("\n")
-    }
-
-    /// The state as JSON.
-    pub fn to_json(&self) -> Value {
-        let mut map = Map::new();
-        map.insert("version".into(), Value::from(STATE_VERSION));
-        map.insert("summary".into(), Value::String(self.summary.clone()));
-        let buffer = self.buffer.iter().map(Message::to_state_json).collect();
-        map.insert("buffer".into(), Value::Array(buffer));
-        Value::Object(map)
-    }
-
-    /// The state as a JSON string.
-    pub fn to_json_string(&self) -> String {
-        self.to_json().to_string()
-    }
-
-    /// Reads a state from JSON.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidState`] for an unknown version, a summary that is not a
-    /// string, a buffer that is not an array, or a malformed message in it.
-    pub fn from_json(value: Value) -> Result<Self> {
-        let invalid = |reason: String| Error::InvalidState { reason };
-        let Value::Object(mut map) = value else {
-            return Err(invalid(format!("expected an object, not {}", kind_of(&value))));
-        };
-        match map.get("version").and_then(Value::as_u64) {
-            Some(1 | 2) => {}
-            _ => {
-                let version = map.get("version").map_or("missing".to_owned(), Value::to_string);
-                return Err(invalid(format!(
-                    "unsupported version {version} (chatfold reads versions 1 and 2)"
-                )));
-            }
-        }
-        let summary = match map.remove("summary") {
-            None | Some(Value::Null) => String::new(),
-            Some(Value::String(s)) => s,
-            Some(other) => {
-                return Err(invalid(format!(
-                    "summary must be a string, not {}",
-                    kind_of(&other)
-                )));
-            }
-        };
-        let buffer = match map.remove("buffer") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::Array(items)) => items
-                .into_iter()
-                .enumerate()
-                .map(|(i, v)| Message::parse(v).map_err(|e| invalid(format!("buffer message {i}: {e}"))))
-                .collect::<Result<_>>()?,
-            Some(other) => {
-                return Err(invalid(format!(
-                    "buffer must be an array, not {}",
-                    kind_of(&other)
-                )));
-            }
-        };
-        Ok(State { summary, buffer })
-    }
-
-    /// Reads a state from a JSON string.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidState`] when the text is not JSON, and as [`from_json`](Self::from_json).
-    pub fn from_json_str(json: &str) -> Result<Self> {
-        let value = serde_json::from_str(json).map_err(|e| Error::InvalidState {
-            reason: format!("not valid JSON: {e}"),
-        })?;
-        State::from_json(value)
-    }
-}
-
 /// Reading a memory: what every strategy offers.
+///
+/// Sync memories hand out borrows; async ones (behind a lock) copy only the
+/// part asked for.
 pub trait Memory {
     /// The state: borrowed from a sync memory, a snapshot of an async one.
     fn state(&self) -> Cow<'_, State>;
 
-    /// The summary (if any) as a leading system turn, then the buffer.
+    /// The fold policy the summary is rendered with.
+    fn policy(&self) -> &FoldPolicy {
+        &DEFAULT_POLICY
+    }
+
+    /// The pinned system messages, then the summary (if any) as rendered by
+    /// the [`policy`](Self::policy), then the buffer.
     fn messages(&self) -> Vec<Message> {
-        self.state().messages()
+        self.state().messages(self.policy())
     }
 
     /// [`messages`](Self::messages) as one string of `role: content` lines.
     fn context(&self) -> String {
-        self.state().context()
+        let lines: Vec<String> = self.messages().iter().map(ToString::to_string).collect();
+        lines.join("\n")
     }
 
     /// The running summary (`""`: none).
-    fn summary(&self) -> String {
-        self.state().into_owned().summary
+    fn summary(&self) -> Cow<'_, str> {
+        match self.state() {
+            Cow::Borrowed(state) => Cow::Borrowed(&state.summary),
+            Cow::Owned(state) => Cow::Owned(state.summary),
+        }
     }
 
     /// The messages kept verbatim.
-    fn buffer(&self) -> Vec<Message> {
-        self.state().into_owned().buffer
+    fn buffer(&self) -> Cow<'_, [Message]> {
+        match self.state() {
+            Cow::Borrowed(state) => Cow::Borrowed(&state.buffer),
+            Cow::Owned(state) => Cow::Owned(state.buffer),
+        }
     }
 
     /// A copy of the state, to save.
@@ -342,17 +230,121 @@ pub trait RememberAsync: Memory {
     }
 }
 
-/// How many messages at the front of `buffer` must go so that the rest costs
-/// at most `limit`: whole units, the latest always kept, aligned. `cost(i)` is
-/// message `i`'s cost.
-pub(crate) fn evict_count(buffer: &[Message], cost: impl Fn(usize) -> usize, limit: usize) -> usize {
-    let callers = units::callers(buffer);
-    let mut kept = 0usize;
-    let cut = units::cut(buffer, units::Backward::new(buffer, &callers, 0), |unit| {
-        kept = unit.map(&cost).fold(kept, usize::saturating_add);
-        kept <= limit
-    });
-    cut.start
+/// The summarizer of a memory that has none: what leaves the buffer is
+/// dropped.
+///
+/// It has no values, so it is never called; it is the summarizer type of
+/// [`Settings`] until [`Settings::summarizer`] sets one.
+#[derive(Clone, Copy, Debug)]
+pub enum Discard {}
+
+impl Summarizer for Discard {
+    type Error = BoxError;
+
+    fn summarize(&self, _: &SummaryRequest<'_>) -> Result<String, BoxError> {
+        match *self {}
+    }
+}
+
+impl AsyncSummarizer for Discard {
+    type Error = BoxError;
+
+    fn summarize(&self, _: SummaryRequest<'static>) -> impl Future<Output = Result<String, BoxError>> + Send {
+        let never = *self;
+        async move { match never {} }
+    }
+}
+
+/// How a rolling memory is set up: the buffer's budget, the summarizer (none
+/// by default: evicted turns are dropped), the counter and the fold policy.
+///
+/// Built like [`Compactor`](crate::Compactor): `new` with the budget, then
+/// by-value setters. Restoring a memory with
+/// [`from_state`](RollingMemory::from_state) takes the same settings, so the
+/// buffer is counted once, with the counter it will be kept with.
+///
+/// # Examples
+///
+/// ```
+/// use chatfold::memory::{Memory, Remember, RollingMemory, Settings};
+/// use chatfold::{Extractive, FoldPolicy};
+///
+/// let settings = Settings::new(2_000)
+///     .summarizer(Extractive::new())
+///     .policy(FoldPolicy::new().max_summary_tokens(300));
+/// assert_eq!(settings.max_tokens, 2_000);
+/// let mut memory = RollingMemory::new(settings)?;
+/// memory.add_user("Hi!")?;
+/// assert_eq!(memory.buffer().len(), 1);
+///
+/// // No summarizer: what leaves the buffer is dropped.
+/// let window_like = RollingMemory::new(Settings::new(50))?;
+/// assert_eq!(window_like.max_tokens(), 50);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Settings<S = Discard, C = Heuristic> {
+    /// The buffer's budget in tokens.
+    pub max_tokens: usize,
+    /// Folds what leaves the buffer into the summary; `None`: it is dropped.
+    pub summarizer: Option<S>,
+    /// Counts tokens.
+    pub counter: C,
+    /// What the summary is; its `max_summary_tokens` is the summarizer's
+    /// allowance (default: `max_tokens`).
+    pub policy: FoldPolicy,
+}
+
+impl Settings {
+    /// Settings for a buffer of `max_tokens`, no summarizer, counting with
+    /// [`Heuristic`], the default [`FoldPolicy`].
+    pub const fn new(max_tokens: usize) -> Self {
+        Settings {
+            max_tokens,
+            summarizer: None,
+            counter: Heuristic,
+            policy: FoldPolicy::new(),
+        }
+    }
+}
+
+impl<S, C> Settings<S, C> {
+    /// Fold with `summarizer`.
+    pub fn summarizer<T>(self, summarizer: T) -> Settings<T, C> {
+        Settings {
+            max_tokens: self.max_tokens,
+            summarizer: Some(summarizer),
+            counter: self.counter,
+            policy: self.policy,
+        }
+    }
+
+    /// Count with `counter`.
+    pub fn counter<D: TokenCounter>(self, counter: D) -> Settings<S, D> {
+        Settings {
+            max_tokens: self.max_tokens,
+            summarizer: self.summarizer,
+            counter,
+            policy: self.policy,
+        }
+    }
+
+    /// Render, recognise and cut the summary by `policy`.
+    pub fn policy(mut self, policy: FoldPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The summarizer's allowance: the policy's cap, else `max_tokens`.
+    pub(crate) fn allowance(&self) -> usize {
+        self.policy.max_summary_tokens.unwrap_or(self.max_tokens)
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        check_positive("max_tokens", self.max_tokens)?;
+        self.policy.validate()
+    }
 }
 
 /// The summarizer request for folding `evicted` onto `summary`.
@@ -365,16 +357,18 @@ pub(crate) fn fold_request<'a>(
     SummaryRequest::new(previous, evicted, allowance)
 }
 
-/// A summarizer's answer as the new summary: trimmed, and an error if empty.
-pub(crate) fn new_summary(text: String) -> Result<String> {
-    let trimmed = text.trim();
-    if trimmed.is_empty() {
-        return Err(Error::EmptySummary);
-    }
-    Ok(if trimmed.len() == text.len() {
-        text
-    } else {
-        trimmed.to_owned()
+/// A summarizer's answer as the new summary: checked by `policy` (trimmed,
+/// not empty) and cut to `allowance` tokens at a word boundary.
+pub(crate) fn new_summary<C: TokenCounter + ?Sized>(
+    policy: &FoldPolicy,
+    text: String,
+    allowance: usize,
+    counter: &C,
+) -> Result<String> {
+    let text = policy.accept(text)?;
+    Ok(match policy.cut(&text, allowance, counter) {
+        Cow::Borrowed(fitting) if fitting.len() == text.len() => text,
+        fitting => fitting.into_owned(),
     })
 }
 

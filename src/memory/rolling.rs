@@ -1,37 +1,15 @@
 //! Rolling memory: a running summary plus a recent-message buffer.
 
 use std::borrow::Cow;
-use std::future::Future;
 
 use super::shared::{Inner, Shared};
-use super::{Memory, Remember, RememberAsync, State, check_positive, evict_count, fold_request, new_summary};
+use super::{Discard, Memory, Remember, RememberAsync, Settings, State, fold_request, new_summary};
 use crate::count::{Heuristic, TokenCounter};
-use crate::error::{BoxError, Error, Result};
+use crate::error::{Error, Result};
 use crate::message::Message;
-use crate::summarize::{AsyncSummarizer, Summarizer, SummaryRequest};
-
-/// The summarizer of a memory that has none: evicted turns are dropped.
-///
-/// It has no values, so it is never called.
-#[derive(Clone, Copy, Debug)]
-pub enum Discard {}
-
-impl Summarizer for Discard {
-    type Error = BoxError;
-
-    fn summarize(&self, _: &SummaryRequest<'_>) -> Result<String, BoxError> {
-        match *self {}
-    }
-}
-
-impl AsyncSummarizer for Discard {
-    type Error = BoxError;
-
-    fn summarize(&self, _: SummaryRequest<'static>) -> impl Future<Output = Result<String, BoxError>> + Send {
-        let never = *self;
-        async move { match never {} }
-    }
-}
+use crate::policy::FoldPolicy;
+use crate::summarize::{AsyncSummarizer, Summarizer};
+use crate::units::evict_count;
 
 /// How many messages to evict so the buffer's tokens fit `max_tokens`.
 fn over_budget(inner: &Inner, max_tokens: usize) -> usize {
@@ -41,66 +19,7 @@ fn over_budget(inner: &Inner, max_tokens: usize) -> usize {
     evict_count(&inner.state.buffer, |i| inner.tokens[i], max_tokens)
 }
 
-/// Keeps recent turns verbatim and folds older ones into a running summary
-/// (rollmem's `RollingMemory`, LangChain's `ConversationSummaryBufferMemory`).
-///
-/// When the buffer passes `max_tokens`, its oldest whole units are folded into
-/// the summary with one summarizer call (previous summary + evicted turns, the
-/// summarizer told `max_tokens` as its allowance), and only then removed.
-/// Without a summarizer they are dropped. The buffer is left opening with a
-/// user turn when it can be, and the latest unit stays even over budget.
-///
-/// Each message is counted once, when it is added (or restored), and the
-/// buffer's total is kept running: an add costs the same at the ten-thousandth
-/// turn as at the first.
-///
-/// # Examples
-///
-/// ```
-/// use chatfold::memory::{Memory, Remember, RollingMemory};
-/// use chatfold::SummaryRequest;
-///
-/// let summarize = |request: &SummaryRequest<'_>| {
-///     let mut summary = request.previous_summary().unwrap_or("").to_owned();
-///     for m in request.messages() {
-///         summary.push_str(&format!(" [{}]", m.text()));
-///     }
-///     Ok::<_, std::convert::Infallible>(summary.trim().to_owned())
-/// };
-/// let mut memory = RollingMemory::new(30, summarize)?;
-/// memory.add_user("Hi, I'm planning a trip to Korea.")?;
-/// memory.add_assistant("Great! When are you going?")?;
-/// memory.add_user("In May, for two weeks.")?;
-/// assert_eq!(memory.summary(), "[Hi, I'm planning a trip to Korea.] [Great! When are you going?]");
-/// assert_eq!(memory.buffer().len(), 1);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug)]
-pub struct RollingMemory<S = Discard, C = Heuristic> {
-    inner: Inner,
-    config: Config<S, C>,
-}
-
-/// What both rolling memories are configured with.
-#[derive(Debug)]
-struct Config<S, C> {
-    max_tokens: usize,
-    summarizer: Option<S>,
-    counter: C,
-}
-
-impl<S> Config<S, Heuristic> {
-    fn new(max_tokens: usize, summarizer: Option<S>) -> Result<Self> {
-        check_positive("max_tokens", max_tokens)?;
-        Ok(Config {
-            max_tokens,
-            summarizer,
-            counter: Heuristic,
-        })
-    }
-}
-
-impl<S, C: TokenCounter> Config<S, C> {
+impl<S, C: TokenCounter> Settings<S, C> {
     /// `state`, each buffered message counted once.
     fn inner(&self, state: State) -> Inner {
         let tokens = state
@@ -112,67 +31,77 @@ impl<S, C: TokenCounter> Config<S, C> {
     }
 }
 
-impl<S, C> Config<S, C> {
-    fn with_counter<D>(self, counter: D) -> Config<S, D> {
-        Config {
-            max_tokens: self.max_tokens,
-            summarizer: self.summarizer,
-            counter,
-        }
-    }
+/// Keeps recent turns verbatim and folds older ones into a running summary
+/// (rollmem's `RollingMemory`, LangChain's `ConversationSummaryBufferMemory`).
+///
+/// When the buffer passes `max_tokens`, its oldest whole units are folded into
+/// the summary with one summarizer call (previous summary + evicted turns, the
+/// summarizer told its allowance: the policy's `max_summary_tokens`, else
+/// `max_tokens`), and only then removed. A longer summary is cut to the
+/// allowance at a word boundary, so `messages()` stays within `max_tokens`
+/// plus the summary's cap. Without a summarizer evicted turns are dropped. The buffer is left opening with a
+/// user turn when it can be, and the latest unit stays even over budget.
+///
+/// Each message is counted once, when it is added (or restored), and the
+/// buffer's total is kept running: an add costs the same at the ten-thousandth
+/// turn as at the first.
+///
+/// # Examples
+///
+/// ```
+/// use chatfold::memory::{Memory, Remember, RollingMemory, Settings};
+/// use chatfold::SummaryRequest;
+///
+/// let summarize = |request: &SummaryRequest<'_>| {
+///     let mut summary = request.previous_summary().unwrap_or("").to_owned();
+///     for m in request.messages() {
+///         summary.push_str(&format!(" [{}]", m.text()));
+///     }
+///     Ok::<_, std::convert::Infallible>(summary.trim().to_owned())
+/// };
+/// let mut memory = RollingMemory::new(Settings::new(30).summarizer(summarize))?;
+/// memory.add_user("Hi, I'm planning a trip to Korea.")?;
+/// memory.add_assistant("Great! When are you going?")?;
+/// memory.add_user("In May, for two weeks.")?;
+/// assert_eq!(memory.summary(), "[Hi, I'm planning a trip to Korea.] [Great! When are you going?]");
+/// assert_eq!(memory.buffer().len(), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct RollingMemory<S = Discard, C = Heuristic> {
+    inner: Inner,
+    settings: Settings<S, C>,
 }
 
-impl<S: Summarizer> RollingMemory<S> {
-    /// An empty memory keeping `max_tokens` of buffer, folding with `summarizer`.
+impl<S, C: TokenCounter> RollingMemory<S, C> {
+    /// An empty memory.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidConfig`] when `max_tokens` is 0.
-    pub fn new(max_tokens: usize, summarizer: S) -> Result<Self> {
-        RollingMemory::from_state(State::default(), max_tokens, Some(summarizer))
+    /// [`Error::InvalidConfig`] when `max_tokens` is 0 or the policy is invalid.
+    pub fn new(settings: Settings<S, C>) -> Result<Self> {
+        RollingMemory::from_state(State::default(), settings)
     }
-}
 
-impl RollingMemory {
-    /// An empty memory that drops what leaves the buffer.
+    /// A memory holding `state` as it is: each buffered message is counted
+    /// once, and nothing is summarized or dropped until the next add.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidConfig`] when `max_tokens` is 0.
-    pub fn without_summarizer(max_tokens: usize) -> Result<Self> {
-        RollingMemory::from_state(State::default(), max_tokens, None)
-    }
-}
-
-impl<S> RollingMemory<S> {
-    /// A memory holding `state` as it is: nothing is summarized or dropped
-    /// until the next add.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidConfig`] when `max_tokens` is 0.
-    pub fn from_state(state: State, max_tokens: usize, summarizer: Option<S>) -> Result<Self> {
-        let config = Config::new(max_tokens, summarizer)?;
+    /// As [`new`](Self::new).
+    pub fn from_state(state: State, settings: Settings<S, C>) -> Result<Self> {
+        settings.validate()?;
         Ok(RollingMemory {
-            inner: config.inner(state),
-            config,
+            inner: settings.inner(state),
+            settings,
         })
     }
 }
 
 impl<S, C> RollingMemory<S, C> {
-    /// Counts with `counter` instead (the buffer is counted again, once).
-    pub fn counter<D: TokenCounter>(self, counter: D) -> RollingMemory<S, D> {
-        let config = self.config.with_counter(counter);
-        RollingMemory {
-            inner: config.inner(self.inner.state),
-            config,
-        }
-    }
-
     /// The buffer's budget.
     pub fn max_tokens(&self) -> usize {
-        self.config.max_tokens
+        self.settings.max_tokens
     }
 
     /// Tokens in the buffer now.
@@ -185,6 +114,10 @@ impl<S, C> Memory for RollingMemory<S, C> {
     fn state(&self) -> Cow<'_, State> {
         Cow::Borrowed(&self.inner.state)
     }
+
+    fn policy(&self) -> &FoldPolicy {
+        &self.settings.policy
+    }
 }
 
 impl<S: Summarizer, C: TokenCounter> Remember for RollingMemory<S, C> {
@@ -196,24 +129,21 @@ impl<S: Summarizer, C: TokenCounter> Remember for RollingMemory<S, C> {
     /// stays in the buffer, nothing is evicted, the summary is unchanged, and
     /// the next add folds again.
     fn add_message(&mut self, message: Message) -> Result<()> {
-        let Config {
-            max_tokens,
-            summarizer,
-            counter,
-        } = &self.config;
-        let tokens = counter.count_message(&message);
+        let settings = &self.settings;
+        let tokens = settings.counter.count_message(&message);
         self.inner.push(message, Some(tokens));
-        let n = over_budget(&self.inner, *max_tokens);
+        let n = over_budget(&self.inner, settings.max_tokens);
         if n == 0 {
             return Ok(());
         }
-        if let Some(summarizer) = summarizer {
+        if let Some(summarizer) = &settings.summarizer {
             let state = &self.inner.state;
-            let request = fold_request(&state.summary, &state.buffer[..n], *max_tokens);
+            let allowance = settings.allowance();
+            let request = fold_request(&state.summary, &state.buffer[..n], allowance);
             let text = summarizer
                 .summarize(&request)
                 .map_err(|e| Error::Summarize(e.into()))?;
-            self.inner.state.summary = new_summary(text)?;
+            self.inner.state.summary = new_summary(&settings.policy, text, allowance, &settings.counter)?;
         }
         self.inner.drop_front(n);
         Ok(())
@@ -240,13 +170,13 @@ impl<S: Summarizer, C: TokenCounter> Remember for RollingMemory<S, C> {
 /// # Examples
 ///
 /// ```
-/// use chatfold::memory::{AsyncRollingMemory, Memory, RememberAsync};
+/// use chatfold::memory::{AsyncRollingMemory, Memory, RememberAsync, Settings};
 /// use chatfold::SummaryRequest;
 ///
 /// let summarize = |request: SummaryRequest<'static>| async move {
 ///     Ok::<_, std::convert::Infallible>(format!("{} older turns", request.messages().len()))
 /// };
-/// let memory = AsyncRollingMemory::new(20, summarize)?;
+/// let memory = AsyncRollingMemory::new(Settings::new(20).summarizer(summarize))?;
 /// pollster::block_on(async {
 ///     for i in 0..5 {
 ///         memory.add_user(format!("turn number {i}")).await?;
@@ -260,61 +190,38 @@ impl<S: Summarizer, C: TokenCounter> Remember for RollingMemory<S, C> {
 #[derive(Debug)]
 pub struct AsyncRollingMemory<S = Discard, C = Heuristic> {
     shared: Shared,
-    config: Config<S, C>,
+    settings: Settings<S, C>,
 }
 
-impl<S: AsyncSummarizer> AsyncRollingMemory<S> {
-    /// An empty memory keeping `max_tokens` of buffer, folding with `summarizer`.
+impl<S, C: TokenCounter> AsyncRollingMemory<S, C> {
+    /// An empty memory.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidConfig`] when `max_tokens` is 0.
-    pub fn new(max_tokens: usize, summarizer: S) -> Result<Self> {
-        AsyncRollingMemory::from_state(State::default(), max_tokens, Some(summarizer))
+    /// [`Error::InvalidConfig`] when `max_tokens` is 0 or the policy is invalid.
+    pub fn new(settings: Settings<S, C>) -> Result<Self> {
+        AsyncRollingMemory::from_state(State::default(), settings)
     }
-}
 
-impl AsyncRollingMemory {
-    /// An empty memory that drops what leaves the buffer.
+    /// A memory holding `state` as it is: each buffered message is counted
+    /// once, and nothing is summarized or dropped until the next add.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidConfig`] when `max_tokens` is 0.
-    pub fn without_summarizer(max_tokens: usize) -> Result<Self> {
-        AsyncRollingMemory::from_state(State::default(), max_tokens, None)
-    }
-}
-
-impl<S> AsyncRollingMemory<S> {
-    /// A memory holding `state` as it is: nothing is summarized or dropped
-    /// until the next add.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidConfig`] when `max_tokens` is 0.
-    pub fn from_state(state: State, max_tokens: usize, summarizer: Option<S>) -> Result<Self> {
-        let config = Config::new(max_tokens, summarizer)?;
+    /// As [`new`](Self::new).
+    pub fn from_state(state: State, settings: Settings<S, C>) -> Result<Self> {
+        settings.validate()?;
         Ok(AsyncRollingMemory {
-            shared: Shared::new(config.inner(state)),
-            config,
+            shared: Shared::new(settings.inner(state)),
+            settings,
         })
     }
 }
 
 impl<S, C> AsyncRollingMemory<S, C> {
-    /// Counts with `counter` instead (the buffer is counted again, once).
-    pub fn counter<D: TokenCounter>(self, counter: D) -> AsyncRollingMemory<S, D> {
-        let state = std::mem::take(&mut self.shared.lock().state);
-        let config = self.config.with_counter(counter);
-        AsyncRollingMemory {
-            shared: Shared::new(config.inner(state)),
-            config,
-        }
-    }
-
     /// The buffer's budget.
     pub fn max_tokens(&self) -> usize {
-        self.config.max_tokens
+        self.settings.max_tokens
     }
 
     /// Tokens in the buffer now.
@@ -327,6 +234,18 @@ impl<S, C> Memory for AsyncRollingMemory<S, C> {
     fn state(&self) -> Cow<'_, State> {
         Cow::Owned(self.shared.lock().state.clone())
     }
+
+    fn policy(&self) -> &FoldPolicy {
+        &self.settings.policy
+    }
+
+    fn summary(&self) -> Cow<'_, str> {
+        Cow::Owned(self.shared.lock().state.summary.clone())
+    }
+
+    fn buffer(&self) -> Cow<'_, [Message]> {
+        Cow::Owned(self.shared.lock().state.buffer.clone())
+    }
 }
 
 impl<S, C> RememberAsync for AsyncRollingMemory<S, C>
@@ -335,11 +254,14 @@ where
     C: TokenCounter + Sync,
 {
     async fn add_message(&self, message: Message) -> Result<()> {
-        let tokens = self.config.counter.count_message(&message);
+        let settings = &self.settings;
+        let tokens = settings.counter.count_message(&message);
         self.shared.lock().push(message, Some(tokens));
-        let max = self.config.max_tokens;
+        let max = settings.max_tokens;
+        let allowance = settings.allowance();
+        let finish = |text| new_summary(&settings.policy, text, allowance, &settings.counter);
         self.shared
-            .settle(self.config.summarizer.as_ref(), max, |inner| {
+            .settle(settings.summarizer.as_ref(), allowance, finish, |inner| {
                 over_budget(inner, max)
             })
             .await

@@ -2,7 +2,7 @@
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use super::{State, fold_request, new_summary};
+use super::{State, fold_request};
 use crate::error::{Error, Result};
 use crate::message::Message;
 use crate::summarize::AsyncSummarizer;
@@ -53,7 +53,7 @@ impl Inner {
     }
 
     pub fn clear(&mut self) {
-        self.state = State::default();
+        self.state.clear();
         self.tokens.clear();
         self.total = 0;
         self.epoch = self.epoch.wrapping_add(1);
@@ -88,10 +88,13 @@ impl Shared {
     /// When a fold is already in flight this returns at once: the fold in
     /// flight looks again when it completes, so it picks up what was added
     /// meanwhile. Without a summarizer, evicted messages are dropped.
+    /// `finish` turns the summarizer's text into the new summary (checked and
+    /// cut by the memory's policy).
     pub async fn settle<S>(
         &self,
         summarizer: Option<&S>,
         allowance: usize,
+        finish: impl Fn(String) -> Result<String>,
         evict: impl Fn(&Inner) -> usize,
     ) -> Result<()>
     where
@@ -120,6 +123,8 @@ impl Shared {
             };
             let guard = InFlight { shared: self };
             let result = summarizer.summarize(request).await;
+            // Checked and cut before taking the lock: adds never wait on it.
+            let summary = result.map_err(|e| Error::Summarize(e.into())).and_then(&finish);
             let mut inner = self.lock();
             inner.folding = false;
             std::mem::forget(guard);
@@ -127,7 +132,7 @@ impl Shared {
                 // Cleared while the summarizer ran: the clear wins.
                 return Ok(());
             }
-            let summary = new_summary(result.map_err(|e| Error::Summarize(e.into()))?)?;
+            let summary = summary?;
             // Adds only append, so the first `n` messages are still the folded ones.
             inner.state.summary = summary;
             inner.drop_front(n);

@@ -4,8 +4,10 @@ use std::borrow::Cow;
 
 use super::shared::{Inner, Shared};
 use super::{Memory, Remember, RememberAsync, State, fold_request, new_summary};
+use crate::count::{Heuristic, TokenCounter};
 use crate::error::{Error, Result};
 use crate::message::Message;
+use crate::policy::FoldPolicy;
 use crate::summarize::{AsyncSummarizer, Summarizer};
 
 /// The allowance summary-only memories give their summarizer, in tokens.
@@ -18,7 +20,9 @@ pub const SUMMARY_ALLOWANCE: usize = 1_000;
 /// If the summarizer fails, the turn stays in the buffer (shown by
 /// `messages()`) and is folded with the next successful call. A state with a
 /// buffer (saved by another strategy) is folded on the next add. The
-/// summarizer is told an allowance of [`SUMMARY_ALLOWANCE`] tokens.
+/// summarizer is told an allowance of the policy's `max_summary_tokens`, else
+/// [`SUMMARY_ALLOWANCE`] tokens, and a longer summary is cut to it (counted
+/// with [`Heuristic`] unless [`counter`](Self::counter) says otherwise).
 ///
 /// # Examples
 ///
@@ -40,9 +44,27 @@ pub const SUMMARY_ALLOWANCE: usize = 1_000;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]
-pub struct SummaryMemory<S> {
+pub struct SummaryMemory<S, C = Heuristic> {
     state: State,
     summarizer: S,
+    fold: Fold<C>,
+}
+
+/// How the summary memories check and cut their summary.
+#[derive(Clone, Debug)]
+struct Fold<C> {
+    policy: FoldPolicy,
+    counter: C,
+}
+
+impl<C: TokenCounter> Fold<C> {
+    fn allowance(&self) -> usize {
+        self.policy.max_summary_tokens.unwrap_or(SUMMARY_ALLOWANCE)
+    }
+
+    fn finish(&self, text: String) -> Result<String> {
+        new_summary(&self.policy, text, self.allowance(), &self.counter)
+    }
 }
 
 impl<S: Summarizer> SummaryMemory<S> {
@@ -53,17 +75,54 @@ impl<S: Summarizer> SummaryMemory<S> {
 
     /// A memory holding `state` as it is (its buffer is folded on the next add).
     pub fn from_state(state: State, summarizer: S) -> Self {
-        SummaryMemory { state, summarizer }
+        let fold = Fold {
+            policy: FoldPolicy::new(),
+            counter: Heuristic,
+        };
+        SummaryMemory {
+            state,
+            summarizer,
+            fold,
+        }
     }
 }
 
-impl<S> Memory for SummaryMemory<S> {
+impl<S, C> SummaryMemory<S, C> {
+    /// Render, recognise and cut the summary by `policy`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidConfig`] for an invalid policy.
+    pub fn policy(mut self, policy: FoldPolicy) -> Result<Self> {
+        policy.validate()?;
+        self.fold.policy = policy;
+        Ok(self)
+    }
+
+    /// Cut the summary to its allowance counting with `counter`.
+    pub fn counter<D: TokenCounter>(self, counter: D) -> SummaryMemory<S, D> {
+        SummaryMemory {
+            state: self.state,
+            summarizer: self.summarizer,
+            fold: Fold {
+                policy: self.fold.policy,
+                counter,
+            },
+        }
+    }
+}
+
+impl<S, C> Memory for SummaryMemory<S, C> {
     fn state(&self) -> Cow<'_, State> {
         Cow::Borrowed(&self.state)
     }
+
+    fn policy(&self) -> &FoldPolicy {
+        &self.fold.policy
+    }
 }
 
-impl<S: Summarizer> Remember for SummaryMemory<S> {
+impl<S: Summarizer, C: TokenCounter> Remember for SummaryMemory<S, C> {
     /// Adds a message and folds the buffer into the summary.
     ///
     /// # Errors
@@ -72,18 +131,18 @@ impl<S: Summarizer> Remember for SummaryMemory<S> {
     /// stays in the buffer and the summary is unchanged.
     fn add_message(&mut self, message: Message) -> Result<()> {
         self.state.buffer.push(message);
-        let request = fold_request(&self.state.summary, &self.state.buffer, SUMMARY_ALLOWANCE);
+        let request = fold_request(&self.state.summary, &self.state.buffer, self.fold.allowance());
         let text = self
             .summarizer
             .summarize(&request)
             .map_err(|e| Error::Summarize(e.into()))?;
-        self.state.summary = new_summary(text)?;
+        self.state.summary = self.fold.finish(text)?;
         self.state.buffer.clear();
         Ok(())
     }
 
     fn clear(&mut self) {
-        self.state = State::default();
+        self.state.clear();
     }
 }
 
@@ -108,9 +167,10 @@ impl<S: Summarizer> Remember for SummaryMemory<S> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]
-pub struct AsyncSummaryMemory<S> {
+pub struct AsyncSummaryMemory<S, C = Heuristic> {
     shared: Shared,
     summarizer: S,
+    fold: Fold<C>,
 }
 
 impl<S: AsyncSummarizer> AsyncSummaryMemory<S> {
@@ -121,25 +181,69 @@ impl<S: AsyncSummarizer> AsyncSummaryMemory<S> {
 
     /// A memory holding `state` as it is (its buffer is folded on the next add).
     pub fn from_state(state: State, summarizer: S) -> Self {
+        let fold = Fold {
+            policy: FoldPolicy::new(),
+            counter: Heuristic,
+        };
         AsyncSummaryMemory {
             shared: Shared::new(Inner::new(state, Vec::new())),
             summarizer,
+            fold,
         }
     }
 }
 
-impl<S> Memory for AsyncSummaryMemory<S> {
-    fn state(&self) -> Cow<'_, State> {
-        Cow::Owned(self.shared.lock().state.clone())
+impl<S, C> AsyncSummaryMemory<S, C> {
+    /// Render, recognise and cut the summary by `policy`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidConfig`] for an invalid policy.
+    pub fn policy(mut self, policy: FoldPolicy) -> Result<Self> {
+        policy.validate()?;
+        self.fold.policy = policy;
+        Ok(self)
+    }
+
+    /// Cut the summary to its allowance counting with `counter`.
+    pub fn counter<D: TokenCounter>(self, counter: D) -> AsyncSummaryMemory<S, D> {
+        AsyncSummaryMemory {
+            shared: self.shared,
+            summarizer: self.summarizer,
+            fold: Fold {
+                policy: self.fold.policy,
+                counter,
+            },
+        }
     }
 }
 
-impl<S: AsyncSummarizer + Sync> RememberAsync for AsyncSummaryMemory<S> {
+impl<S, C> Memory for AsyncSummaryMemory<S, C> {
+    fn state(&self) -> Cow<'_, State> {
+        Cow::Owned(self.shared.lock().state.clone())
+    }
+
+    fn policy(&self) -> &FoldPolicy {
+        &self.fold.policy
+    }
+
+    fn summary(&self) -> Cow<'_, str> {
+        Cow::Owned(self.shared.lock().state.summary.clone())
+    }
+}
+
+impl<S: AsyncSummarizer + Sync, C: TokenCounter + Sync> RememberAsync for AsyncSummaryMemory<S, C> {
     async fn add_message(&self, message: Message) -> Result<()> {
         self.shared.lock().push(message, None);
         let everything = |inner: &Inner| inner.state.buffer.len();
+        let fold = &self.fold;
         self.shared
-            .settle(Some(&self.summarizer), SUMMARY_ALLOWANCE, everything)
+            .settle(
+                Some(&self.summarizer),
+                fold.allowance(),
+                |text| fold.finish(text),
+                everything,
+            )
             .await
     }
 

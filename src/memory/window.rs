@@ -2,9 +2,10 @@
 
 use std::borrow::Cow;
 
-use super::{Memory, Remember, State, check_positive, evict_count};
+use super::{Memory, Remember, State, check_positive};
 use crate::error::Result;
 use crate::message::Message;
+use crate::units::evict_count;
 
 /// Keeps the last `max_messages` messages, dropping older ones with no
 /// summary (rollmem's `WindowMemory`, LangChain's `ConversationBufferWindowMemory`).
@@ -77,6 +78,6 @@ impl Remember for WindowMemory {
     }
 
     fn clear(&mut self) {
-        self.state = State::default();
+        self.state.clear();
     }
 }

@@ -61,10 +61,13 @@ struct Call {
 /// Whether no compaction of `h` can meet `budget`: pinned messages, the
 /// latest unit and a minimal summary already exceed it.
 pub fn unreachable<C: TokenCounter>(c: &Compactor<C>, h: &[Message]) -> bool {
-    let after = h.iter().rposition(|m| c.is_summary(m)).map_or(0, |i| i + 1);
+    let after = h
+        .iter()
+        .rposition(|m| c.policy.is_summary(m))
+        .map_or(0, |i| i + 1);
     let pinned: usize = h
         .iter()
-        .filter(|m| is_pinned(m) && !c.is_summary(m))
+        .filter(|m| is_pinned(m) && !c.policy.is_summary(m))
         .map(|m| c.counter.count_message(m))
         .sum();
     let region = &h[after..];
@@ -77,10 +80,10 @@ pub fn unreachable<C: TokenCounter>(c: &Compactor<C>, h: &[Message]) -> bool {
             .map(|m| c.counter.count_message(m))
             .sum()
     };
-    let min_summary = c
-        .counter
-        .count_message(&Message::new(c.summary_role.clone(), &*c.summary_prefix))
-        + c.min_summary_tokens;
+    let min_summary = c.counter.count_message(&Message::new(
+        c.policy.summary_role.clone(),
+        &*c.policy.summary_prefix,
+    )) + c.policy.min_summary_tokens;
     c.counter.reply_priming() + pinned + latest + min_summary > c.budget
 }
 
@@ -137,7 +140,7 @@ pub fn check_rules<C: TokenCounter>(c: &Compactor<C>, h: &[Message], summary: &s
     }
 
     // Rule 7: at most one summary, exactly one when summarized.
-    let summaries: Vec<usize> = (0..out.len()).filter(|&i| c.is_summary(&out[i])).collect();
+    let summaries: Vec<usize> = (0..out.len()).filter(|&i| c.policy.is_summary(&out[i])).collect();
     if result.summarized {
         assert_eq!(
             summaries.len(),
@@ -167,7 +170,7 @@ pub fn check_rules<C: TokenCounter>(c: &Compactor<C>, h: &[Message], summary: &s
     // previous summaries are not among them.
     let expected_hoisted: Vec<Message> = h[..cut]
         .iter()
-        .filter(|m| is_pinned(m) && !c.is_summary(m))
+        .filter(|m| is_pinned(m) && !c.policy.is_summary(m))
         .cloned()
         .collect();
     assert_eq!(hoisted, &expected_hoisted[..]);
@@ -183,7 +186,10 @@ pub fn check_rules<C: TokenCounter>(c: &Compactor<C>, h: &[Message], summary: &s
     }
 
     // Rule 5: the latest unit is kept (after any previous summary).
-    let after = h.iter().rposition(|m| c.is_summary(m)).map_or(0, |i| i + 1);
+    let after = h
+        .iter()
+        .rposition(|m| c.policy.is_summary(m))
+        .map_or(0, |i| i + 1);
     if after < h.len() {
         assert!(
             cut <= after + last_unit_start(&h[after..]),
@@ -197,15 +203,15 @@ pub fn check_rules<C: TokenCounter>(c: &Compactor<C>, h: &[Message], summary: &s
     assert_eq!(calls.len(), 1);
     let expected_folded: Vec<Message> = h[..cut]
         .iter()
-        .filter(|m| !is_pinned(m) && !c.is_summary(m))
+        .filter(|m| !is_pinned(m) && !c.policy.is_summary(m))
         .cloned()
         .collect();
     assert_eq!(calls[0].messages, expected_folded);
-    let previous: Vec<&Message> = h[..cut].iter().filter(|m| c.is_summary(m)).collect();
+    let previous: Vec<&Message> = h[..cut].iter().filter(|m| c.policy.is_summary(m)).collect();
     assert_eq!(calls[0].previous.is_some(), !previous.is_empty());
     if !result.over_budget {
-        assert!(calls[0].allowance >= c.min_summary_tokens);
+        assert!(calls[0].allowance >= c.policy.min_summary_tokens);
     }
-    assert!(out[s].text().starts_with(&*c.summary_prefix));
+    assert!(out[s].text().starts_with(&*c.policy.summary_prefix));
     Some(out.to_vec())
 }
