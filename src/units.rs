@@ -128,6 +128,11 @@ pub(crate) enum Pinned {
     Ordinary,
 }
 
+/// Whether keeping `messages[start..]` is an aligned cut.
+pub(crate) fn is_aligned(messages: &[Message], start: usize, pinned: Pinned) -> bool {
+    !opens_with_response(messages, start, pinned)
+}
+
 /// Whether keeping `messages[start..]` opens with a response-like turn.
 fn opens_with_response(messages: &[Message], start: usize, pinned: Pinned) -> bool {
     messages[start..]
@@ -147,11 +152,17 @@ pub(crate) enum Stop {
 
 /// How many messages at the front of `messages` must go so that the rest
 /// costs at most `limit`: whole units, the latest always kept, aligned, with
-/// nothing hoisted (a memory's buffer). `cost(i)` is message `i`'s cost.
-pub(crate) fn evict_count(messages: &[Message], cost: impl Fn(usize) -> usize, limit: usize) -> usize {
-    let callers = callers(messages);
+/// nothing hoisted (a memory's buffer). `callers` lists the messages with tool
+/// calls (see [`callers`]); `cost(i)` is message `i`'s cost. Reads only the
+/// messages it keeps.
+pub(crate) fn evict_count(
+    messages: &[Message],
+    callers: &[usize],
+    cost: impl Fn(usize) -> usize,
+    limit: usize,
+) -> usize {
     let mut kept = 0usize;
-    let units = Backward::new(messages, &callers, 0);
+    let units = Backward::new(messages, callers, 0);
     cut(messages, units, Pinned::Ordinary, |unit| {
         kept = unit.map(&cost).fold(kept, usize::saturating_add);
         kept <= limit
@@ -400,8 +411,9 @@ mod tests {
         // Hoisted, the system message is looked past and the cut moves to u2;
         // in a buffer it opens the kept part as it is.
         assert_eq!(cut_by_count(&h, 4).start, 3);
-        assert_eq!(evict_count(&h, |_| 1, 4), 1);
-        assert_eq!(evict_count(&h, |_| 1, 3), 3);
+        let callers = callers(&h);
+        assert_eq!(evict_count(&h, &callers, |_| 1, 4), 1);
+        assert_eq!(evict_count(&h, &callers, |_| 1, 3), 3);
     }
 
     #[test]

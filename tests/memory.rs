@@ -786,3 +786,161 @@ proptest! {
         }
     }
 }
+
+/// An operation on a tiered memory: the common ones, or a fold run inline.
+#[derive(Clone, Debug)]
+enum TieredOp {
+    Base(Op),
+    Fold,
+}
+
+fn tiered_op() -> impl Strategy<Value = TieredOp> {
+    prop_oneof![
+        6 => op().prop_map(TieredOp::Base),
+        1 => Just(TieredOp::Fold),
+    ]
+}
+
+/// A tagging async summarizer that fails while `failing` is set, recording
+/// the tags of the last chunk it was given.
+fn tiered_summarizer(
+    failing: Arc<AtomicBool>,
+    last_chunk: Arc<std::sync::Mutex<Vec<String>>>,
+) -> impl Fn(SummaryRequest<'static>) -> std::future::Ready<Result<String, &'static str>>
++ Clone
++ Send
++ Sync
++ 'static {
+    move |r| {
+        *last_chunk.lock().unwrap() = tags(&r.messages().cloned().collect::<Vec<_>>());
+        if failing.load(Ordering::SeqCst) {
+            return std::future::ready(Err("down"));
+        }
+        let mut out: Vec<String> = r.previous_summary().map(str::to_owned).into_iter().collect();
+        out.extend(r.messages().map(|m| m.id.clone().unwrap()));
+        std::future::ready(Ok(out.join(" ")))
+    }
+}
+
+proptest! {
+    #![proptest_config(common::cases(128))]
+
+    /// Every message added is in the summary's input, the summary or the
+    /// buffer, exactly once and in order (less what a fallback truncation
+    /// dropped, counted); tool results stay with their calls; the view is
+    /// within the hard limit whenever L0 and the latest unit fit in it.
+    #[test]
+    fn tiered_memory_loses_nothing_and_keeps_the_hard_limit(
+        ops in prop::collection::vec(tiered_op(), 1..60),
+        soft in 5usize..60,
+        extra in 0usize..60,
+        chunk in 1usize..6,
+        fallback in any::<bool>(),
+        max_failures in 1usize..3,
+        system in prop::collection::vec("[a-z]{1,6}( [a-z]{1,6}){0,4}", 0..2),
+    ) {
+        use chatfold::memory::{TieredMemory, TieredSettings};
+        use chatfold::TokenCounter;
+        let failing = Arc::new(AtomicBool::new(false));
+        let last_chunk = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let summarize = tiered_summarizer(failing.clone(), last_chunk.clone());
+        let hard = soft + extra;
+        let settings = TieredSettings::new(soft, hard)
+            .chunk_size(chunk)
+            .fallback_truncate(fallback)
+            .max_failures(max_failures)
+            .counter(words)
+            .policy(chatfold::FoldPolicy::new().max_summary_tokens(usize::MAX));
+        let l0: Vec<Message> = system.iter().map(Message::system).collect();
+        let (mut memory, _) = TieredMemory::new(l0.clone(), settings.clone(), summarize.clone()).unwrap();
+        let (mut added, mut next, mut dropped) = (Added::default(), 0usize, Vec::<String>::new());
+        for op in ops {
+            match op {
+                TieredOp::Base(Op::Add(item)) => {
+                    for m in tag_all(common::render(&[item]), &mut next) {
+                        added.push(&m, &memory.buffer());
+                        memory.add_message(m);
+                    }
+                }
+                TieredOp::Base(Op::Clear) => { memory.clear(); added.clear(); dropped.clear(); }
+                TieredOp::Base(Op::SaveRestore) => {
+                    let json = memory.to_state().to_json_string();
+                    let state = State::from_json_str(&json).unwrap();
+                    prop_assert_eq!(&state.system, &l0);
+                    memory = TieredMemory::from_state(state, settings.clone(), summarize.clone()).unwrap().0;
+                }
+                TieredOp::Base(Op::SetFailing(on)) => failing.store(on, Ordering::SeqCst),
+                TieredOp::Fold => {
+                    let before = memory.stats();
+                    let result = pollster::block_on(memory.fold_now());
+                    prop_assert_eq!(result.is_err(), failing.load(Ordering::SeqCst) && before.folds_pending > 0);
+                    let before = before.messages_dropped;
+                    let lost = memory.stats().messages_dropped - before;
+                    prop_assert!(fallback || lost == 0, "dropped without fallback_truncate");
+                    if lost > 0 {
+                        let chunk = last_chunk.lock().unwrap().clone();
+                        prop_assert_eq!(chunk.len() as u64, lost);
+                        dropped.extend(chunk);
+                    }
+                    if result.is_ok() {
+                        prop_assert!(memory.stats().buffer_tokens <= soft || common::last_unit_start(&memory.buffer()) == 0
+                            || memory.stats().folds_pending == 0);
+                    }
+                }
+            }
+            // Nothing lost: summary + buffer = what was added, less what was dropped.
+            let kept: Vec<Message> = added.all.iter().filter(|m| !dropped.contains(m.id.as_ref().unwrap())).cloned().collect();
+            let model = Added { joined: added.all.iter().zip(&added.joined).filter(|(m, _)| !dropped.contains(m.id.as_ref().unwrap())).map(|(_, j)| *j).collect(), all: kept };
+            model.check(&memory.summary(), &memory.buffer(), true);
+            // The view: within the hard limit whenever L0 and the latest unit fit.
+            let view = memory.messages();
+            let view_tokens = words.reply_priming() + view.iter().map(|m| words.count_message(m)).sum::<usize>();
+            prop_assert_eq!(view_tokens, memory.stats().view_tokens);
+            prop_assert_eq!(&view[..l0.len()], &l0[..]);
+            let buffer = memory.buffer();
+            let latest = &buffer[common::last_unit_start(&buffer)..];
+            let floor = words.reply_priming()
+                + l0.iter().chain(latest).map(|m| words.count_message(m)).sum::<usize>();
+            prop_assert!(view_tokens <= hard || floor > hard, "view of {} tokens over the hard limit {}", view_tokens, hard);
+            // The view is a suffix of the buffer, after L0 and at most one summary.
+            let shown = &view[l0.len()..];
+            let summaries = shown.iter().filter(|m| memory.policy().is_summary(m)).count();
+            prop_assert!(summaries <= 1);
+            prop_assert!(buffer.ends_with(&shown[summaries..]));
+        }
+    }
+}
+
+/// In a buffer nothing is hoisted: a system message is an ordinary opening
+/// (rollmem's rule), not looked past as the compactor does.
+#[test]
+fn a_system_message_at_the_head_of_a_buffer_opens_it() {
+    let mut window = WindowMemory::new(4).unwrap();
+    for m in [
+        Message::user("u1"),
+        Message::system("s"),
+        Message::assistant("a1"),
+        Message::user("u2"),
+        Message::assistant("a2"),
+    ] {
+        window.add_message(m).unwrap();
+    }
+    assert_eq!(texts(&window.buffer()), ["s", "a1", "u2", "a2"]);
+
+    let calls = RefCell::new(Vec::new());
+    let one = |_: &str| 1;
+    let per = chatfold::TokenCounter::count_message(&one, &Message::user("u1"));
+    let mut rolling =
+        RollingMemory::new(Settings::new(2 * per).summarizer(appending(&calls)).counter(one)).unwrap();
+    for m in [
+        Message::user("u1"),
+        Message::system("s"),
+        Message::assistant("a1"),
+    ] {
+        rolling.add_message(m).unwrap();
+    }
+    // Two messages fit: the fold takes u1 only, and the system message opens
+    // the buffer (looked past, it would have been folded with u1).
+    assert_eq!(calls.borrow().concat(), ["u1"]);
+    assert_eq!(texts(&rolling.buffer()), ["s", "a1"]);
+}

@@ -9,14 +9,15 @@ use crate::error::{Error, Result};
 use crate::message::Message;
 use crate::policy::FoldPolicy;
 use crate::summarize::{AsyncSummarizer, Summarizer};
-use crate::units::evict_count;
+use crate::units::{self, evict_count};
 
 /// How many messages to evict so the buffer's tokens fit `max_tokens`.
 fn over_budget(inner: &Inner, max_tokens: usize) -> usize {
     if inner.total <= max_tokens {
         return 0;
     }
-    evict_count(&inner.state.buffer, |i| inner.tokens[i], max_tokens)
+    let buffer = &inner.state.buffer;
+    evict_count(buffer, &units::callers(buffer), |i| inner.tokens[i], max_tokens)
 }
 
 impl<S, C: TokenCounter> Settings<S, C> {

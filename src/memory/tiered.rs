@@ -292,6 +292,9 @@ struct Tiers {
     /// Tokens of the rendered summary message (0 without a summary).
     summary_tokens: usize,
     buffer: Vec<Message>,
+    /// Indices of the buffered messages that carry tool calls, kept as the
+    /// buffer changes so that no add reads the whole buffer.
+    callers: Vec<usize>,
     /// Tokens of each buffered message, counted once when it was added.
     tokens: Vec<usize>,
     total: usize,
@@ -320,16 +323,29 @@ struct Counters {
     last_error: Option<String>,
 }
 
-/// What the view of the buffer is: where it starts, its tokens, and the
-/// summary as shown (cut when only a shorter one fits beside the latest unit).
+/// What the view of the buffer is: where it starts, its tokens, and how the
+/// summary is shown.
 struct View {
     start: usize,
     tokens: usize,
-    summary: Option<Message>,
+    summary: Shown,
+}
+
+/// The summary in the view.
+enum Shown {
+    /// No summary, or none fits beside the latest unit.
+    Hidden,
+    /// The summary as it is.
+    Whole,
+    /// Cut to what fits beside the latest unit.
+    Cut(Message),
 }
 
 impl Tiers {
     fn push(&mut self, message: Message, tokens: usize) {
+        if !message.tool_calls.is_empty() {
+            self.callers.push(self.buffer.len());
+        }
         self.buffer.push(message);
         self.tokens.push(tokens);
         self.total = self.total.saturating_add(tokens);
@@ -337,42 +353,54 @@ impl Tiers {
 
     fn drop_front(&mut self, n: usize) {
         self.buffer.drain(..n);
+        self.callers.retain(|&c| c >= n);
+        self.callers.iter_mut().for_each(|c| *c -= n);
         let gone = self.tokens.drain(..n).fold(0usize, usize::saturating_add);
         self.total = self.total.saturating_sub(gone);
     }
 
     /// How many messages the next fold takes: whole units from the front, up
-    /// to the chunk limits, never the latest unit, the rest left aligned.
+    /// to the chunk limits, never the latest unit; the longest such chunk
+    /// that leaves the rest aligned, else the cut aligned forward.
     /// 0 when the buffer is within the soft limit or nothing can be folded.
     fn chunk<C>(&self, settings: &TieredSettings<C>) -> usize {
         if self.total <= settings.soft_limit_tokens {
             return 0;
         }
-        let callers = units::callers(&self.buffer);
-        let mut starts: Vec<usize> = units::Backward::new(&self.buffer, &callers, 0)
+        let callers = &self.callers;
+        // Ends of the candidate chunks: the starts of every unit but the
+        // first, ascending, the latest unit's start last.
+        let mut ends: Vec<usize> = units::Backward::new(&self.buffer, callers, 0)
             .map(|unit| unit.start)
+            .filter(|&start| start > 0)
             .collect();
-        starts.pop(); // the first unit starts at 0
-        starts.reverse(); // the starts of every later unit, ascending
-        let (mut end, mut tokens) = (0usize, 0usize);
-        for &next in &starts {
-            let more = self.tokens[end..next]
+        ends.reverse();
+        let mut tokens = 0usize;
+        let mut within = 0; // how many ends are within the limits (the first always is)
+        for (k, &end) in ends.iter().enumerate() {
+            let from = k.checked_sub(1).map_or(0, |j| ends[j]);
+            tokens = self.tokens[from..end]
                 .iter()
                 .fold(tokens, |t, &x| t.saturating_add(x));
-            let too_many = next > settings.chunk_size || settings.chunk_tokens.is_some_and(|max| more > max);
-            if end > 0 && too_many {
+            let too_big = end > settings.chunk_size || settings.chunk_tokens.is_some_and(|max| tokens > max);
+            if k > 0 && too_big {
                 break;
             }
-            (end, tokens) = (next, more);
-            if too_many {
-                break;
-            }
+            within = k + 1;
         }
-        if end == 0 {
+        let candidates = &ends[..within];
+        if let Some(&end) = candidates
+            .iter()
+            .rev()
+            .find(|&&end| units::is_aligned(&self.buffer, end, Pinned::Ordinary))
+        {
+            return end;
+        }
+        let Some(&end) = candidates.last() else {
             return 0;
-        }
-        // The same cut as every memory: the rest opens with a user turn when it can.
-        let units = units::Backward::new(&self.buffer, &callers, 0);
+        };
+        // The same cut as every memory: moved forward to a user turn if one comes.
+        let units = units::Backward::new(&self.buffer, callers, 0);
         units::cut(&self.buffer, units, Pinned::Ordinary, |unit| unit.start >= end).start
     }
 
@@ -380,11 +408,17 @@ impl Tiers {
         if self.total <= settings.soft_limit_tokens {
             return 0;
         }
-        let over = units::evict_count(&self.buffer, |i| self.tokens[i], settings.soft_limit_tokens);
+        let over = units::evict_count(
+            &self.buffer,
+            &self.callers,
+            |i| self.tokens[i],
+            settings.soft_limit_tokens,
+        );
         over.div_ceil(settings.chunk_size)
     }
 
-    /// The view within the hard limit.
+    /// The view within the hard limit. Reads only the messages it shows;
+    /// renders the summary only when it must be cut to fit.
     fn view<C: TokenCounter>(&self, settings: &TieredSettings<C>) -> View {
         let hard = settings.hard_limit_tokens;
         let fixed = settings
@@ -394,16 +428,20 @@ impl Tiers {
         let full = fixed
             .saturating_add(self.summary_tokens)
             .saturating_add(self.total);
-        let summary = (!self.summary.is_empty()).then(|| settings.policy.summary_message(&self.summary));
+        let whole = if self.summary.is_empty() {
+            Shown::Hidden
+        } else {
+            Shown::Whole
+        };
         if full <= hard {
             return View {
                 start: 0,
                 tokens: full,
-                summary,
+                summary: whole,
             };
         }
         let room = hard.saturating_sub(fixed).saturating_sub(self.summary_tokens);
-        let start = units::evict_count(&self.buffer, |i| self.tokens[i], room);
+        let start = units::evict_count(&self.buffer, &self.callers, |i| self.tokens[i], room);
         let kept = self.tokens[start..]
             .iter()
             .fold(0usize, |t, &x| t.saturating_add(x));
@@ -412,21 +450,27 @@ impl Tiers {
             return View {
                 start,
                 tokens: base.saturating_add(self.summary_tokens),
-                summary,
+                summary: whole,
             };
         }
         // The latest unit leaves less room than the summary takes: show as
         // much of the summary as fits beside it, or none.
         let left = hard.saturating_sub(base);
         let policy = &settings.policy;
-        let summary = summary
-            .filter(|_| left > policy.overhead(&settings.counter))
-            .map(|_| policy.fit(&self.summary, left, &settings.counter))
+        let fitted = (!self.summary.is_empty() && left > policy.overhead(&settings.counter))
+            .then(|| policy.fit(&self.summary, left, &settings.counter))
             .filter(|fitted| fitted.tokens <= left);
-        View {
-            start,
-            tokens: base.saturating_add(summary.as_ref().map_or(0, |f| f.tokens)),
-            summary: summary.map(|f| f.message),
+        match fitted {
+            Some(fitted) => View {
+                start,
+                tokens: base.saturating_add(fitted.tokens),
+                summary: Shown::Cut(fitted.message),
+            },
+            None => View {
+                start,
+                tokens: base,
+                summary: Shown::Hidden,
+            },
         }
     }
 }
@@ -621,6 +665,7 @@ where
             system: state.system,
             summary: state.summary,
             summary_tokens,
+            callers: units::callers(&state.buffer),
             buffer: state.buffer,
             total: tokens.iter().fold(0usize, |t, &x| t.saturating_add(x)),
             tokens,
@@ -669,16 +714,20 @@ async fn work<S: AsyncSummarizer, C: TokenCounter>(core: Arc<Core<S, C>>) {
 impl<S, C: TokenCounter> TieredMemory<S, C> {
     /// Appends a message to the working buffer; never waits for a summarizer.
     ///
-    /// When the buffer passes the soft limit, the worker is signalled (after
-    /// a failed fold, only once the backoff's adds have passed).
+    /// When the buffer passes the soft limit and no fold is in flight, the
+    /// worker is signalled (after a failed fold, only once the backoff's adds
+    /// have passed). Its cost follows the view, not the buffer: a count of
+    /// the new message, and, while the buffer is over the hard limit, a walk
+    /// back over the messages the view shows.
     pub fn add_message(&self, message: Message) {
         let core = &*self.core;
         let settings = &core.settings;
         let tokens = settings.counter.count_message(&message);
         let mut tiers = core.lock();
         tiers.push(message, tokens);
+        // A fold in flight looks again when it ends: no wake-up needed then.
         let mut wake = None;
-        if tiers.total > settings.soft_limit_tokens {
+        if tiers.total > settings.soft_limit_tokens && !tiers.folding {
             if tiers.wait_adds > 0 {
                 tiers.wait_adds -= 1;
             } else {
@@ -725,6 +774,7 @@ impl<S, C: TokenCounter> TieredMemory<S, C> {
         tiers.summary.clear();
         tiers.summary_tokens = 0;
         tiers.buffer.clear();
+        tiers.callers.clear();
         tiers.tokens.clear();
         tiers.total = 0;
         tiers.epoch = tiers.epoch.wrapping_add(1);
@@ -819,7 +869,11 @@ impl<S, C: TokenCounter> Memory for TieredMemory<S, C> {
         let view = tiers.view(&self.core.settings);
         let mut out = Vec::with_capacity(tiers.system.len() + 1 + tiers.buffer.len() - view.start);
         out.extend(tiers.system.iter().cloned());
-        out.extend(view.summary);
+        match view.summary {
+            Shown::Hidden => {}
+            Shown::Whole => out.push(self.core.settings.policy.summary_message(&tiers.summary)),
+            Shown::Cut(message) => out.push(message),
+        }
         out.extend(tiers.buffer[view.start..].iter().cloned());
         out
     }

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use super::{Memory, Remember, State, check_positive};
 use crate::error::Result;
 use crate::message::Message;
-use crate::units::evict_count;
+use crate::units::{self, evict_count};
 
 /// Keeps the last `max_messages` messages, dropping older ones with no
 /// summary (rollmem's `WindowMemory`, LangChain's `ConversationBufferWindowMemory`).
@@ -71,7 +71,8 @@ impl Remember for WindowMemory {
     fn add_message(&mut self, message: Message) -> Result<()> {
         self.state.buffer.push(message);
         if self.state.buffer.len() > self.max_messages {
-            let n = evict_count(&self.state.buffer, |_| 1, self.max_messages);
+            let buffer = &self.state.buffer;
+            let n = evict_count(buffer, &units::callers(buffer), |_| 1, self.max_messages);
             self.state.buffer.drain(..n);
         }
         Ok(())
