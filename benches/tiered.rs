@@ -20,7 +20,7 @@ async fn slow(request: SummaryRequest<'static>) -> Result<String, &'static str> 
 }
 
 /// Adds timed one by one.
-const ADDS: usize = 5_000;
+const ADDS: usize = 10_000;
 
 fn turn(i: usize) -> Message {
     Message::user(format!(

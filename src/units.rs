@@ -129,7 +129,7 @@ pub(crate) enum Pinned {
 }
 
 /// Whether keeping `messages[start..]` is an aligned cut.
-pub(crate) fn is_aligned(messages: &[Message], start: usize, pinned: Pinned) -> bool {
+fn is_aligned(messages: &[Message], start: usize, pinned: Pinned) -> bool {
     !opens_with_response(messages, start, pinned)
 }
 
@@ -168,6 +168,52 @@ pub(crate) fn evict_count(
         kept <= limit
     })
     .start
+}
+
+/// How many messages at the front of `messages` one fold takes (a chunk):
+/// whole units from the front, at most `limits.0` messages and `limits.1`
+/// tokens by `cost` (at least one unit), never the latest unit. Of the chunks
+/// within the limits, the longest that leaves the rest aligned (nothing
+/// hoisted); when none does, the longest, with the cut then aligned forward
+/// as [`cut`] does. 0 when there is only one unit.
+///
+/// Reads every unit of `messages` once (they are found from the end).
+pub(crate) fn chunk(
+    messages: &[Message],
+    callers: &[usize],
+    cost: impl Fn(usize) -> usize,
+    limits: (usize, usize),
+) -> usize {
+    let (max_messages, max_tokens) = limits;
+    // Ends of the candidate chunks: the starts of every unit but the first,
+    // ascending, the latest unit's start last.
+    let mut ends: Vec<usize> = Backward::new(messages, callers, 0)
+        .map(|unit| unit.start)
+        .filter(|&start| start > 0)
+        .collect();
+    ends.reverse();
+    let (mut tokens, mut within) = (0usize, 0usize);
+    for (k, &end) in ends.iter().enumerate() {
+        let from = k.checked_sub(1).map_or(0, |j| ends[j]);
+        tokens = (from..end).map(&cost).fold(tokens, usize::saturating_add);
+        if k > 0 && (end > max_messages || tokens > max_tokens) {
+            break;
+        }
+        within = k + 1;
+    }
+    let candidates = &ends[..within];
+    if let Some(&end) = candidates
+        .iter()
+        .rev()
+        .find(|&&end| is_aligned(messages, end, Pinned::Ordinary))
+    {
+        return end;
+    }
+    let Some(&end) = candidates.last() else {
+        return 0;
+    };
+    let units = Backward::new(messages, callers, 0);
+    cut(messages, units, Pinned::Ordinary, |unit| unit.start >= end).start
 }
 
 /// A cut: keep `messages[start..]`.
@@ -414,6 +460,44 @@ mod tests {
         let callers = callers(&h);
         assert_eq!(evict_count(&h, &callers, |_| 1, 4), 1);
         assert_eq!(evict_count(&h, &callers, |_| 1, 3), 3);
+    }
+
+    #[test]
+    fn chunks_are_whole_units_within_the_limits_and_aligned() {
+        let h = [
+            Message::user("u1"),
+            call(&["a", "b"]),
+            Message::tool("1", "a"),
+            Message::tool("2", "b"),
+            Message::assistant("a1"),
+            Message::user("u2"),
+            Message::assistant("a2"),
+            Message::user("u3"),
+        ];
+        let callers = callers(&h);
+        let one = |_| 1;
+        // The first unit is taken whatever its size (here aligned forward).
+        assert_eq!(chunk(&h, &callers, one, (0, 0)), 5);
+        assert_eq!(chunk(&h[4..], &[], one, (0, 0)), 1);
+        // Up to 5 messages: the longest chunk that leaves a user turn first.
+        assert_eq!(chunk(&h, &callers, one, (5, usize::MAX)), 5);
+        assert_eq!(chunk(&h, &callers, one, (6, usize::MAX)), 5);
+        // Up to 4 messages, or 3 tokens: no end within the limits leaves a
+        // user turn first (the call, then a1, would open the rest), so the
+        // chunk grows to the next user turn, as a cut's alignment does.
+        assert_eq!(chunk(&h, &callers, one, (4, usize::MAX)), 5);
+        assert_eq!(chunk(&h, &callers, one, (100, 3)), 5);
+        // Never the latest unit.
+        assert_eq!(chunk(&h, &callers, one, (100, usize::MAX)), 7);
+        assert_eq!(chunk(&h[..1], &callers[..0], one, (100, usize::MAX)), 0);
+        // No aligned end within the limits: aligned forward, as a cut is.
+        let h = [
+            Message::user("u"),
+            Message::assistant("a"),
+            Message::assistant("b"),
+            Message::user("v"),
+        ];
+        assert_eq!(chunk(&h, &[], one, (1, usize::MAX)), 3);
     }
 
     #[test]

@@ -506,3 +506,35 @@ async fn stress_eight_tasks_of_a_thousand_adds() {
     assert!(stats.folds_failed > 0 && stats.messages_dropped == 0);
     assert!(stats.view_tokens <= 600);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_summarizer_is_a_failed_fold_and_the_worker_goes_on() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let summarizer = {
+        let calls = calls.clone();
+        move |r: SummaryRequest<'static>| {
+            let n = calls.fetch_add(1, Ordering::SeqCst);
+            async move {
+                assert!(n > 0, "the first call panics");
+                Ok::<_, Infallible>(format!("{} turns", r.messages().len()))
+            }
+        }
+    };
+    let settings = TieredSettings::new(10, 40).chunk_size(2).counter(words);
+    let (memory, worker) = TieredMemory::new([], settings, summarizer).unwrap();
+    let handle = tokio::spawn(worker);
+    for i in 0..40 {
+        memory.add_message(tagged(i, "a b c"));
+        tokio::task::yield_now().await;
+    }
+    eventually("folds after the panic", || memory.stats().folds_done > 0).await;
+    let stats = memory.stats();
+    assert_eq!(stats.folds_failed, 1);
+    assert!(
+        stats
+            .last_error
+            .unwrap()
+            .contains("summarizer panicked: the first call panics")
+    );
+    assert!(!handle.is_finished(), "the worker survives");
+}

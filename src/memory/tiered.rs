@@ -4,17 +4,18 @@ use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::fmt;
 use std::future::{Future, poll_fn};
+use std::panic::{self, AssertUnwindSafe};
 use std::pin::{Pin, pin};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 
 use super::{Memory, State, check_positive, fold_request, new_summary};
 use crate::count::{Heuristic, TokenCounter};
-use crate::error::{Error, Result};
+use crate::error::{BoxError, Error, Result};
 use crate::message::Message;
 use crate::policy::FoldPolicy;
 use crate::summarize::AsyncSummarizer;
-use crate::units::{self, Pinned};
+use crate::units;
 
 /// How many prompt sizes [`Stats::profile`] remembers.
 const PROFILE_LEN: usize = 256;
@@ -215,7 +216,8 @@ pub struct Stats {
 /// leave the *view*, not the state, and come back into the summary when the
 /// summarizer recovers.
 ///
-/// Summarizer failures never reach the agent loop: they are counted in
+/// Summarizer failures never reach the agent loop (a panic in the worker's
+/// summarizer call counts as a failure too): they are counted in
 /// [`stats`](Self::stats), and the fold is retried on a later add, waiting for
 /// twice as many adds after each consecutive failure (1, 2, 4, … up to 64):
 /// backoff with no timer. [`fold_now`](Self::fold_now) retries at once. With
@@ -359,49 +361,14 @@ impl Tiers {
         self.total = self.total.saturating_sub(gone);
     }
 
-    /// How many messages the next fold takes: whole units from the front, up
-    /// to the chunk limits, never the latest unit; the longest such chunk
-    /// that leaves the rest aligned, else the cut aligned forward.
-    /// 0 when the buffer is within the soft limit or nothing can be folded.
+    /// How many messages the next fold takes (see [`units::chunk`]); 0 when
+    /// the buffer is within the soft limit or nothing can be folded.
     fn chunk<C>(&self, settings: &TieredSettings<C>) -> usize {
         if self.total <= settings.soft_limit_tokens {
             return 0;
         }
-        let callers = &self.callers;
-        // Ends of the candidate chunks: the starts of every unit but the
-        // first, ascending, the latest unit's start last.
-        let mut ends: Vec<usize> = units::Backward::new(&self.buffer, callers, 0)
-            .map(|unit| unit.start)
-            .filter(|&start| start > 0)
-            .collect();
-        ends.reverse();
-        let mut tokens = 0usize;
-        let mut within = 0; // how many ends are within the limits (the first always is)
-        for (k, &end) in ends.iter().enumerate() {
-            let from = k.checked_sub(1).map_or(0, |j| ends[j]);
-            tokens = self.tokens[from..end]
-                .iter()
-                .fold(tokens, |t, &x| t.saturating_add(x));
-            let too_big = end > settings.chunk_size || settings.chunk_tokens.is_some_and(|max| tokens > max);
-            if k > 0 && too_big {
-                break;
-            }
-            within = k + 1;
-        }
-        let candidates = &ends[..within];
-        if let Some(&end) = candidates
-            .iter()
-            .rev()
-            .find(|&&end| units::is_aligned(&self.buffer, end, Pinned::Ordinary))
-        {
-            return end;
-        }
-        let Some(&end) = candidates.last() else {
-            return 0;
-        };
-        // The same cut as every memory: moved forward to a user turn if one comes.
-        let units = units::Backward::new(&self.buffer, callers, 0);
-        units::cut(&self.buffer, units, Pinned::Ordinary, |unit| unit.start >= end).start
+        let limits = (settings.chunk_size, settings.chunk_tokens.unwrap_or(usize::MAX));
+        units::chunk(&self.buffer, &self.callers, |i| self.tokens[i], limits)
     }
 
     fn folds_pending<C>(&self, settings: &TieredSettings<C>) -> usize {
@@ -496,9 +463,10 @@ impl<S, C> Core<S, C> {
 }
 
 impl<S: AsyncSummarizer, C: TokenCounter> Core<S, C> {
-    /// Folds one chunk, if one is due. `watch_close`: give up when the memory
-    /// is dropped (the worker).
-    async fn fold_step(&self, watch_close: bool) -> Step {
+    /// Folds one chunk, if one is due. `in_worker`: give up when the memory
+    /// is dropped, and take a panicking summarizer for a failed one (there is
+    /// no caller for the panic to reach).
+    async fn fold_step(&self, in_worker: bool) -> Step {
         let settings = &self.settings;
         let allowance = settings.allowance();
         let (request, n, epoch) = {
@@ -517,10 +485,17 @@ impl<S: AsyncSummarizer, C: TokenCounter> Core<S, C> {
         let guard = InFlight { core: self };
         let mut call = pin!(self.summarizer.summarize(request));
         let result = poll_fn(|cx| {
-            if let Poll::Ready(result) = call.as_mut().poll(cx) {
+            let mut poll = || call.as_mut().poll(cx).map_err(Into::<BoxError>::into);
+            let polled = if in_worker {
+                panic::catch_unwind(AssertUnwindSafe(poll))
+                    .unwrap_or_else(|panic| Poll::Ready(Err(panicked(&*panic))))
+            } else {
+                poll()
+            };
+            if let Poll::Ready(result) = polled {
                 return Poll::Ready(Some(result));
             }
-            if watch_close {
+            if in_worker {
                 let mut tiers = self.lock();
                 if tiers.closed {
                     return Poll::Ready(None);
@@ -535,7 +510,7 @@ impl<S: AsyncSummarizer, C: TokenCounter> Core<S, C> {
         };
         // Checked, cut and counted before taking the lock: adds never wait on it.
         let summary = result
-            .map_err(|e| Error::Summarize(e.into()))
+            .map_err(Error::Summarize)
             .and_then(|text| new_summary(&settings.policy, text, allowance, &settings.counter))
             .map(|text| {
                 let tokens = settings
@@ -600,6 +575,16 @@ impl Tiers {
             self.wait_adds = (1usize << shift).min(MAX_BACKOFF_ADDS) - 1;
         }
     }
+}
+
+/// A summarizer's panic as a fold error.
+fn panicked(payload: &(dyn std::any::Any + Send)) -> BoxError {
+    let message = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("no message");
+    format!("summarizer panicked: {message}").into()
 }
 
 /// Ends the fold if its future is dropped mid-flight (the memory dropped, or
