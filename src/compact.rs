@@ -1,11 +1,12 @@
 //! The compactor: plan (pure), summarize, apply.
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 
 use crate::count::{Heuristic, TokenCounter};
 use crate::error::{Error, Result};
 use crate::message::Message;
-use crate::policy::FoldPolicy;
+use crate::policy::{Begun, FoldPolicy};
 use crate::summarize::{AsyncSummarizer, Summarizer, SummaryRequest};
 use crate::units::{self, Stop};
 
@@ -250,10 +251,13 @@ impl<C: TokenCounter> Compactor<C> {
                 hoisted: Vec::new(),
                 previous: Vec::new(),
                 counts: Counts::new(0),
+                ledger: Vec::new(),
+                ledger_dropped: Vec::new(),
             },
             tokens_before: counted_all.then_some(total),
             fixed_tokens: total,
             summary_limit: 0,
+            begun: OnceCell::new(),
         };
         if total <= self.budget {
             plan.report.counts = counts;
@@ -514,6 +518,7 @@ pub struct Plan<'a, 'c, C> {
     /// Tokens of everything in the output but the summary.
     fixed_tokens: usize,
     summary_limit: usize,
+    begun: OnceCell<Begun<'a>>,
 }
 
 impl<'a, C: TokenCounter> Plan<'a, '_, C> {
@@ -530,34 +535,43 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
         if !self.folds() {
             return None;
         }
-        let policy = &self.compactor.policy;
+        let begun = self.begun();
+        let (before_cut, skip) = self.folded_part();
+        Some(
+            SummaryRequest::skipping(begun.prose.clone(), before_cut, skip, begun.allowance)
+                .with_ledger(begun.entries.clone()),
+        )
+    }
+
+    /// The messages before the cut, and the (sorted) indices among them that
+    /// are not folded: hoisted messages and previous summaries.
+    fn folded_part(&self) -> (&'a [Message], Vec<usize>) {
         let report = &self.report;
-        let mut previous = report
-            .previous
-            .iter()
-            .filter_map(|&i| policy.summary_text(&self.messages[i]));
-        let previous = match (previous.next(), previous.next()) {
-            (None, _) => None,
-            (Some(one), None) => Some(one),
-            (Some(a), Some(b)) => {
-                let mut joined = format!("{a}\n{b}");
-                for more in previous {
-                    joined.push('\n');
-                    joined.push_str(&more);
-                }
-                Some(Cow::Owned(joined))
-            }
-        };
-        // Folded: everything before the cut but hoisted messages and previous summaries.
         let mut skip: Vec<usize> = report.hoisted.iter().chain(&report.previous).copied().collect();
         skip.sort_unstable();
-        let before_cut = &self.messages[..report.cut];
-        Some(SummaryRequest::skipping(
-            previous,
-            before_cut,
-            skip,
-            report.allowance,
-        ))
+        (&self.messages[..report.cut], skip)
+    }
+
+    /// The previous summaries' prose and the ledger's candidates, found once.
+    fn begun(&self) -> &Begun<'a> {
+        self.begun.get_or_init(|| {
+            let compactor = self.compactor;
+            let policy = &compactor.policy;
+            let previous: Vec<Cow<'a, str>> = self
+                .report
+                .previous
+                .iter()
+                .filter_map(|&i| policy.summary_text(&self.messages[i]))
+                .collect();
+            let (before_cut, skip) = self.folded_part();
+            let folded = SummaryRequest::skipping(None, before_cut, skip, 0);
+            policy.begin(
+                &previous,
+                folded.messages(),
+                self.report.allowance,
+                &compactor.counter,
+            )
+        })
     }
 
     /// What the plan does with each message, and why.
@@ -587,8 +601,16 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
         }
         let policy = &compactor.policy;
         let text = policy.accept(summary.into())?;
-        let fitted = policy.fit(&text, self.summary_limit, &compactor.counter);
+        let fitted = policy.finish(
+            &text,
+            &self.begun().entries,
+            self.summary_limit,
+            &compactor.counter,
+        );
         let (message, summary_tokens, summary_truncated) = (fitted.message, fitted.tokens, fitted.truncated);
+        let mut report = self.report;
+        report.ledger = fitted.kept;
+        report.ledger_dropped = fitted.dropped;
         let tokens_after = self.fixed_tokens.saturating_add(summary_tokens);
         let over_budget = tokens_after > compactor.budget;
         if over_budget && compactor.strict {
@@ -597,9 +619,9 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
                 required: tokens_after,
             });
         }
-        let cut = self.report.cut;
-        let mut out = Vec::with_capacity(self.report.hoisted.len() + 1 + self.messages.len() - cut);
-        out.extend(self.report.hoisted.iter().map(|&i| self.messages[i].clone()));
+        let cut = report.cut;
+        let mut out = Vec::with_capacity(report.hoisted.len() + 1 + self.messages.len() - cut);
+        out.extend(report.hoisted.iter().map(|&i| self.messages[i].clone()));
         out.push(message);
         out.extend_from_slice(&self.messages[cut..]);
         Ok(Compaction {
@@ -609,7 +631,7 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
             tokens_after,
             over_budget,
             summary_truncated,
-            report: self.report,
+            report,
         })
     }
 }
@@ -720,6 +742,8 @@ pub struct Report {
     hoisted: Vec<usize>,
     previous: Vec<usize>,
     counts: Counts,
+    ledger: Vec<String>,
+    ledger_dropped: Vec<String>,
 }
 
 impl Report {
@@ -777,6 +801,18 @@ impl Report {
     /// Input indices with the given fate, in order.
     pub fn indices(&self, fate: Fate) -> impl Iterator<Item = usize> + '_ {
         (0..self.len).filter(move |&i| self.fate(i) == Some(fate))
+    }
+
+    /// The ledger entries listed in the summary, newest first (empty when
+    /// nothing was folded or the ledger is off).
+    pub fn ledger(&self) -> &[String] {
+        &self.ledger
+    }
+
+    /// Identifiers found in the folded turns that did not fit in the ledger's
+    /// share of the summary (nor stand in its prose).
+    pub fn ledger_dropped(&self) -> &[String] {
+        &self.ledger_dropped
     }
 
     /// Tokens of input message `index`, if it was counted: kept and hoisted

@@ -60,6 +60,7 @@ mod compact;
 mod count;
 mod error;
 mod history;
+mod ledger;
 pub mod memory;
 mod message;
 mod policy;
@@ -74,6 +75,7 @@ pub use count::{
 };
 pub use error::{BoxError, Error, Result};
 pub use history::{History, parse_messages};
+pub use ledger::{LEDGER_HEADING, LedgerPattern};
 pub use message::{Content, Message, Part, Role, ToolCall, messages_from_json};
 pub use policy::{DEFAULT_SUMMARY_PREFIX, FoldPolicy};
 pub use summarize::{AsyncSummarizer, Extractive, Ready, Summarizer, SummaryRequest};

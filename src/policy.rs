@@ -4,6 +4,7 @@ use std::borrow::Cow;
 
 use crate::count::TokenCounter;
 use crate::error::{Error, Result};
+use crate::ledger::{self, LedgerPattern};
 use crate::message::{Content, Message, Role};
 
 /// The prefix chatfold starts its summary message with, and recognises it by.
@@ -21,6 +22,26 @@ pub const DEFAULT_SUMMARY_PREFIX: &str = "Summary of earlier conversation:\n";
 /// `summary_prefix`. Nothing else marks it (no extra field, which OpenAI would
 /// reject), so it is recognised even after a client dropped every field but
 /// `role` and `content`.
+///
+/// # The ledger
+///
+/// Summaries are lossy, and what they lose first is what agents need
+/// verbatim. With [`ledger`](Self::ledger) on (the default), the identifiers
+/// in the folded turns (UUIDs, URLs, paths, hashes, cloud resource names,
+/// emails, IP addresses, host names, ticket keys, CVEs, versions, and in JSON
+/// the string values of keys that name identifiers, as `key: value`) that the
+/// summarizer's text does not already hold verbatim are listed after it,
+/// newest first, under the heading [`LEDGER_HEADING`](crate::LEDGER_HEADING),
+/// one `- entry` a line. The section takes at most
+/// [`ledger_percent`](Self::ledger_percent) of the summary's allowance; the
+/// cut to the allowance shortens the prose first and never cuts an entry in
+/// half. When the summary is folded again, its ledger is read back and
+/// merged with the new entries (reappearing ones move to the front, the
+/// oldest leave first when room runs out), so identifiers survive any number
+/// of stateless compactions. Finding them reads the folded text newest first,
+/// one pass, and stops once it has more entries than the section can hold or
+/// has read 32 bytes per token of allowance (about eight times the text the
+/// allowance holds): the cost follows the budget, not the history.
 ///
 /// # Examples
 ///
@@ -52,6 +73,14 @@ pub struct FoldPolicy {
     /// word boundary. `None`: only the room left by the budget (compactor) or
     /// the memory's own default bounds it.
     pub max_summary_tokens: Option<usize>,
+    /// Whether identifiers from the folded turns are kept verbatim in a
+    /// ledger section after the summary's text.
+    pub ledger: bool,
+    /// The most the ledger section may take, in percent of the summary's
+    /// allowance.
+    pub ledger_percent: u8,
+    /// More identifier patterns: every match is an entry.
+    pub ledger_patterns: Vec<LedgerPattern>,
 }
 
 /// The policy every memory and compactor starts with.
@@ -67,10 +96,25 @@ impl Default for FoldPolicy {
 #[derive(Clone, Debug)]
 pub(crate) struct Fitted {
     pub message: Message,
+    /// The message's text without the prefix: prose, then the ledger section.
+    pub body: String,
     /// Tokens of the whole message (framing included).
     pub tokens: usize,
-    /// Whether the text was cut.
+    /// Whether the prose was cut.
     pub truncated: bool,
+    /// Ledger entries listed in the section, newest first.
+    pub kept: Vec<String>,
+    /// Candidate entries neither listed nor in the prose: no room.
+    pub dropped: Vec<String>,
+}
+
+/// What a fold starts from: the previous summary's prose, the ledger's
+/// candidate entries, and the allowance left to the summarizer's text.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Begun<'a> {
+    pub prose: Option<Cow<'a, str>>,
+    pub entries: Vec<String>,
+    pub allowance: usize,
 }
 
 impl FoldPolicy {
@@ -82,6 +126,9 @@ impl FoldPolicy {
             summary_prefix: Cow::Borrowed(DEFAULT_SUMMARY_PREFIX),
             min_summary_tokens: 16,
             max_summary_tokens: None,
+            ledger: true,
+            ledger_percent: 33,
+            ledger_patterns: Vec::new(),
         }
     }
 
@@ -142,6 +189,62 @@ impl FoldPolicy {
         self
     }
 
+    /// Keep identifiers in a ledger section (`true`, the default) or not.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::FoldPolicy;
+    ///
+    /// assert!(FoldPolicy::new().ledger);
+    /// assert!(!FoldPolicy::new().ledger(false).ledger);
+    /// ```
+    pub fn ledger(mut self, on: bool) -> Self {
+        self.ledger = on;
+        self
+    }
+
+    /// Let the ledger take at most `percent` of the summary's allowance.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::FoldPolicy;
+    ///
+    /// assert_eq!(FoldPolicy::new().ledger_percent, 33);
+    /// assert_eq!(FoldPolicy::new().ledger_percent(50).ledger_percent, 50);
+    /// ```
+    pub fn ledger_percent(mut self, percent: u8) -> Self {
+        self.ledger_percent = percent;
+        self
+    }
+
+    /// Also keep every match of `pattern` (the `regex` crate's syntax).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidConfig`] when the pattern does not compile.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::{Compactor, FoldPolicy, Message};
+    ///
+    /// let policy = FoldPolicy::new().ledger_pattern(r"ORD#[0-9]+")?;
+    /// let mut history: Vec<Message> = vec![Message::user("Where is order ORD#5521?")];
+    /// history.extend((0..40).map(|i| Message::user(format!("later message {i}"))));
+    /// let summarize = |_: &chatfold::SummaryRequest<'_>| Ok::<_, std::convert::Infallible>("Orders were discussed.".to_owned());
+    /// let result = Compactor::new(200).policy(policy).compact(&history, &summarize)?;
+    /// assert!(result.messages[0].text().contains("- ORD#5521"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn ledger_pattern(mut self, pattern: &str) -> Result<Self> {
+        let compiled = LedgerPattern::new(pattern)
+            .map_err(|e| Error::config(format!("ledger pattern {pattern:?}: {e}")))?;
+        self.ledger_patterns.push(compiled);
+        Ok(self)
+    }
+
     /// Whether `message` is a summary written under this policy (role and prefix).
     pub fn is_summary(&self, message: &Message) -> bool {
         message.role == self.summary_role
@@ -193,11 +296,12 @@ impl FoldPolicy {
         if trimmed.is_empty() {
             return Err(Error::EmptySummary);
         }
-        Ok(if trimmed.len() == text.len() {
+        let text = if trimmed.len() == text.len() {
             text
         } else {
             trimmed.to_owned()
-        })
+        };
+        Ok(ledger::neutralise(text))
     }
 
     /// `text` cut at a word boundary to at most `tokens` tokens (and to
@@ -236,31 +340,188 @@ impl FoldPolicy {
         counter.count_message(&self.summary_message(""))
     }
 
-    /// The summary message for `text`, cut (at a word boundary) so that the
-    /// whole message takes at most `limit` tokens and its text at most the
-    /// policy's cap. When not even one character fits, the text is `…`.
-    pub(crate) fn fit<C: TokenCounter + ?Sized>(&self, text: &str, limit: usize, counter: &C) -> Fitted {
-        let limit = match self.max_summary_tokens {
-            Some(max) => limit.min(self.overhead(counter).saturating_add(max)),
-            None => limit,
+    /// The most tokens the ledger section may take of `allowance`.
+    fn ledger_share(&self, allowance: usize) -> usize {
+        allowance.saturating_mul(usize::from(self.ledger_percent.min(100))) / 100
+    }
+
+    /// Starts a fold onto the summary texts `previous` (bodies: prose and
+    /// ledger section, oldest first) of `folded`, with `allowance` tokens of
+    /// summary text: the previous prose for the summarizer, the ledger's
+    /// candidates, and the allowance left to the summarizer's own text.
+    pub(crate) fn begin<'a, 'm, C: TokenCounter + ?Sized>(
+        &self,
+        previous: &[Cow<'a, str>],
+        folded: impl DoubleEndedIterator<Item = &'m Message>,
+        allowance: usize,
+        counter: &C,
+    ) -> Begun<'a> {
+        let joined = |parts: Vec<Cow<'a, str>>| match parts.len() {
+            0 => None,
+            1 => parts.into_iter().next(),
+            _ => Some(Cow::Owned(parts.join("\n"))),
         };
-        let message = self.summary_message(text);
-        let tokens = counter.count_message(&message);
-        if tokens <= limit {
-            return Fitted {
-                message,
-                tokens,
-                truncated: false,
+        if !self.ledger {
+            return Begun {
+                prose: joined(previous.to_vec()),
+                entries: Vec::new(),
+                allowance,
             };
         }
-        let fits = |t: &str| counter.count_message(&self.summary_message(t)) <= limit;
-        let fitting = fitting_prefix(text, fits);
-        let message = self.summary_message(if fitting.is_empty() { "…" } else { fitting });
+        let (mut proses, mut old) = (Vec::new(), Vec::new());
+        for body in previous.iter().rev() {
+            let (prose, entries) = match body {
+                Cow::Borrowed(b) => {
+                    let (p, e) = ledger::split(b);
+                    (
+                        Cow::Borrowed(p),
+                        e.into_iter().map(Cow::Borrowed).collect::<Vec<_>>(),
+                    )
+                }
+                Cow::Owned(b) => {
+                    let (p, e) = ledger::split(b);
+                    (
+                        Cow::Owned(p.to_owned()),
+                        e.into_iter().map(|e| Cow::Owned(e.to_owned())).collect(),
+                    )
+                }
+            };
+            proses.push(prose);
+            old.extend(entries);
+        }
+        proses.reverse();
+        let share = self.ledger_share(allowance);
+        let old: Vec<&str> = old.iter().map(|e| &**e).collect();
+        let prose_text = proses.iter().map(|p| &**p).collect::<Vec<_>>().join("\n");
+        let entries = ledger::candidates(
+            folded,
+            &prose_text,
+            &old,
+            &self.ledger_patterns,
+            share / 8 + 8,
+            allowance.saturating_mul(32),
+        );
+        // Room the section will take at most, never below the minimum prose.
+        let section = self.pack(&entries, share, counter).1;
+        let reserve = section.min(allowance.saturating_sub(self.min_summary_tokens));
+        Begun {
+            prose: joined(proses),
+            entries,
+            allowance: allowance.saturating_sub(reserve),
+        }
+    }
+
+    /// The leading `entries` whose section fits in `share` tokens, and those
+    /// tokens (estimated line by line).
+    fn pack<'e, C: TokenCounter + ?Sized>(
+        &self,
+        entries: &'e [String],
+        share: usize,
+        counter: &C,
+    ) -> (Vec<&'e str>, usize) {
+        if entries.is_empty() {
+            return (Vec::new(), 0);
+        }
+        let mut tokens = counter.count(ledger::LEDGER_HEADING).saturating_add(2);
+        let mut packed = Vec::new();
+        for entry in entries {
+            let more = tokens.saturating_add(counter.count(entry)).saturating_add(2);
+            if more > share {
+                break;
+            }
+            tokens = more;
+            packed.push(entry.as_str());
+        }
+        let tokens = if packed.is_empty() { 0 } else { tokens };
+        (packed, tokens)
+    }
+
+    /// The summary message for the summarizer's `text` and the ledger's
+    /// candidate `entries`, within `limit` tokens for the whole message (and
+    /// the policy's cap for its text): entries the prose holds verbatim are
+    /// left out, the others listed newest first in at most the ledger's
+    /// share; the prose is cut at a word boundary to make room, and when even
+    /// `…` alone does not fit beside the section, the oldest entries go.
+    pub(crate) fn finish<C: TokenCounter + ?Sized>(
+        &self,
+        text: &str,
+        entries: &[String],
+        limit: usize,
+        counter: &C,
+    ) -> Fitted {
+        let overhead = self.overhead(counter);
+        let limit = match self.max_summary_tokens {
+            Some(max) => limit.min(overhead.saturating_add(max)),
+            None => limit,
+        };
+        let share = self.ledger_share(limit.saturating_sub(overhead));
+        let tokens_of = |body: &str| counter.count_message(&self.summary_message(body));
+        let mut prose = text;
+        let mut truncated = false;
+        let mut packed = Vec::new();
+        // Twice at most: cutting the prose can uncover entries it held.
+        for _ in 0..2 {
+            let open: Vec<String> = entries
+                .iter()
+                .filter(|e| !ledger::covered(e, prose))
+                .cloned()
+                .collect();
+            packed = self
+                .pack(&open, share, counter)
+                .0
+                .into_iter()
+                .map(str::to_owned)
+                .collect();
+            let refs: Vec<&str> = packed.iter().map(String::as_str).collect();
+            if tokens_of(&ledger::render(prose, &refs)) <= limit {
+                break;
+            }
+            let fits = |p: &str| tokens_of(&ledger::render(p, &refs)) <= limit;
+            prose = fitting_prefix(text, fits);
+            truncated = true;
+        }
+        let mut refs: Vec<&str> = packed.iter().map(String::as_str).collect();
+        let mut shown = if prose.is_empty() { "…" } else { prose };
+        let mut body = ledger::render(shown, &refs);
+        while tokens_of(&body) > limit && !refs.is_empty() {
+            refs.pop();
+            if prose.is_empty() {
+                let fits = |p: &str| tokens_of(&ledger::render(p, &refs)) <= limit;
+                shown = match fitting_prefix(text, fits) {
+                    "" => "…",
+                    p => p,
+                };
+            }
+            body = ledger::render(shown, &refs);
+        }
+        let kept: Vec<String> = refs.iter().map(|e| (*e).to_owned()).collect();
+        let dropped = entries
+            .iter()
+            .filter(|e| !kept.contains(e) && !ledger::covered(e, shown))
+            .cloned()
+            .collect();
+        let message = self.summary_message(&body);
         Fitted {
             tokens: counter.count_message(&message),
             message,
-            truncated: true,
+            body,
+            truncated: truncated || shown.len() < text.len(),
+            kept,
+            dropped,
         }
+    }
+
+    /// A stored summary text (prose and section) fitted into `limit` tokens
+    /// for the whole message, its entries kept in their order.
+    pub(crate) fn refit<C: TokenCounter + ?Sized>(&self, body: &str, limit: usize, counter: &C) -> Fitted {
+        let (prose, entries) = ledger::split(body);
+        let entries: Vec<String> = entries.into_iter().map(str::to_owned).collect();
+        // Every stored entry may take the room: the share applied when it was made.
+        let all = FoldPolicy {
+            ledger_percent: 100,
+            ..self.clone()
+        };
+        all.finish(prose, &entries, limit, counter)
     }
 
     /// Checks the settings.
@@ -274,6 +535,12 @@ impl FoldPolicy {
             return Err(Error::config(format!(
                 "summary_role cannot be {}: a summary must not open the history as a response",
                 self.summary_role
+            )));
+        }
+        if self.ledger_percent > 100 {
+            return Err(Error::config(format!(
+                "ledger_percent ({}) must be at most 100",
+                self.ledger_percent
             )));
         }
         Ok(())
@@ -344,18 +611,51 @@ mod tests {
     }
 
     #[test]
-    fn fit_respects_the_limit_and_the_cap() {
+    fn finish_respects_the_limit_and_the_cap() {
         let policy = FoldPolicy::new();
         let text = "word ".repeat(400);
-        let fitted = policy.fit(&text, 100, &Heuristic);
+        let text = text.trim();
+        let fitted = policy.finish(text, &[], 100, &Heuristic);
         assert!(fitted.truncated && fitted.tokens <= 100);
         assert!(fitted.message.text().ends_with("word"));
-        let capped = policy.clone().max_summary_tokens(10).fit(&text, 100, &Heuristic);
+        let capped = policy
+            .clone()
+            .max_summary_tokens(10)
+            .finish(text, &[], 100, &Heuristic);
         assert!(capped.tokens <= policy.overhead(&Heuristic) + 10);
-        let nothing = policy.fit(&text, 1, &Heuristic);
+        let nothing = policy.finish(text, &[], 1, &Heuristic);
         assert!(nothing.truncated && nothing.message.text().ends_with('…'));
-        let whole = policy.fit("short", 100, &Heuristic);
+        let whole = policy.finish("short", &[], 100, &Heuristic);
         assert!(!whole.truncated);
+    }
+
+    #[test]
+    fn the_ledger_takes_its_share_and_the_prose_is_cut_first() {
+        let policy = FoldPolicy::new();
+        let entries: Vec<String> = (0..40).map(|i| format!("/srv/data/file-{i:03}.csv")).collect();
+        let text = "The agent loaded many files and compared them. ".repeat(20);
+        let fitted = policy.finish(text.trim(), &entries, 300, &Heuristic);
+        assert!(fitted.tokens <= 300);
+        assert!(fitted.truncated);
+        assert!(!fitted.kept.is_empty() && !fitted.dropped.is_empty());
+        assert_eq!(fitted.kept[0], entries[0], "newest first");
+        assert_eq!(fitted.kept.len() + fitted.dropped.len(), entries.len());
+        let section: usize = fitted.kept.iter().map(|e| Heuristic.count(e) + 2).sum();
+        assert!(
+            section <= (300 - policy.overhead(&Heuristic)) / 3,
+            "within a third"
+        );
+        // Every entry line whole.
+        let (_, listed) = ledger::split(&fitted.body);
+        assert_eq!(listed, fitted.kept);
+        // Entries the prose holds are not listed again.
+        let held = policy.finish("Loaded /srv/data/file-000.csv.", &entries[..2], 300, &Heuristic);
+        assert_eq!(held.kept, [entries[1].clone()]);
+        assert!(held.dropped.is_empty());
+        // Off: no section.
+        let off = policy.clone().ledger(false);
+        let begun = off.begin(&[], [Message::user("see /srv/x.csv")].iter(), 100, &Heuristic);
+        assert!(begun.entries.is_empty() && begun.allowance == 100);
     }
 
     #[test]

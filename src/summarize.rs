@@ -36,6 +36,7 @@ pub struct SummaryRequest<'a> {
     previous: Option<Cow<'a, str>>,
     messages: Folded<'a>,
     allowance: usize,
+    ledger: Vec<String>,
 }
 
 /// The folded messages: borrowed from the caller (a list, or a slice less
@@ -62,6 +63,7 @@ impl<'a> SummaryRequest<'a> {
             previous: previous.map(Cow::Borrowed),
             messages: Folded::Borrowed(messages.into_iter().collect()),
             allowance,
+            ledger: Vec::new(),
         }
     }
 
@@ -76,7 +78,21 @@ impl<'a> SummaryRequest<'a> {
             previous,
             messages: Folded::Skipping { messages, skip },
             allowance,
+            ledger: Vec::new(),
         }
+    }
+
+    /// The same request with the ledger's entries.
+    pub(crate) fn with_ledger(mut self, entries: Vec<String>) -> Self {
+        self.ledger = entries;
+        self
+    }
+
+    /// The identifiers the summary's ledger section will keep verbatim
+    /// (newest first, before the room is shared out): an LLM summarizer can
+    /// be told they need not be repeated.
+    pub fn ledger(&self) -> &[String] {
+        &self.ledger
     }
 
     /// The running summary the folded messages extend, if any.
@@ -128,11 +144,13 @@ impl<'a> SummaryRequest<'a> {
                         previous: None,
                         messages: borrowed,
                         allowance: 0,
+                        ledger: Vec::new(),
                     };
                     Folded::Owned(request.messages().cloned().collect())
                 }
             },
             allowance: self.allowance,
+            ledger: self.ledger,
         }
     }
 }

@@ -189,7 +189,9 @@ fn summarize_command_gets_the_transcript_and_the_allowance() {
         .strip_prefix(chatfold::DEFAULT_SUMMARY_PREFIX)
         .unwrap()
         .to_owned();
-    let (allowance, users) = body.split_once('\n').unwrap();
+    // The command's own text, before the ledger section.
+    let prose = body.split("\n\n").next().unwrap();
+    let (allowance, users) = prose.split_once('\n').unwrap();
     assert!(
         allowance
             .strip_prefix("allowance=")

@@ -347,29 +347,40 @@ impl<S, C> Settings<S, C> {
     }
 }
 
-/// The summarizer request for folding `evicted` onto `summary`.
-pub(crate) fn fold_request<'a>(
+/// The summarizer request for folding `evicted` onto the summary text
+/// `summary` (prose and ledger section), and the ledger's candidate entries
+/// that [`new_summary`] needs.
+pub(crate) fn fold_request<'a, C: TokenCounter + ?Sized>(
+    policy: &FoldPolicy,
     summary: &'a str,
     evicted: &'a [Message],
     allowance: usize,
-) -> SummaryRequest<'a> {
-    let previous = (!summary.is_empty()).then_some(summary);
-    SummaryRequest::new(previous, evicted, allowance)
+    counter: &C,
+) -> (SummaryRequest<'a>, Vec<String>) {
+    let previous: Vec<Cow<'a, str>> = if summary.is_empty() {
+        Vec::new()
+    } else {
+        vec![Cow::Borrowed(summary)]
+    };
+    let begun = policy.begin(&previous, evicted.iter(), allowance, counter);
+    let request = SummaryRequest::skipping(begun.prose, evicted, Vec::new(), begun.allowance)
+        .with_ledger(begun.entries.clone());
+    (request, begun.entries)
 }
 
-/// A summarizer's answer as the new summary: checked by `policy` (trimmed,
-/// not empty) and cut to `allowance` tokens at a word boundary.
+/// A summarizer's answer as the new summary text: checked by `policy`
+/// (trimmed, not empty), followed by the ledger section of `entries`, and
+/// cut to `allowance` tokens (prose first, at a word boundary).
 pub(crate) fn new_summary<C: TokenCounter + ?Sized>(
     policy: &FoldPolicy,
     text: String,
+    entries: &[String],
     allowance: usize,
     counter: &C,
 ) -> Result<String> {
     let text = policy.accept(text)?;
-    Ok(match policy.cut(&text, allowance, counter) {
-        Cow::Borrowed(fitting) if fitting.len() == text.len() => text,
-        fitting => fitting.into_owned(),
-    })
+    let limit = policy.overhead(counter).saturating_add(allowance);
+    Ok(policy.finish(&text, entries, limit, counter).body)
 }
 
 pub(crate) fn check_positive(name: &str, value: usize) -> Result<()> {

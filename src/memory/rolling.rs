@@ -140,11 +140,13 @@ impl<S: Summarizer, C: TokenCounter> Remember for RollingMemory<S, C> {
         if let Some(summarizer) = &settings.summarizer {
             let state = &self.inner.state;
             let allowance = settings.allowance();
-            let request = fold_request(&state.summary, &state.buffer[..n], allowance);
+            let (policy, counter) = (&settings.policy, &settings.counter);
+            let (request, entries) =
+                fold_request(policy, &state.summary, &state.buffer[..n], allowance, counter);
             let text = summarizer
                 .summarize(&request)
                 .map_err(|e| Error::Summarize(e.into()))?;
-            self.inner.state.summary = new_summary(&settings.policy, text, allowance, &settings.counter)?;
+            self.inner.state.summary = new_summary(policy, text, &entries, allowance, counter)?;
         }
         self.inner.drop_front(n);
         Ok(())
@@ -259,10 +261,9 @@ where
         let tokens = settings.counter.count_message(&message);
         self.shared.lock().push(message, Some(tokens));
         let max = settings.max_tokens;
-        let allowance = settings.allowance();
-        let finish = |text| new_summary(&settings.policy, text, allowance, &settings.counter);
+        let fold = (&settings.policy, &settings.counter, settings.allowance());
         self.shared
-            .settle(settings.summarizer.as_ref(), allowance, finish, |inner| {
+            .settle(settings.summarizer.as_ref(), fold, |inner| {
                 over_budget(inner, max)
             })
             .await

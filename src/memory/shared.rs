@@ -2,9 +2,11 @@
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use super::{State, fold_request};
+use super::{State, fold_request, new_summary};
+use crate::count::TokenCounter;
 use crate::error::{Error, Result};
 use crate::message::Message;
+use crate::policy::FoldPolicy;
 use crate::summarize::AsyncSummarizer;
 
 /// A memory's state with per-message token counts (empty when unused).
@@ -88,18 +90,19 @@ impl Shared {
     /// When a fold is already in flight this returns at once: the fold in
     /// flight looks again when it completes, so it picks up what was added
     /// meanwhile. Without a summarizer, evicted messages are dropped.
-    /// `finish` turns the summarizer's text into the new summary (checked and
-    /// cut by the memory's policy).
-    pub async fn settle<S>(
+    /// `fold` is the memory's policy, counter and summary allowance: the new
+    /// summary is checked, given its ledger and cut by them.
+    pub async fn settle<S, C>(
         &self,
         summarizer: Option<&S>,
-        allowance: usize,
-        finish: impl Fn(String) -> Result<String>,
+        fold: (&FoldPolicy, &C, usize),
         evict: impl Fn(&Inner) -> usize,
     ) -> Result<()>
     where
         S: AsyncSummarizer + ?Sized,
+        C: TokenCounter + ?Sized,
     {
+        let (policy, counter, allowance) = fold;
         let Some(summarizer) = summarizer else {
             let mut inner = self.lock();
             let n = evict(&inner);
@@ -107,7 +110,7 @@ impl Shared {
             return Ok(());
         };
         loop {
-            let (request, n, epoch) = {
+            let (request, entries, n, epoch) = {
                 let mut inner = self.lock();
                 if inner.folding {
                     return Ok(());
@@ -117,14 +120,17 @@ impl Shared {
                     return Ok(());
                 }
                 inner.folding = true;
-                let request =
-                    fold_request(&inner.state.summary, &inner.state.buffer[..n], allowance).into_owned();
-                (request, n, inner.epoch)
+                let evicted = &inner.state.buffer[..n];
+                let (request, entries) =
+                    fold_request(policy, &inner.state.summary, evicted, allowance, counter);
+                (request.into_owned(), entries, n, inner.epoch)
             };
             let guard = InFlight { shared: self };
             let result = summarizer.summarize(request).await;
             // Checked and cut before taking the lock: adds never wait on it.
-            let summary = result.map_err(|e| Error::Summarize(e.into())).and_then(&finish);
+            let summary = result
+                .map_err(|e| Error::Summarize(e.into()))
+                .and_then(|text| new_summary(policy, text, &entries, allowance, counter));
             let mut inner = self.lock();
             inner.folding = false;
             std::mem::forget(guard);

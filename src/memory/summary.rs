@@ -62,8 +62,8 @@ impl<C: TokenCounter> Fold<C> {
         self.policy.max_summary_tokens.unwrap_or(SUMMARY_ALLOWANCE)
     }
 
-    fn finish(&self, text: String) -> Result<String> {
-        new_summary(&self.policy, text, self.allowance(), &self.counter)
+    fn parts(&self) -> (&FoldPolicy, &C, usize) {
+        (&self.policy, &self.counter, self.allowance())
     }
 }
 
@@ -131,12 +131,19 @@ impl<S: Summarizer, C: TokenCounter> Remember for SummaryMemory<S, C> {
     /// stays in the buffer and the summary is unchanged.
     fn add_message(&mut self, message: Message) -> Result<()> {
         self.state.buffer.push(message);
-        let request = fold_request(&self.state.summary, &self.state.buffer, self.fold.allowance());
+        let (policy, counter, allowance) = self.fold.parts();
+        let (request, entries) = fold_request(
+            policy,
+            &self.state.summary,
+            &self.state.buffer,
+            allowance,
+            counter,
+        );
         let text = self
             .summarizer
             .summarize(&request)
             .map_err(|e| Error::Summarize(e.into()))?;
-        self.state.summary = self.fold.finish(text)?;
+        self.state.summary = new_summary(policy, text, &entries, allowance, counter)?;
         self.state.buffer.clear();
         Ok(())
     }
@@ -236,14 +243,8 @@ impl<S: AsyncSummarizer + Sync, C: TokenCounter + Sync> RememberAsync for AsyncS
     async fn add_message(&self, message: Message) -> Result<()> {
         self.shared.lock().push(message, None);
         let everything = |inner: &Inner| inner.state.buffer.len();
-        let fold = &self.fold;
         self.shared
-            .settle(
-                Some(&self.summarizer),
-                fold.allowance(),
-                |text| fold.finish(text),
-                everything,
-            )
+            .settle(Some(&self.summarizer), self.fold.parts(), everything)
             .await
     }
 

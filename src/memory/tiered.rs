@@ -425,7 +425,7 @@ impl Tiers {
         let left = hard.saturating_sub(base);
         let policy = &settings.policy;
         let fitted = (!self.summary.is_empty() && left > policy.overhead(&settings.counter))
-            .then(|| policy.fit(&self.summary, left, &settings.counter))
+            .then(|| policy.refit(&self.summary, left, &settings.counter))
             .filter(|fitted| fitted.tokens <= left);
         match fitted {
             Some(fitted) => View {
@@ -469,7 +469,8 @@ impl<S: AsyncSummarizer, C: TokenCounter> Core<S, C> {
     async fn fold_step(&self, in_worker: bool) -> Step {
         let settings = &self.settings;
         let allowance = settings.allowance();
-        let (request, n, epoch) = {
+        let (policy, counter) = (&settings.policy, &settings.counter);
+        let (request, entries, n, epoch) = {
             let mut tiers = self.lock();
             if tiers.folding {
                 return Step::Busy;
@@ -479,8 +480,9 @@ impl<S: AsyncSummarizer, C: TokenCounter> Core<S, C> {
                 return Step::Idle;
             }
             tiers.folding = true;
-            let request = fold_request(&tiers.summary, &tiers.buffer[..n], allowance).into_owned();
-            (request, n, tiers.epoch)
+            let (request, entries) =
+                fold_request(policy, &tiers.summary, &tiers.buffer[..n], allowance, counter);
+            (request.into_owned(), entries, n, tiers.epoch)
         };
         let guard = InFlight { core: self };
         let mut call = pin!(self.summarizer.summarize(request));
@@ -511,7 +513,7 @@ impl<S: AsyncSummarizer, C: TokenCounter> Core<S, C> {
         // Checked, cut and counted before taking the lock: adds never wait on it.
         let summary = result
             .map_err(Error::Summarize)
-            .and_then(|text| new_summary(&settings.policy, text, allowance, &settings.counter))
+            .and_then(|text| new_summary(policy, text, &entries, allowance, counter))
             .map(|text| {
                 let tokens = settings
                     .counter

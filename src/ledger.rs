@@ -1,0 +1,664 @@
+//! The exact-identifier ledger (sawtooth's L1.5): identifiers found in the
+//! folded turns, kept verbatim in a section after the summary's prose.
+
+use std::collections::HashSet;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::OnceLock;
+
+use regex::{Regex, RegexSet};
+use serde_json::Value;
+
+use crate::message::Message;
+
+/// The heading of the ledger section in a summary.
+pub const LEDGER_HEADING: &str = "Exact identifiers (kept verbatim):";
+
+/// What a section opens with, in a rendered summary.
+const SECTION_START: &str = "\n\nExact identifiers (kept verbatim):\n";
+
+/// Kinds of identifier, each a pattern, some checked further.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Class {
+    Uuid,
+    Url,
+    Cloud,
+    Email,
+    Ipv4,
+    Ipv6,
+    AbsolutePath,
+    WindowsPath,
+    RelativePath,
+    FileName,
+    Host,
+    HexHash,
+    Cve,
+    Ticket,
+    Version,
+}
+
+/// Top-level domains a host name may end with (without a port).
+const TLDS: &[&str] = &[
+    "com",
+    "org",
+    "net",
+    "io",
+    "dev",
+    "ai",
+    "app",
+    "co",
+    "cloud",
+    "internal",
+    "local",
+    "localdomain",
+    "lan",
+    "edu",
+    "gov",
+    "mil",
+    "int",
+    "info",
+    "biz",
+    "me",
+    "sh",
+    "so",
+    "xyz",
+    "tech",
+    "site",
+    "online",
+    "us",
+    "uk",
+    "de",
+    "fr",
+    "jp",
+    "cn",
+    "kr",
+    "in",
+    "au",
+    "ca",
+    "nl",
+    "se",
+    "ch",
+    "eu",
+    "ru",
+    "br",
+    "es",
+    "it",
+    "pl",
+    "test",
+    "example",
+    "invalid",
+    "svc",
+    "cluster",
+    "corp",
+    "amazonaws",
+    "azure",
+    "gcp",
+];
+
+/// Prefixes that look like ticket keys but name standards.
+const NOT_TICKETS: &[&str] = &["UTF", "SHA", "ISO", "MD", "TLS", "SSL", "HTTP", "RFC"];
+
+/// Each class's pattern, in the order a match is tried at one position
+/// (longer or more specific forms first).
+const SPEC: &[(Class, &str)] = &[
+    (
+        Class::Uuid,
+        r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",
+    ),
+    (Class::Url, r#"\b(?:https?|wss?|ftp|file)://[^ \t\r\n<>"'`]+"#),
+    (
+        Class::Cloud,
+        r#"\b(?:gs|s3)://[^ \t\r\n<>"'`]+|\barn:aws[a-z-]*:[a-z0-9-]*:[a-z0-9-]*:[0-9]*:[^ \t\r\n<>"'`]+"#,
+    ),
+    (
+        Class::Email,
+        r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+\b",
+    ),
+    (Class::Ipv6, r"\[[0-9A-Fa-f:.]+\](?::[0-9]{1,5})?"),
+    (Class::Ipv4, r"\b(?:[0-9]{1,3}\.){3}[0-9]{1,3}(?::[0-9]{1,5})?\b"),
+    (Class::Cve, r"\bCVE-[0-9]{4}-[0-9]{4,7}\b"),
+    (
+        Class::WindowsPath,
+        r#"\b[A-Za-z]:\\(?:[^\\ \t\r\n"'<>|]+\\)*[^\\ \t\r\n"'<>|]*"#,
+    ),
+    (
+        Class::AbsolutePath,
+        r#"(?:^|[ \t\r\n"'(\[=,:])~?/[A-Za-z0-9._-]+(?:/[A-Za-z0-9._@+-]+)*/?"#,
+    ),
+    (
+        Class::RelativePath,
+        r"\b[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)+\.[A-Za-z0-9]{1,8}\b",
+    ),
+    (
+        Class::FileName,
+        r"\b[A-Za-z0-9_-][A-Za-z0-9._-]*\.(?:rs|py|js|mjs|ts|tsx|jsx|json|jsonl|yaml|yml|toml|md|txt|csv|tsv|log|sh|go|java|kt|c|h|cc|cpp|hpp|cs|rb|php|html|css|scss|sql|xml|ini|cfg|conf|lock|env|pdf|png|jpg|jpeg|gif|svg|zip|gz|tgz|tar|parquet|ipynb|proto|tf|wasm|so|dll|exe)\b",
+    ),
+    (
+        Class::Version,
+        r"\bv[0-9]+(?:\.[0-9]+){1,3}(?:-[0-9A-Za-z.]+)?\b|\b[0-9]+\.[0-9]+\.[0-9]+(?:-[0-9A-Za-z.]+)?\b",
+    ),
+    (
+        Class::Host,
+        r"\b(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?::[0-9]{1,5})?\b|\blocalhost:[0-9]{1,5}\b",
+    ),
+    (Class::HexHash, r"\b[0-9a-fA-F]{7,64}\b"),
+    (
+        Class::Ipv6,
+        r"(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}|(?:[0-9A-Fa-f]{1,4}:){0,6}[0-9A-Fa-f]{0,4}::(?:[0-9A-Fa-f]{1,4}:){0,6}[0-9A-Fa-f]{0,4}",
+    ),
+    (Class::Ticket, r"\b[A-Z][A-Z0-9]{1,9}-[0-9]{1,7}\b"),
+];
+
+/// Every class's pattern in one alternation (one pass over the text finds
+/// the candidates, leftmost first, in `SPEC`'s order at each position), and
+/// each anchored in a set that tells which class a candidate is. Word
+/// boundaries are ASCII, which keeps both on the fast engines.
+struct Patterns {
+    all: Regex,
+    each: RegexSet,
+}
+
+fn patterns() -> Option<&'static Patterns> {
+    static PATTERNS: OnceLock<Option<Patterns>> = OnceLock::new();
+    PATTERNS
+        .get_or_init(|| {
+            let ascii: Vec<String> = SPEC.iter().map(|(_, p)| p.replace(r"\b", r"(?-u:\b)")).collect();
+            let all = ascii
+                .iter()
+                .map(|p| format!("(?:{p})"))
+                .collect::<Vec<_>>()
+                .join("|");
+            Some(Patterns {
+                all: Regex::new(&all).ok()?,
+                each: RegexSet::new(ascii.iter().map(|p| format!("^(?:{p})$"))).ok()?,
+            })
+        })
+        .as_ref()
+}
+
+/// `found` without the punctuation that ends a sentence or closes a bracket
+/// around it.
+fn trim_end(found: &str) -> &str {
+    let mut s = found;
+    loop {
+        let Some(last) = s.chars().last() else {
+            return s;
+        };
+        let unbalanced = |open: char| s.matches(open).count() < s.matches(last).count();
+        let strip = match last {
+            '.' | ',' | ';' | ':' | '!' | '?' | '\'' | '"' | '`' => true,
+            ')' => unbalanced('('),
+            ']' => unbalanced('['),
+            '}' => unbalanced('{'),
+            _ => false,
+        };
+        if !strip {
+            return s;
+        }
+        s = &s[..s.len() - last.len_utf8()];
+    }
+}
+
+/// Whether `found`, matched as `class`, is an identifier (the checks a
+/// pattern without lookaround cannot make).
+fn accept(class: Class, found: &str) -> bool {
+    match class {
+        Class::Ipv4 => found
+            .split(':')
+            .next()
+            .is_some_and(|ip| ip.parse::<Ipv4Addr>().is_ok()),
+        Class::Ipv6 => {
+            let (ip, _port) = match found.strip_prefix('[') {
+                Some(rest) => (rest.split(']').next().unwrap_or(""), ()),
+                None => (found, ()),
+            };
+            ip.parse::<Ipv6Addr>().is_ok()
+        }
+        Class::HexHash => {
+            found.bytes().any(|b| b.is_ascii_digit()) && found.bytes().any(|b| b.is_ascii_alphabetic())
+        }
+        Class::Host => {
+            if found.starts_with("localhost:") || found.contains(':') {
+                return true;
+            }
+            let tld = found.rsplit('.').next().unwrap_or("");
+            found.contains('.') && TLDS.contains(&tld.to_ascii_lowercase().as_str())
+        }
+        Class::Ticket => !found
+            .split('-')
+            .next()
+            .is_some_and(|prefix| NOT_TICKETS.contains(&prefix)),
+        Class::AbsolutePath => found.len() > 2 && !found.ends_with("//"),
+        _ => true,
+    }
+}
+
+/// Whether a JSON key names an identifier (its string values enter the
+/// ledger as `key: value`). Keys that name secrets never do.
+fn is_identifier_key(key: &str) -> bool {
+    let lower = key.to_ascii_lowercase();
+    const SECRETS: &[&str] = &[
+        "password",
+        "secret",
+        "token",
+        "api_key",
+        "apikey",
+        "authorization",
+        "credential",
+    ];
+    if SECRETS.iter().any(|s| lower.contains(s)) {
+        return false;
+    }
+    const EXACT: &[&str] = &[
+        "id", "uuid", "guid", "key", "url", "uri", "path", "name", "dataset", "host", "hostname", "endpoint",
+        "bucket", "sha", "commit", "branch", "arn", "ref", "file", "filename", "table", "database", "email",
+    ];
+    const SUFFIXES: &[&str] = &[
+        "_id", "_key", "_url", "_uri", "_path", "_name", "_arn", "_hash", "_sha", "_host", "_ref",
+    ];
+    const CAMEL: &[&str] = &[
+        "Id", "Key", "Url", "Uri", "Path", "Name", "Arn", "Hash", "Host", "ID", "URL",
+    ];
+    EXACT.contains(&lower.as_str())
+        || SUFFIXES.iter().any(|s| lower.ends_with(s))
+        || CAMEL.iter().any(|s| key.len() > s.len() && key.ends_with(s))
+}
+
+/// Walks a JSON value, adding `key: value` for each identifier key with a
+/// short, one-line string value.
+fn json_entries(value: &Value, out: &mut Vec<String>, values: &mut HashSet<String>) {
+    match value {
+        Value::Object(map) => {
+            for (key, v) in map {
+                match v {
+                    Value::String(s) if is_identifier_key(key) && usable(s) => {
+                        out.push(format!("{key}: {s}"));
+                        values.insert(s.clone());
+                    }
+                    other => json_entries(other, out, values),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| json_entries(v, out, values)),
+        _ => {}
+    }
+}
+
+/// A value short enough and on one line, fit for a ledger entry.
+fn usable(s: &str) -> bool {
+    !s.trim().is_empty() && s.len() <= 300 && !s.contains('\n')
+}
+
+/// The identifiers in one text, in order of position: JSON `key: value`
+/// entries first when the text is a JSON object or array, then pattern
+/// matches (those inside a longer match, or equal to a JSON value, left out),
+/// then the matches of `extra` patterns (each whole match an entry).
+pub(crate) fn identifiers(text: &str, extra: &[LedgerPattern]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut json_values = HashSet::new();
+    let trimmed = text.trim_start();
+    if (trimmed.starts_with('{') || trimmed.starts_with('[')) && text.len() <= 1 << 20 {
+        if let Ok(value) = serde_json::from_str::<Value>(text) {
+            json_entries(&value, &mut out, &mut json_values);
+        }
+    }
+    if let Some(patterns) = patterns() {
+        for m in patterns.all.find_iter(text) {
+            let mut found = m.as_str();
+            // An absolute path's match holds the character before the path.
+            if let Some(rest) = found.strip_prefix(|c: char| " \t\r\n\"'([=,:".contains(c)) {
+                if rest.starts_with('/') || rest.starts_with("~/") {
+                    found = rest;
+                }
+            }
+            let Some(class) = patterns.each.matches(found).iter().next().map(|i| SPEC[i].0) else {
+                continue;
+            };
+            let found = match class {
+                Class::Url
+                | Class::Cloud
+                | Class::AbsolutePath
+                | Class::RelativePath
+                | Class::WindowsPath => trim_end(found),
+                _ => found,
+            };
+            if !found.is_empty() && accept(class, found) && !json_values.contains(found) {
+                out.push(found.to_owned());
+            }
+        }
+    }
+    for pattern in extra {
+        out.extend(
+            pattern
+                .0
+                .find_iter(text)
+                .map(|m| m.as_str().to_owned())
+                .filter(|s| usable(s)),
+        );
+    }
+    out
+}
+
+/// The pieces of a message to read identifiers from: the content's text,
+/// each tool call's arguments, newest (last) first.
+fn pieces(message: &Message) -> impl Iterator<Item = &str> {
+    let calls = message.tool_calls.iter().map(|c| c.arguments.as_str());
+    let content: Vec<&str> = match &message.content {
+        None => Vec::new(),
+        Some(crate::message::Content::Text(s)) => vec![s.as_str()],
+        Some(crate::message::Content::Parts(parts)) => {
+            parts.iter().filter_map(crate::message::Part::as_text).collect()
+        }
+    };
+    content.into_iter().chain(calls).rev()
+}
+
+/// A user's own identifier pattern: every match is a ledger entry.
+#[derive(Clone, Debug)]
+pub struct LedgerPattern(Regex);
+
+impl LedgerPattern {
+    /// The pattern's source.
+    pub fn as_str(&self) -> &str {
+        self.0.as_str()
+    }
+
+    pub(crate) fn new(pattern: &str) -> Result<Self, regex::Error> {
+        Regex::new(pattern).map(LedgerPattern)
+    }
+}
+
+impl PartialEq for LedgerPattern {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for LedgerPattern {}
+
+/// The candidate entries for a fold: from the folded messages (newest
+/// first), then the previous ledger, then identifiers in the previous prose;
+/// deduplicated, the first (newest) place kept. Reading stops once `enough`
+/// entries are found or `max_bytes` of text were read.
+pub(crate) fn candidates<'m>(
+    folded: impl DoubleEndedIterator<Item = &'m Message>,
+    previous_prose: &str,
+    previous_ledger: &[&str],
+    extra: &[LedgerPattern],
+    enough: usize,
+    max_bytes: usize,
+) -> Vec<String> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    let mut add = |entry: String, out: &mut Vec<String>| {
+        if seen.insert(entry.clone()) {
+            out.push(entry);
+        }
+    };
+    let mut read = 0usize;
+    'messages: for message in folded.rev() {
+        for piece in pieces(message) {
+            if out.len() >= enough || read >= max_bytes {
+                break 'messages;
+            }
+            // The newest end of a piece longer than what is left to read,
+            // from a word boundary so that no identifier is read in part.
+            let left = max_bytes - read;
+            let piece = if piece.len() > left {
+                let mut from = piece.len() - left;
+                while !piece.is_char_boundary(from) {
+                    from += 1;
+                }
+                piece[from..]
+                    .find(char::is_whitespace)
+                    .map_or("", |at| &piece[from + at..])
+            } else {
+                piece
+            };
+            read = read.saturating_add(piece.len());
+            // Newest first: a JSON piece whole (its keys name its values),
+            // any other line by line from the end, stopping once enough.
+            let trimmed = piece.trim_start();
+            if trimmed.starts_with('{') || trimmed.starts_with('[') {
+                for entry in identifiers(piece, extra).into_iter().rev() {
+                    add(entry, &mut out);
+                }
+                continue;
+            }
+            for line in piece.lines().rev() {
+                if out.len() >= enough {
+                    break 'messages;
+                }
+                for entry in identifiers(line, extra).into_iter().rev() {
+                    add(entry, &mut out);
+                }
+            }
+        }
+    }
+    for entry in previous_ledger {
+        add((*entry).to_owned(), &mut out);
+    }
+    for entry in identifiers(previous_prose, extra).into_iter().rev() {
+        add(entry, &mut out);
+    }
+    out
+}
+
+/// Whether `entry` already stands verbatim in `prose` (for a `key: value`
+/// entry, its value).
+pub(crate) fn covered(entry: &str, prose: &str) -> bool {
+    prose.contains(entry)
+        || entry
+            .split_once(": ")
+            .is_some_and(|(_, value)| prose.contains(value))
+}
+
+/// `prose` followed by the ledger section listing `entries` (none: `prose`).
+pub(crate) fn render(prose: &str, entries: &[&str]) -> String {
+    if entries.is_empty() {
+        return prose.to_owned();
+    }
+    let mut out = String::with_capacity(
+        prose.len() + SECTION_START.len() + entries.iter().map(|e| e.len() + 3).sum::<usize>(),
+    );
+    out.push_str(prose);
+    out.push_str(SECTION_START);
+    for (i, entry) in entries.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str("- ");
+        out.push_str(entry);
+    }
+    out
+}
+
+/// A summary's text split into its prose and its ledger entries; a text
+/// without a section is all prose.
+pub(crate) fn split(body: &str) -> (&str, Vec<&str>) {
+    match body.rfind(SECTION_START) {
+        Some(at) => {
+            let entries = body[at + SECTION_START.len()..]
+                .lines()
+                .filter_map(|line| line.strip_prefix("- "))
+                .filter(|entry| !entry.is_empty())
+                .collect();
+            (&body[..at], entries)
+        }
+        None => (body, Vec::new()),
+    }
+}
+
+/// A summarizer's text with any copy of the ledger heading neutralised, so
+/// that its own text is never read back as a ledger.
+pub(crate) fn neutralise(text: String) -> String {
+    if text.contains(LEDGER_HEADING) {
+        text.replace(LEDGER_HEADING, "Exact identifiers:")
+    } else {
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(text: &str) -> Vec<String> {
+        identifiers(text, &[])
+    }
+
+    #[test]
+    fn every_pattern_compiles() {
+        assert_eq!(patterns().map(|p| p.each.len()), Some(SPEC.len()));
+    }
+
+    #[test]
+    fn each_class_is_found_and_trimmed() {
+        let cases = [
+            (
+                "id 550e8400-e29b-41d4-a716-446655440000 here",
+                "550e8400-e29b-41d4-a716-446655440000",
+            ),
+            ("see https://example.com/a/b?x=1.", "https://example.com/a/b?x=1"),
+            ("(docs at https://docs.rs/regex)", "https://docs.rs/regex"),
+            (
+                "copied to gs://bucket/data/part-0001.parquet",
+                "gs://bucket/data/part-0001.parquet",
+            ),
+            ("in s3://logs-prod/2026/11/30/", "s3://logs-prod/2026/11/30/"),
+            (
+                "role arn:aws:iam::123456789012:role/deploy",
+                "arn:aws:iam::123456789012:role/deploy",
+            ),
+            ("mail ann.lee+ops@example.co.uk now", "ann.lee+ops@example.co.uk"),
+            ("db at 10.0.12.7:5432, ok", "10.0.12.7:5432"),
+            ("ipv6 2001:db8::8a2e:370:7334 up", "2001:db8::8a2e:370:7334"),
+            ("bound to [::1]:8080", "[::1]:8080"),
+            ("wrote /var/log/app/server.log.", "/var/log/app/server.log"),
+            ("home ~/.config/app/settings.toml", "~/.config/app/settings.toml"),
+            (r"at C:\Users\ann\report.xlsx today", r"C:\Users\ann\report.xlsx"),
+            ("edit src/memory/tiered.rs please", "src/memory/tiered.rs"),
+            ("open config.yaml now", "config.yaml"),
+            (
+                "host api.internal.example.com responds",
+                "api.internal.example.com",
+            ),
+            ("cache at redis-01.prod:6379", "redis-01.prod:6379"),
+            ("served on localhost:3000", "localhost:3000"),
+            (
+                "commit 9fceb02d0ae598e95dc970b74767f19372d61af8 landed",
+                "9fceb02d0ae598e95dc970b74767f19372d61af8",
+            ),
+            ("short sha a1b2c3d merged", "a1b2c3d"),
+            ("fixes CVE-2024-3094 in xz", "CVE-2024-3094"),
+            ("ticket PROJ-1234 opened", "PROJ-1234"),
+            ("upgrade to v2.14.0-rc.1 soon", "v2.14.0-rc.1"),
+            ("version 1.85.0 required", "1.85.0"),
+        ];
+        for (text, expected) in cases {
+            let found = ids(text);
+            assert!(found.iter().any(|f| f == expected), "{text:?}: {found:?}");
+        }
+    }
+
+    #[test]
+    fn near_misses_are_not_identifiers() {
+        for text in [
+            "The quick brown fox jumps over the lazy dog.",
+            "We shipped 1234567 units in 2026, e.g. to Korea, i.e. Seoul.",
+            "and/or either way; a 1/2 chance",
+            "The defaced facade was deadbeef red.",
+            "Encoding is UTF-8 and hashing SHA-256 per ISO-8601.",
+            "Meet at 10:30:00 or 11:45.",
+            "Mr. Smith said end.Next time.",
+            "score 3.5 of 10",
+        ] {
+            assert_eq!(ids(text), Vec::<String>::new(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn contained_matches_are_left_out() {
+        // The URL holds a host and a path; only the URL is an entry.
+        assert_eq!(
+            ids("get https://api.example.com/v1/users/42 now"),
+            ["https://api.example.com/v1/users/42"]
+        );
+        // An IPv4 address is not also a version.
+        assert_eq!(ids("at 192.168.1.20 today"), ["192.168.1.20"]);
+    }
+
+    #[test]
+    fn json_identifier_keys_become_key_value_entries() {
+        let text = r#"{"connection_id": "conn_994a82", "rows": 12, "dataset": "sales_q3_2026",
+            "nested": {"request_id": "550e8400-e29b-41d4-a716-446655440000", "note": "fine"},
+            "api_key": "sk-secret-value", "userId": "u-77"}"#;
+        let found = ids(text);
+        assert!(
+            found.contains(&"connection_id: conn_994a82".to_owned()),
+            "{found:?}"
+        );
+        assert!(found.contains(&"dataset: sales_q3_2026".to_owned()));
+        assert!(found.contains(&"request_id: 550e8400-e29b-41d4-a716-446655440000".to_owned()));
+        assert!(found.contains(&"userId: u-77".to_owned()));
+        assert!(
+            !found.iter().any(|f| f.contains("sk-secret")),
+            "secrets stay out: {found:?}"
+        );
+        // The UUID is there once, as the key's value.
+        assert_eq!(found.iter().filter(|f| f.contains("550e8400")).count(), 1);
+    }
+
+    #[test]
+    fn sections_render_and_split_back() {
+        let body = render(
+            "The user asked for Q3.",
+            &["connection_id: conn_994a82", "/tmp/x.csv"],
+        );
+        assert_eq!(
+            body,
+            "The user asked for Q3.\n\nExact identifiers (kept verbatim):\n- connection_id: conn_994a82\n- /tmp/x.csv"
+        );
+        assert_eq!(
+            split(&body),
+            (
+                "The user asked for Q3.",
+                vec!["connection_id: conn_994a82", "/tmp/x.csv"]
+            )
+        );
+        assert_eq!(split("No section here."), ("No section here.", vec![]));
+        assert_eq!(render("prose", &[]), "prose");
+        let faked = neutralise(format!("a\n\n{LEDGER_HEADING}\n- fake"));
+        assert_eq!(split(&faked).1, Vec::<&str>::new());
+    }
+
+    #[test]
+    fn candidates_are_newest_first_and_deduplicated() {
+        let folded = [
+            Message::user("old /srv/a.txt and PROJ-1"),
+            Message::user("new /srv/b.txt and PROJ-1"),
+        ];
+        let found = candidates(
+            folded.iter(),
+            "prose with PROJ-9",
+            &["ABC-2"],
+            &[],
+            100,
+            usize::MAX,
+        );
+        assert_eq!(found, ["PROJ-1", "/srv/b.txt", "/srv/a.txt", "ABC-2", "PROJ-9"]);
+        let few = candidates(folded.iter(), "", &[], &[], 1, usize::MAX);
+        assert_eq!(few, ["PROJ-1", "/srv/b.txt"]);
+        // A long piece is read from its newest end, from a word boundary.
+        let long = [Message::user(format!(
+            "/srv/old.txt {} /srv/new.txt",
+            "x".repeat(100)
+        ))];
+        assert_eq!(candidates(long.iter(), "", &[], &[], 100, 20), ["/srv/new.txt"]);
+    }
+
+    #[test]
+    fn user_patterns_add_entries() {
+        let pattern = LedgerPattern::new(r"ORD#[0-9]+").unwrap();
+        assert_eq!(identifiers("order ORD#5521 shipped", &[pattern]), ["ORD#5521"]);
+    }
+}
