@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 use std::cell::OnceCell;
 
+use crate::clear::ClearToolResults;
 use crate::count::{Heuristic, TokenCounter};
 use crate::error::{Error, Result};
 use crate::message::Message;
@@ -89,6 +90,9 @@ pub struct Compactor<C = Heuristic> {
     /// Whether to count every message, for an exact `tokens_before` and a
     /// full report, at a cost linear in the history.
     pub count_all: bool,
+    /// Old, large tool results to replace with a placeholder before
+    /// planning; `None` (the default): none.
+    pub clear_tool_results: Option<ClearToolResults>,
 }
 
 impl Compactor<Heuristic> {
@@ -114,6 +118,7 @@ impl Compactor<Heuristic> {
             policy: FoldPolicy::new(),
             strict: false,
             count_all: false,
+            clear_tool_results: None,
         }
     }
 }
@@ -140,6 +145,7 @@ impl<C> Compactor<C> {
             policy: self.policy,
             strict: self.strict,
             count_all: self.count_all,
+            clear_tool_results: self.clear_tool_results,
         }
     }
 
@@ -167,6 +173,32 @@ impl<C> Compactor<C> {
     /// Count every message (exact `tokens_before`, linear cost).
     pub fn count_all(mut self, count_all: bool) -> Self {
         self.count_all = count_all;
+        self
+    }
+
+    /// Before planning, replace old, large tool results as `clearing` says.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::{ClearToolResults, Compactor, Extractive, Message, ToolCall};
+    ///
+    /// let mut history = vec![Message::user("Check the logs of each host.")];
+    /// for i in 0..6 {
+    ///     history.push(Message::assistant_tool_calls(vec![ToolCall::new(format!("c{i}"), "read_logs", "{}")]));
+    ///     history.push(Message::tool(format!("host-{i} ok. ").repeat(300), format!("c{i}")));
+    /// }
+    /// history.push(Message::user("Any errors?"));
+    /// let compactor = Compactor::new(2_000).clear_tool_results(ClearToolResults::new().keep_recent(2));
+    /// let result = compactor.compact(&history, &Extractive::new())?;
+    /// assert!(!result.summarized, "clearing alone made it fit");
+    /// assert_eq!(result.report.cleared(), [2, 4, 6, 8]);
+    /// assert!(result.messages[2].text().starts_with("[tool result cleared: read_logs (call c0)"));
+    /// assert_eq!(result.messages[12], history[12]); // the newest two stay verbatim
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn clear_tool_results(mut self, clearing: ClearToolResults) -> Self {
+        self.clear_tool_results = Some(clearing);
         self
     }
 
@@ -199,6 +231,34 @@ impl<C: TokenCounter> Compactor<C> {
     /// [`Error::BudgetUnreachable`] in strict mode when the budget cannot be met.
     pub fn plan<'a, 'c>(&'c self, messages: &'a [Message]) -> Result<Plan<'a, 'c, C>> {
         self.validate()?;
+        let Some(clearing) = &self.clear_tool_results else {
+            return self.decide(messages);
+        };
+        let Some((cleared, indices)) = clearing.clear(messages, &self.counter) else {
+            return self.decide(messages);
+        };
+        // The plan is made on the cleared history, which it then owns.
+        let Plan {
+            mut report,
+            tokens_before,
+            fixed_tokens,
+            summary_limit,
+            ..
+        } = self.decide(&cleared)?;
+        report.cleared = indices;
+        Ok(Plan {
+            messages: Cow::<'a, [Message]>::Owned(cleared),
+            compactor: self,
+            report,
+            tokens_before,
+            fixed_tokens,
+            summary_limit,
+            begun: OnceCell::new(),
+        })
+    }
+
+    /// [`plan`](Self::plan) on the history as it is (after any clearing).
+    fn decide<'a, 'c>(&'c self, messages: &'a [Message]) -> Result<Plan<'a, 'c, C>> {
         let counter = &self.counter;
         let n = messages.len();
         let priming = counter.reply_priming();
@@ -240,7 +300,7 @@ impl<C: TokenCounter> Compactor<C> {
             counted_all |= n == 0;
         }
         let mut plan = Plan {
-            messages,
+            messages: Cow::Borrowed(messages),
             compactor: self,
             report: Report {
                 len: n,
@@ -253,6 +313,7 @@ impl<C: TokenCounter> Compactor<C> {
                 counts: Counts::new(0),
                 ledger: Vec::new(),
                 ledger_dropped: Vec::new(),
+                cleared: Vec::new(),
             },
             tokens_before: counted_all.then_some(total),
             fixed_tokens: total,
@@ -511,14 +572,14 @@ pub enum CutReason {
 /// ```
 #[derive(Debug)]
 pub struct Plan<'a, 'c, C> {
-    messages: &'a [Message],
+    messages: Cow<'a, [Message]>,
     compactor: &'c Compactor<C>,
     report: Report,
     tokens_before: Option<usize>,
     /// Tokens of everything in the output but the summary.
     fixed_tokens: usize,
     summary_limit: usize,
-    begun: OnceCell<Begun<'a>>,
+    begun: OnceCell<Begun<'static>>,
 }
 
 impl<'a, C: TokenCounter> Plan<'a, '_, C> {
@@ -531,7 +592,7 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
     /// What to summarize: the previous summary and the folded messages, with
     /// the allowance. `None` when nothing is folded. The messages are
     /// borrowed; nothing is copied.
-    pub fn folded(&self) -> Option<SummaryRequest<'a>> {
+    pub fn folded(&self) -> Option<SummaryRequest<'_>> {
         if !self.folds() {
             return None;
         }
@@ -545,7 +606,7 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
 
     /// The messages before the cut, and the (sorted) indices among them that
     /// are not folded: hoisted messages and previous summaries.
-    fn folded_part(&self) -> (&'a [Message], Vec<usize>) {
+    fn folded_part(&self) -> (&[Message], Vec<usize>) {
         let report = &self.report;
         let mut skip: Vec<usize> = report.hoisted.iter().chain(&report.previous).copied().collect();
         skip.sort_unstable();
@@ -553,11 +614,11 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
     }
 
     /// The previous summaries' prose and the ledger's candidates, found once.
-    fn begun(&self) -> &Begun<'a> {
+    fn begun(&self) -> &Begun<'static> {
         self.begun.get_or_init(|| {
             let compactor = self.compactor;
             let policy = &compactor.policy;
-            let previous: Vec<Cow<'a, str>> = self
+            let previous: Vec<Cow<'_, str>> = self
                 .report
                 .previous
                 .iter()
@@ -565,12 +626,17 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
                 .collect();
             let (before_cut, skip) = self.folded_part();
             let folded = SummaryRequest::skipping(None, before_cut, skip, 0);
-            policy.begin(
+            let begun = policy.begin(
                 &previous,
                 folded.messages(),
                 self.report.allowance,
                 &compactor.counter,
-            )
+            );
+            Begun {
+                prose: begun.prose.map(|p| Cow::Owned(p.into_owned())),
+                entries: begun.entries,
+                allowance: begun.allowance,
+            }
         })
     }
 
@@ -590,7 +656,7 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
         let compactor = self.compactor;
         if !self.folds() {
             return Ok(Compaction {
-                messages: Cow::Borrowed(self.messages),
+                messages: self.messages,
                 summarized: false,
                 tokens_before: self.tokens_before,
                 tokens_after: self.fixed_tokens,
@@ -744,6 +810,7 @@ pub struct Report {
     counts: Counts,
     ledger: Vec<String>,
     ledger_dropped: Vec<String>,
+    cleared: Vec<usize>,
 }
 
 impl Report {
@@ -813,6 +880,12 @@ impl Report {
     /// share of the summary (nor stand in its prose).
     pub fn ledger_dropped(&self) -> &[String] {
         &self.ledger_dropped
+    }
+
+    /// Input indices of the tool results whose content was replaced by a
+    /// placeholder ([`Compactor::clear_tool_results`]), in order.
+    pub fn cleared(&self) -> &[usize] {
+        &self.cleared
     }
 
     /// Tokens of input message `index`, if it was counted: kept and hoisted

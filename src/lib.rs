@@ -56,6 +56,7 @@
 #![deny(missing_docs, missing_debug_implementations)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+mod clear;
 mod compact;
 mod count;
 mod error;
@@ -67,6 +68,7 @@ mod policy;
 mod summarize;
 mod units;
 
+pub use clear::ClearToolResults;
 pub use compact::{Compaction, Compactor, CutReason, Fate, Plan, Report};
 #[cfg(feature = "tiktoken")]
 pub use count::Tiktoken;

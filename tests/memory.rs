@@ -577,8 +577,10 @@ fn lossless<S, C>(settings: Settings<S, C>) -> Settings<S, C> {
     settings.policy(chatfold::FoldPolicy::new().max_summary_tokens(usize::MAX))
 }
 
+/// The tags a tagging summarizer listed: its prose, before any ledger section.
 fn tags_in(summary: &str) -> Vec<String> {
-    summary.split_whitespace().map(str::to_owned).collect()
+    let prose = summary.split(&format!("\n\n{}", chatfold::LEDGER_HEADING)).next().unwrap_or("");
+    prose.split_whitespace().map(str::to_owned).collect()
 }
 
 fn tags(messages: &[Message]) -> Vec<String> {

@@ -7,8 +7,8 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use chatfold::{
-    Compaction, Compactor, Error, Extractive, Fate, Heuristic, History, Plan, Summarizer, SummaryRequest,
-    Tiktoken, TokenCounter,
+    ClearToolResults, Compaction, Compactor, Error, Extractive, Fate, FoldPolicy, Heuristic, History, Plan,
+    Summarizer, SummaryRequest, Tiktoken, TokenCounter,
 };
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
@@ -86,6 +86,18 @@ struct BudgetArgs {
     /// Tokens of recent turns to keep verbatim (default: half the budget).
     #[arg(long)]
     keep_recent: Option<usize>,
+    /// Do not keep the identifiers of folded turns in a ledger section after the summary.
+    #[arg(long)]
+    no_ledger: bool,
+    /// Before compacting, replace old tool results with a placeholder, keeping the newest N verbatim.
+    #[arg(long, value_name = "N")]
+    clear_tool_results: Option<usize>,
+    /// With --clear-tool-results: clear only results of at least this many tokens.
+    #[arg(long, value_name = "TOKENS", default_value_t = 200)]
+    clear_min_tokens: usize,
+    /// With --clear-tool-results: never clear the results of this tool (repeatable).
+    #[arg(long, value_name = "TOOL")]
+    clear_exclude: Vec<String>,
     #[command(flatten)]
     input: InputArgs,
 }
@@ -227,8 +239,19 @@ fn unchanged(input: &Input, pretty: bool) -> Result<Vec<u8>, Failure> {
 
 fn compactor(args: &BudgetArgs) -> Result<Compactor<Counter>, Failure> {
     let counter = Counter::from_name(&args.input.tokenizer)?;
-    let mut c = Compactor::new(args.budget).counter(counter);
+    let mut c = Compactor::new(args.budget)
+        .counter(counter)
+        .policy(FoldPolicy::new().ledger(!args.no_ledger));
     c.keep_recent = args.keep_recent;
+    if let Some(keep) = args.clear_tool_results {
+        let clearing = args.clear_exclude.iter().fold(
+            ClearToolResults::new()
+                .keep_recent(keep)
+                .min_tokens(args.clear_min_tokens),
+            |c, name| c.exclude(name.clone()),
+        );
+        c = c.clear_tool_results(clearing);
+    }
     Ok(c)
 }
 
@@ -329,6 +352,9 @@ fn report_json(budget: usize, result: &Compaction<'_>) -> Value {
         "hoisted": fates(r, Fate::Hoisted),
         "folded": fates(r, Fate::Folded),
         "previous_summary": fates(r, Fate::PreviousSummary),
+        "cleared": r.cleared(),
+        "ledger": r.ledger(),
+        "ledger_dropped": r.ledger_dropped(),
     })
 }
 
@@ -438,16 +464,16 @@ fn explain(args: &BudgetArgs) -> Result<(), Failure> {
             "over budget"
         }
     );
-    let folded = plan.folded();
+    let folded = plan.folded().map(|request| request.allowance());
     let result = plan.apply("(summary)")?;
-    if let Some(request) = &folded {
+    if let Some(allowance) = folded {
         let _ = writeln!(
             out,
             "keep-recent {} tokens; kept part starts at message {} ({}); summary allowance {} tokens",
             compactor.effective_keep_recent(),
             result.report.cut(),
             reason(&result.report),
-            request.allowance()
+            allowance
         );
     }
     let _ = writeln!(out, "\n{:>5}  {:<12} {:>7}  fate", "index", "role", "tokens");

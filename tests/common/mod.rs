@@ -32,10 +32,34 @@ pub enum Item {
 pub fn text() -> impl Strategy<Value = String> {
     prop_oneof![
         4 => "[a-z]{1,8}( [a-z]{1,8}){0,12}[.!?]?",
+        1 => identifier_text(),
         1 => "[日本語ébç🙂 ]{1,20}",
         1 => "",
         1 => "[a-z ]{40,200}",
     ]
+}
+
+/// An identifier of one of the ledger's classes.
+pub fn identifier() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "/[a-z]{1,6}/[a-z]{1,6}/[a-z]{1,6}\\.(log|csv|json)",
+        "[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}",
+        "https://[a-z]{3,8}\\.example\\.com/[a-z]{1,6}/[0-9]{1,4}",
+        "[A-Z]{2,5}-[0-9]{2,5}",
+        "10\\.[1-9][0-9]?\\.[1-9][0-9]?\\.[1-9][0-9]?:[1-9][0-9]{3}",
+        "v[0-9]\\.[0-9]{1,2}\\.[0-9]{1,2}",
+        "[a-z]{3,8}@[a-z]{3,8}\\.io",
+        "[0-9a-f]{12}[0-9][a-f]",
+    ]
+}
+
+/// A sentence holding identifiers.
+pub fn identifier_text() -> impl Strategy<Value = String> {
+    (
+        "[a-z]{1,8}( [a-z]{1,8}){0,4}",
+        prop::collection::vec(identifier(), 1..3),
+    )
+        .prop_map(|(words, ids)| format!("{words} {} done.", ids.join(" and ")))
 }
 
 fn leaf() -> impl Strategy<Value = Item> {

@@ -1,0 +1,162 @@
+//! Clearing old tool output (Anthropic's `clear_tool_uses`): large tool
+//! results, but the newest, replaced by a short placeholder before planning.
+
+use crate::count::TokenCounter;
+use crate::ledger;
+use crate::message::{Content, Message, Role};
+
+/// At most this many identifiers are named in a placeholder.
+const PLACEHOLDER_IDENTIFIERS: usize = 8;
+
+/// Which tool results [`Compactor::clear_tool_results`](crate::Compactor::clear_tool_results)
+/// replaces with a placeholder: every one but the newest `keep_recent`, of
+/// at least `min_tokens` tokens, from a tool not in `exclude`.
+///
+/// The placeholder names the tool, the call id and the tokens cleared, and
+/// the first identifiers of the result (so that the ledger keeps them when
+/// the placeholder is folded later): `[tool result cleared: search (call
+/// c1), 5321 tokens; identifiers: /var/log/app.log, 10.0.0.7]`. It stays a
+/// result of its call, so tool units and every rule of the compactor hold.
+///
+/// # Examples
+///
+/// ```
+/// use chatfold::ClearToolResults;
+///
+/// let c = ClearToolResults::new();
+/// assert_eq!((c.keep_recent, c.min_tokens), (3, 200));
+/// assert!(c.exclude.is_empty());
+/// let c = c.keep_recent(1).min_tokens(50).exclude("memory");
+/// assert_eq!(c.exclude, ["memory"]);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClearToolResults {
+    /// How many of the newest tool results stay verbatim.
+    pub keep_recent: usize,
+    /// The fewest tokens a result must have to be cleared.
+    pub min_tokens: usize,
+    /// Tools whose results are never cleared.
+    pub exclude: Vec<String>,
+}
+
+impl Default for ClearToolResults {
+    fn default() -> Self {
+        ClearToolResults::new()
+    }
+}
+
+impl ClearToolResults {
+    /// Keep the newest 3 results, clear others of at least 200 tokens.
+    pub const fn new() -> Self {
+        ClearToolResults {
+            keep_recent: 3,
+            min_tokens: 200,
+            exclude: Vec::new(),
+        }
+    }
+
+    /// Keep the newest `results` tool results verbatim.
+    pub fn keep_recent(mut self, results: usize) -> Self {
+        self.keep_recent = results;
+        self
+    }
+
+    /// Clear only results of at least `tokens` tokens.
+    pub fn min_tokens(mut self, tokens: usize) -> Self {
+        self.min_tokens = tokens;
+        self
+    }
+
+    /// Never clear the results of the tool `name`.
+    pub fn exclude(mut self, name: impl Into<String>) -> Self {
+        self.exclude.push(name.into());
+        self
+    }
+
+    /// `messages` with the results to clear replaced, and their indices;
+    /// `None` when nothing is cleared. Reads the length of every tool result
+    /// and counts those long enough to qualify. The compactor does this
+    /// before planning; call it to see what would be cleared.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::{ClearToolResults, Heuristic, Message, ToolCall};
+    ///
+    /// let history = vec![
+    ///     Message::assistant_tool_calls(vec![ToolCall::new("c1", "fetch", "{}")]),
+    ///     Message::tool("page text ".repeat(200), "c1"),
+    ///     Message::user("thanks"),
+    /// ];
+    /// let (cleared, indices) = ClearToolResults::new().keep_recent(0).clear(&history, &Heuristic).unwrap();
+    /// assert_eq!(indices, [1]);
+    /// assert_eq!(cleared[1].text(), "[tool result cleared: fetch (call c1), 500 tokens]");
+    /// ```
+    pub fn clear<C: TokenCounter + ?Sized>(
+        &self,
+        messages: &[Message],
+        counter: &C,
+    ) -> Option<(Vec<Message>, Vec<usize>)> {
+        let results: Vec<usize> = (0..messages.len())
+            .filter(|&i| messages[i].role == Role::Tool || messages[i].tool_call_id.is_some())
+            .collect();
+        let older = &results[..results.len().saturating_sub(self.keep_recent)];
+        let mut cleared = Vec::new();
+        let mut out: Option<Vec<Message>> = None;
+        for &i in older {
+            let m = &messages[i];
+            let text = m.text();
+            // A token takes at least one byte for every shipped counter.
+            if text.len() < self.min_tokens {
+                continue;
+            }
+            let name = tool_name(messages, i).unwrap_or("tool");
+            if self.exclude.iter().any(|e| e == name) {
+                continue;
+            }
+            let tokens = counter.count(&text);
+            if tokens < self.min_tokens {
+                continue;
+            }
+            let placeholder = placeholder(name, m.tool_call_id.as_deref(), tokens, &text);
+            let copy = out.get_or_insert_with(|| messages.to_vec());
+            copy[i].content = Some(Content::Text(placeholder));
+            cleared.push(i);
+        }
+        out.map(|messages| (messages, cleared))
+    }
+}
+
+/// The name of the tool whose call the result at `i` answers (the nearest
+/// earlier call with its id).
+fn tool_name(messages: &[Message], i: usize) -> Option<&str> {
+    let id = messages[i].tool_call_id.as_deref()?;
+    messages[..i]
+        .iter()
+        .rev()
+        .find_map(|m| m.tool_calls.iter().find(|c| c.id == id))
+        .map(|c| c.name.as_str())
+}
+
+fn placeholder(name: &str, call: Option<&str>, tokens: usize, text: &str) -> String {
+    let mut out = format!("[tool result cleared: {name}");
+    if let Some(call) = call {
+        out.push_str(&format!(" (call {call})"));
+    }
+    out.push_str(&format!(", {tokens} tokens"));
+    let mut found = ledger::identifiers(text, &[]);
+    found.dedup();
+    let mut seen = std::collections::HashSet::new();
+    let named: Vec<String> = found
+        .into_iter()
+        .filter(|f| seen.insert(f.clone()))
+        .take(PLACEHOLDER_IDENTIFIERS)
+        .collect();
+    if !named.is_empty() {
+        out.push_str("; identifiers: ");
+        out.push_str(&named.join(", "));
+    }
+    out.push(']');
+    out
+}
