@@ -443,13 +443,11 @@ pub(crate) fn candidates<'m>(
     out
 }
 
-/// Whether `entry` already stands verbatim in `prose` (for a `key: value`
-/// entry, its value).
+/// Whether `entry` already stands verbatim in `prose`, as it would be
+/// listed. (A `key: value` entry whose value alone is in the prose is still
+/// listed: read back from prose, a value matches no pattern of its own.)
 pub(crate) fn covered(entry: &str, prose: &str) -> bool {
     prose.contains(entry)
-        || entry
-            .split_once(": ")
-            .is_some_and(|(_, value)| prose.contains(value))
 }
 
 /// `prose` followed by the ledger section listing `entries` (none: `prose`).

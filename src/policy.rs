@@ -33,9 +33,9 @@ pub const DEFAULT_SUMMARY_PREFIX: &str = "Summary of earlier conversation:\n";
 /// summarizer's text does not already hold verbatim are listed after it,
 /// newest first, under the heading [`LEDGER_HEADING`](crate::LEDGER_HEADING),
 /// one `- entry` a line. The section takes at most
-/// [`ledger_percent`](Self::ledger_percent) of the summary's allowance; the
-/// cut to the allowance shortens the prose first and never cuts an entry in
-/// half. When the summary is folded again, its ledger is read back and
+/// [`ledger_percent`](Self::ledger_percent) of the summary's allowance, or
+/// more when the summarizer's text leaves more unused; the cut to the
+/// allowance shortens the prose first and never cuts an entry in half. When the summary is folded again, its ledger is read back and
 /// merged with the new entries (reappearing ones move to the front, the
 /// oldest leave first when room runs out), so identifiers survive any number
 /// of stateless compactions. Finding them reads the folded text newest first,
@@ -398,7 +398,7 @@ impl FoldPolicy {
             &prose_text,
             &old,
             &self.ledger_patterns,
-            share / 8 + 8,
+            allowance / 8 + 8,
             allowance.saturating_mul(32),
         );
         // Room the section will take at most, never below the minimum prose.
@@ -440,7 +440,7 @@ impl FoldPolicy {
     /// candidate `entries`, within `limit` tokens for the whole message (and
     /// the policy's cap for its text): entries the prose holds verbatim are
     /// left out, the others listed newest first in at most the ledger's
-    /// share; the prose is cut at a word boundary to make room, and when even
+    /// share (or what the prose leaves, if more); the prose is cut at a word boundary to make room, and when even
     /// `…` alone does not fit beside the section, the oldest entries go.
     pub(crate) fn finish<C: TokenCounter + ?Sized>(
         &self,
@@ -454,7 +454,11 @@ impl FoldPolicy {
             Some(max) => limit.min(overhead.saturating_add(max)),
             None => limit,
         };
-        let share = self.ledger_share(limit.saturating_sub(overhead));
+        // The ledger's share, or what a shorter prose leaves.
+        let room = limit.saturating_sub(overhead);
+        let share = self
+            .ledger_share(room)
+            .max(room.saturating_sub(counter.count(text)));
         let tokens_of = |body: &str| counter.count_message(&self.summary_message(body));
         let mut prose = text;
         let mut truncated = false;

@@ -579,7 +579,10 @@ fn lossless<S, C>(settings: Settings<S, C>) -> Settings<S, C> {
 
 /// The tags a tagging summarizer listed: its prose, before any ledger section.
 fn tags_in(summary: &str) -> Vec<String> {
-    let prose = summary.split(&format!("\n\n{}", chatfold::LEDGER_HEADING)).next().unwrap_or("");
+    let prose = summary
+        .split(&format!("\n\n{}", chatfold::LEDGER_HEADING))
+        .next()
+        .unwrap_or("");
     prose.split_whitespace().map(str::to_owned).collect()
 }
 

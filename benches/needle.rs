@@ -1,0 +1,343 @@
+//! Needles: do exact identifiers survive folding?
+//!
+//! A 200-turn conversation (its own seeded generator) places 50 identifiers
+//! of every ledger class in its first 20 turns: in prose, in tool-call
+//! arguments and in JSON tool results. It is compacted before every turn at a
+//! 2 000-token budget (o200k) with a lossy summarizer (the first sentence of
+//! each folded turn, 60 words at most, the previous summary dropped):
+//! statelessly through the `chatfold` command (each result fed back), and
+//! through `RollingMemory` and `TieredMemory`, each with the ledger on and
+//! off. Recall is the share of identifiers found verbatim in the final
+//! context. The same conversation then goes through Python chatcram and
+//! rollmem (`benches/needle_peers.py`), when they are installed.
+//!
+//! `cargo bench --bench needle --features cli`; results in BENCHMARKS.md.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use chatfold::memory::{Memory, Remember, RollingMemory, Settings, TieredMemory, TieredSettings};
+use chatfold::{FoldPolicy, Message, Ready, SummaryRequest, Tiktoken, TokenCounter, ToolCall};
+
+const BUDGET: usize = 2_000;
+const TURNS: usize = 200;
+const NEEDLE_TURNS: usize = 20;
+
+/// xorshift64*: the same conversation for the same seed, on every machine.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn hex(&mut self, len: usize) -> String {
+        (0..len)
+            .map(|_| char::from(b"0123456789abcdef"[self.below(16)]))
+            .collect()
+    }
+
+    fn word(&mut self) -> &'static str {
+        const WORDS: &[&str] = &[
+            "billing", "ledger", "orders", "replica", "cache", "queue", "report", "alpha", "delta", "north",
+            "payments", "search", "metrics", "export", "nightly", "batch",
+        ];
+        WORDS[self.below(WORDS.len())]
+    }
+}
+
+/// One identifier of class `k` (12 classes), and the text it stands in.
+fn needle(rng: &mut Rng, k: usize) -> String {
+    match k % 12 {
+        0 => format!(
+            "{}-{}-4{}-a{}-{}",
+            rng.hex(8),
+            rng.hex(4),
+            rng.hex(3),
+            rng.hex(3),
+            rng.hex(12)
+        ),
+        1 => format!(
+            "https://{}.example.com/api/v2/{}/{}",
+            rng.word(),
+            rng.word(),
+            rng.below(9000) + 100
+        ),
+        2 => format!("/var/lib/{}/{}-{}.db", rng.word(), rng.word(), rng.below(90) + 10),
+        3 => format!("src/{}/{}_{}.rs", rng.word(), rng.word(), rng.below(90) + 10),
+        4 => format!("{}{}", rng.hex(10), rng.below(10)),
+        5 => format!(
+            "arn:aws:s3:::{}-{}-{}",
+            rng.word(),
+            rng.word(),
+            rng.below(900) + 100
+        ),
+        6 => format!(
+            "gs://{}-{}/exports/{}.parquet",
+            rng.word(),
+            rng.below(90) + 10,
+            rng.word()
+        ),
+        7 => format!("{}.{}@example.org", rng.word(), rng.word()),
+        8 => format!(
+            "10.{}.{}.{}:{}",
+            rng.below(250) + 1,
+            rng.below(250) + 1,
+            rng.below(250) + 1,
+            rng.below(9000) + 1000
+        ),
+        9 => format!(
+            "{}-{}.{}.internal:{}",
+            rng.word(),
+            rng.below(90) + 10,
+            rng.word(),
+            rng.below(9000) + 1000
+        ),
+        10 => format!(
+            "{}-{}",
+            ["PAY", "OPS", "SRE", "DATA"][rng.below(4)],
+            rng.below(9000) + 100
+        ),
+        _ => format!("v{}.{}.{}", rng.below(9) + 1, rng.below(30), rng.below(30)),
+    }
+}
+
+/// The conversation, its needles (what recall looks for), and where the
+/// needles are.
+fn conversation(seed: u64) -> (Vec<Message>, Vec<String>) {
+    let mut rng = Rng(seed);
+    let mut history = vec![Message::system("You are an SRE assistant for the payments team.")];
+    let mut needles = Vec::new();
+    let next = |rng: &mut Rng, needles: &mut Vec<String>| {
+        let n = needle(rng, needles.len());
+        needles.push(n.clone());
+        n
+    };
+    for turn in 0..TURNS {
+        if turn < NEEDLE_TURNS {
+            // Two needles in prose, after the first sentence.
+            let (a, b) = (next(&mut rng, &mut needles), next(&mut rng, &mut needles));
+            history.push(Message::user(format!(
+                "Quick question about the {} service. It reads {a} and writes to {b}, is that right?",
+                rng.word()
+            )));
+            if turn % 4 == 3 {
+                // Tool call arguments and a JSON result.
+                let path = next(&mut rng, &mut needles);
+                let id = format!("call_{turn}");
+                history.push(Message::assistant_tool_calls(vec![ToolCall::new(
+                    id.clone(),
+                    "inspect",
+                    format!(r#"{{"path": "{path}"}}"#),
+                )]));
+                let conn = format!("conn_{}", rng.hex(6));
+                needles.push(conn.clone());
+                history.push(Message::tool(
+                    format!(
+                        r#"{{"connection_id": "{conn}", "rows": {}, "status": "ok"}}"#,
+                        rng.below(900)
+                    ),
+                    id,
+                ));
+            }
+            history.push(Message::assistant(format!(
+                "Yes, that matches the config. The {} job runs nightly and reports to the {} channel.",
+                rng.word(),
+                rng.word()
+            )));
+        } else {
+            history.push(Message::user(format!(
+                "Turn {turn}: how is the {} dashboard looking today? Any anomalies in {}?",
+                rng.word(),
+                rng.word()
+            )));
+            history.push(Message::assistant(format!(
+                "The {} dashboard looks steady. Latency in {} is within its usual band, and error rates stay flat across the {} fleet.",
+                rng.word(),
+                rng.word(),
+                rng.word()
+            )));
+        }
+    }
+    (history, needles)
+}
+
+/// The lossy summarizer: the first sentence of each folded turn, 60 words
+/// at most; the previous summary is dropped.
+fn lossy(request: &SummaryRequest<'_>) -> Result<String, std::convert::Infallible> {
+    let mut words = Vec::new();
+    for m in request.messages() {
+        let text = m.text();
+        let first = text.split_inclusive(['.', '?', '!']).next().unwrap_or("");
+        words.extend(first.split_whitespace().map(str::to_owned));
+    }
+    words.truncate(60);
+    Ok(if words.is_empty() {
+        "Earlier turns.".to_owned()
+    } else {
+        words.join(" ")
+    })
+}
+
+/// The same, as a shell command for the CLI (it reads the transcript).
+const LOSSY_CMD: &str = r#"awk '/^Previous summary:/ { skip = 1; next } /^Conversation:/ { skip = 0; next } !skip' | sed -E 's/^[a-z_]+: //; s/([.?!]).*/\1/' | tr '\n' ' ' | awk '{ n = NF < 60 ? NF : 60; for (i = 1; i <= n; i++) printf "%s ", $i; if (n == 0) printf "Earlier turns." }'"#;
+
+fn recall(context: &[Message], needles: &[String]) -> usize {
+    let text: String = context
+        .iter()
+        .map(|m| {
+            let mut t = m.text().into_owned();
+            for c in &m.tool_calls {
+                t.push('\n');
+                t.push_str(&c.arguments);
+            }
+            t
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    needles.iter().filter(|n| text.contains(n.as_str())).count()
+}
+
+/// Turn boundaries: the history grows by one user turn and what follows it.
+fn turns(history: &[Message]) -> Vec<usize> {
+    (2..=history.len())
+        .filter(|&end| end == history.len() || history[end].role == chatfold::Role::User)
+        .collect()
+}
+
+fn run_cli(exe: &Path, history: &[Message], ledger: bool) -> Vec<Message> {
+    let mut context: Vec<Message> = Vec::new();
+    let mut done = 0;
+    for end in turns(history) {
+        context.extend(history[done..end].iter().cloned());
+        done = end;
+        let input =
+            serde_json::to_string(&context.iter().map(Message::to_json).collect::<Vec<_>>()).expect("json");
+        let mut args = vec![
+            "compact",
+            "--budget",
+            "2000",
+            "--tokenizer",
+            "o200k_base",
+            "--summarize-cmd",
+            LOSSY_CMD,
+        ];
+        if !ledger {
+            args.push("--no-ledger");
+        }
+        let mut child = Command::new(exe)
+            .args(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("chatfold runs");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.as_bytes())
+            .expect("write");
+        let out = child.wait_with_output().expect("chatfold ends");
+        assert!(out.status.success(), "chatfold failed");
+        context = chatfold::History::from_json_str(std::str::from_utf8(&out.stdout).expect("utf-8"))
+            .expect("chatfold's output reads back")
+            .messages;
+    }
+    context
+}
+
+fn policy(ledger: bool) -> FoldPolicy {
+    FoldPolicy::new().ledger(ledger).max_summary_tokens(700)
+}
+
+fn run_rolling(history: &[Message], ledger: bool) -> Vec<Message> {
+    let o200k = Tiktoken::o200k_base().expect("o200k");
+    let settings = Settings::new(1_300)
+        .summarizer(lossy)
+        .counter(o200k)
+        .policy(policy(ledger));
+    let mut memory = RollingMemory::new(settings).expect("settings");
+    for m in &history[1..] {
+        memory.add_message(m.clone()).expect("add");
+    }
+    let mut context = vec![history[0].clone()];
+    context.extend(memory.messages());
+    context
+}
+
+fn run_tiered(history: &[Message], ledger: bool) -> Vec<Message> {
+    let o200k = Tiktoken::o200k_base().expect("o200k");
+    let settings = TieredSettings::new(1_300, BUDGET)
+        .counter(o200k)
+        .policy(policy(ledger));
+    let (memory, _worker) =
+        TieredMemory::new([history[0].clone()], settings, Ready(lossy)).expect("settings");
+    for m in &history[1..] {
+        memory.add_message(m.clone());
+        // Before every turn, as a worker would; inline here.
+        pollster::block_on(memory.fold_now()).expect("fold");
+    }
+    memory.messages()
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; nothing else is taken.
+    let (history, needles) = conversation(0x5EED_0010);
+    let o200k = Tiktoken::o200k_base().expect("o200k");
+    let tokens = |m: &[Message]| o200k.count_messages(m);
+    println!(
+        "needles: {} identifiers in the first {NEEDLE_TURNS} of {TURNS} turns; conversation {} tokens",
+        needles.len(),
+        tokens(&history)
+    );
+    println!("{:<34} {:>8} {:>14}", "mode", "recall", "final tokens");
+    let exe = Path::new(env!("CARGO_BIN_EXE_chatfold"));
+    let mut rows: Vec<(String, Vec<Message>)> = Vec::new();
+    for ledger in [true, false] {
+        let tag = if ledger { "ledger on" } else { "ledger off" };
+        rows.push((
+            format!("chatfold CLI, stateless, {tag}"),
+            run_cli(exe, &history, ledger),
+        ));
+        rows.push((format!("RollingMemory, {tag}"), run_rolling(&history, ledger)));
+        rows.push((format!("TieredMemory, {tag}"), run_tiered(&history, ledger)));
+    }
+    for (mode, context) in &rows {
+        let found = recall(context, &needles);
+        println!(
+            "{mode:<34} {:>7.1}% {:>14}",
+            100.0 * found as f64 / needles.len() as f64,
+            tokens(context)
+        );
+    }
+    peers(&history, &needles);
+}
+
+/// chatcram and rollmem on the same conversation, through the Python script.
+fn peers(history: &[Message], needles: &[String]) {
+    let dir = std::env::temp_dir().join(format!("chatfold-needle-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let conversation = serde_json::json!({
+        "messages": history.iter().map(Message::to_json).collect::<Vec<_>>(),
+        "needles": needles,
+        "budget": BUDGET,
+    });
+    let file = dir.join("needle.json");
+    std::fs::write(&file, conversation.to_string()).expect("write");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/needle_peers.py");
+    match Command::new("python3").arg(&script).arg(&file).output() {
+        Ok(out) if out.status.success() => print!("{}", String::from_utf8_lossy(&out.stdout)),
+        Ok(out) => println!("(peers not run: {})", String::from_utf8_lossy(&out.stderr).trim()),
+        Err(e) => println!("(peers not run: {e})"),
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
