@@ -389,8 +389,10 @@ pub(crate) fn candidates<'m>(
 ) -> Vec<String> {
     let mut seen = HashSet::new();
     let mut out = Vec::new();
+    // One entry per identifier: `key: value` and a bare `value` are the same one.
     let mut add = |entry: String, out: &mut Vec<String>| {
-        if seen.insert(entry.clone()) {
+        let value = entry.split_once(": ").map_or(entry.as_str(), |(_, v)| v);
+        if seen.insert(value.to_owned()) {
             out.push(entry);
         }
     };
@@ -644,6 +646,8 @@ mod tests {
             usize::MAX,
         );
         assert_eq!(found, ["PROJ-1", "/srv/b.txt", "/srv/a.txt", "ABC-2", "PROJ-9"]);
+        let keyed = [Message::user("at /srv/c.txt"), Message::tool(r#"{"path": "/srv/c.txt"}"#, "t1")];
+        assert_eq!(candidates(keyed.iter(), "", &[], &[], 100, usize::MAX), ["path: /srv/c.txt"]);
         let few = candidates(folded.iter(), "", &[], &[], 1, usize::MAX);
         assert_eq!(few, ["PROJ-1", "/srv/b.txt"]);
         // A long piece is read from its newest end, from a word boundary.
