@@ -6,8 +6,8 @@
 //! 2 000-token budget (o200k) with a lossy summarizer (the first sentence of
 //! each folded turn, 60 words at most, the previous summary dropped):
 //! statelessly through the `chatfold` command (each result fed back), and
-//! through `RollingMemory` and `TieredMemory`, each with the ledger on and
-//! off. Recall is the share of identifiers found verbatim in the final
+//! through `RollingMemory` and `TieredMemory`, each with the ledger at its
+//! default share (33% of the summary's allowance), at 80%, and off. Recall is the share of identifiers found verbatim in the final
 //! context. The same conversation then goes through Python chatcram and
 //! rollmem (`benches/needle_peers.py`), when they are installed.
 //!
@@ -213,7 +213,10 @@ fn turns(history: &[Message]) -> Vec<usize> {
         .collect()
 }
 
-fn run_cli(exe: &Path, history: &[Message], ledger: bool) -> Vec<Message> {
+/// How the ledger is set: off, or on with this share of the allowance (percent).
+type Ledger = Option<u8>;
+
+fn run_cli(exe: &Path, history: &[Message], ledger: Ledger) -> Vec<Message> {
     let mut context: Vec<Message> = Vec::new();
     let mut done = 0;
     for end in turns(history) {
@@ -230,8 +233,10 @@ fn run_cli(exe: &Path, history: &[Message], ledger: bool) -> Vec<Message> {
             "--summarize-cmd",
             LOSSY_CMD,
         ];
-        if !ledger {
-            args.push("--no-ledger");
+        let percent = ledger.unwrap_or(0).to_string();
+        match ledger {
+            Some(_) => args.extend(["--ledger-percent", percent.as_str()]),
+            None => args.push("--no-ledger"),
         }
         let mut child = Command::new(exe)
             .args(&args)
@@ -255,13 +260,16 @@ fn run_cli(exe: &Path, history: &[Message], ledger: bool) -> Vec<Message> {
     context
 }
 
-fn policy(ledger: bool) -> FoldPolicy {
-    FoldPolicy::new().ledger(ledger).max_summary_tokens(700)
+fn policy(ledger: Ledger) -> FoldPolicy {
+    FoldPolicy::new()
+        .ledger(ledger.is_some())
+        .ledger_percent(ledger.unwrap_or(0))
+        .max_summary_tokens(800)
 }
 
-fn run_rolling(history: &[Message], ledger: bool) -> Vec<Message> {
+fn run_rolling(history: &[Message], ledger: Ledger) -> Vec<Message> {
     let o200k = Tiktoken::o200k_base().expect("o200k");
-    let settings = Settings::new(1_300)
+    let settings = Settings::new(1_200)
         .summarizer(lossy)
         .counter(o200k)
         .policy(policy(ledger));
@@ -274,9 +282,9 @@ fn run_rolling(history: &[Message], ledger: bool) -> Vec<Message> {
     context
 }
 
-fn run_tiered(history: &[Message], ledger: bool) -> Vec<Message> {
+fn run_tiered(history: &[Message], ledger: Ledger) -> Vec<Message> {
     let o200k = Tiktoken::o200k_base().expect("o200k");
-    let settings = TieredSettings::new(1_300, BUDGET)
+    let settings = TieredSettings::new(1_200, BUDGET)
         .counter(o200k)
         .policy(policy(ledger));
     let (memory, _worker) =
@@ -299,11 +307,11 @@ fn main() {
         needles.len(),
         tokens(&history)
     );
-    println!("{:<34} {:>8} {:>14}", "mode", "recall", "final tokens");
+    println!("{:<38} {:>8} {:>14}", "mode", "recall", "final tokens");
     let exe = Path::new(env!("CARGO_BIN_EXE_chatfold"));
     let mut rows: Vec<(String, Vec<Message>)> = Vec::new();
-    for ledger in [true, false] {
-        let tag = if ledger { "ledger on" } else { "ledger off" };
+    for ledger in [Some(33), Some(80), None] {
+        let tag = ledger.map_or("ledger off".to_owned(), |p| format!("ledger {p}%"));
         rows.push((
             format!("chatfold CLI, stateless, {tag}"),
             run_cli(exe, &history, ledger),
@@ -314,7 +322,7 @@ fn main() {
     for (mode, context) in &rows {
         let found = recall(context, &needles);
         println!(
-            "{mode:<34} {:>7.1}% {:>14}",
+            "{mode:<38} {:>7.1}% {:>14}",
             100.0 * found as f64 / needles.len() as f64,
             tokens(context)
         );

@@ -85,7 +85,7 @@ def main():
         rows.append(("rollmem RollingMemory", recall(texts, needles), sum(count(t) for t in texts)))
 
     for mode, found, tokens in rows:
-        print(f"{mode:<34} {100.0 * found / len(needles):>7.1f}% {tokens:>14}")
+        print(f"{mode:<38} {100.0 * found / len(needles):>7.1f}% {tokens:>14}")
 
 
 if __name__ == "__main__":

@@ -646,8 +646,14 @@ mod tests {
             usize::MAX,
         );
         assert_eq!(found, ["PROJ-1", "/srv/b.txt", "/srv/a.txt", "ABC-2", "PROJ-9"]);
-        let keyed = [Message::user("at /srv/c.txt"), Message::tool(r#"{"path": "/srv/c.txt"}"#, "t1")];
-        assert_eq!(candidates(keyed.iter(), "", &[], &[], 100, usize::MAX), ["path: /srv/c.txt"]);
+        let keyed = [
+            Message::user("at /srv/c.txt"),
+            Message::tool(r#"{"path": "/srv/c.txt"}"#, "t1"),
+        ];
+        assert_eq!(
+            candidates(keyed.iter(), "", &[], &[], 100, usize::MAX),
+            ["path: /srv/c.txt"]
+        );
         let few = candidates(folded.iter(), "", &[], &[], 1, usize::MAX);
         assert_eq!(few, ["PROJ-1", "/srv/b.txt"]);
         // A long piece is read from its newest end, from a word boundary.

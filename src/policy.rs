@@ -33,9 +33,9 @@ pub const DEFAULT_SUMMARY_PREFIX: &str = "Summary of earlier conversation:\n";
 /// summarizer's text does not already hold verbatim are listed after it,
 /// newest first, under the heading [`LEDGER_HEADING`](crate::LEDGER_HEADING),
 /// one `- entry` a line. The section takes at most
-/// [`ledger_percent`](Self::ledger_percent) of the summary's allowance, or
-/// more when the summarizer's text leaves more unused; the cut to the
-/// allowance shortens the prose first and never cuts an entry in half. When the summary is folded again, its ledger is read back and
+/// [`ledger_percent`](Self::ledger_percent) of the summary's allowance; the
+/// cut to the allowance shortens the prose first and never cuts an entry in
+/// half. When the summary is folded again, its ledger is read back and
 /// merged with the new entries (reappearing ones move to the front, the
 /// oldest leave first when room runs out), so identifiers survive any number
 /// of stateless compactions. Finding them reads the folded text newest first,
@@ -398,11 +398,12 @@ impl FoldPolicy {
             &prose_text,
             &old,
             &self.ledger_patterns,
-            allowance / 8 + 8,
+            share / 8 + 8,
             allowance.saturating_mul(32),
         );
         // Room the section will take at most, never below the minimum prose.
-        let section = self.pack(&entries, share, counter).1;
+        let refs: Vec<&str> = entries.iter().map(String::as_str).collect();
+        let section = self.pack(&refs, share, counter).1;
         let reserve = section.min(allowance.saturating_sub(self.min_summary_tokens));
         Begun {
             prose: joined(proses),
@@ -415,7 +416,7 @@ impl FoldPolicy {
     /// tokens (estimated line by line).
     fn pack<'e, C: TokenCounter + ?Sized>(
         &self,
-        entries: &'e [String],
+        entries: &[&'e str],
         share: usize,
         counter: &C,
     ) -> (Vec<&'e str>, usize) {
@@ -424,13 +425,13 @@ impl FoldPolicy {
         }
         let mut tokens = counter.count(ledger::LEDGER_HEADING).saturating_add(2);
         let mut packed = Vec::new();
-        for entry in entries {
+        for &entry in entries {
             let more = tokens.saturating_add(counter.count(entry)).saturating_add(2);
             if more > share {
                 break;
             }
             tokens = more;
-            packed.push(entry.as_str());
+            packed.push(entry);
         }
         let tokens = if packed.is_empty() { 0 } else { tokens };
         (packed, tokens)
@@ -440,7 +441,7 @@ impl FoldPolicy {
     /// candidate `entries`, within `limit` tokens for the whole message (and
     /// the policy's cap for its text): entries the prose holds verbatim are
     /// left out, the others listed newest first in at most the ledger's
-    /// share (or what the prose leaves, if more); the prose is cut at a word boundary to make room, and when even
+    /// share; the prose is cut at a word boundary to make room, and when even
     /// `…` alone does not fit beside the section, the oldest entries go.
     pub(crate) fn finish<C: TokenCounter + ?Sized>(
         &self,
@@ -454,62 +455,56 @@ impl FoldPolicy {
             Some(max) => limit.min(overhead.saturating_add(max)),
             None => limit,
         };
-        // The ledger's share, or what a shorter prose leaves.
-        let room = limit.saturating_sub(overhead);
-        let share = self
-            .ledger_share(room)
-            .max(room.saturating_sub(counter.count(text)));
+        let share = self.ledger_share(limit.saturating_sub(overhead));
         let tokens_of = |body: &str| counter.count_message(&self.summary_message(body));
+        // The section is counted once; the prose is cut against what it leaves.
+        let section_of = |refs: &[&str]| match refs {
+            [] => 0,
+            refs => counter.count(&ledger::render("", refs)),
+        };
         let mut prose = text;
-        let mut truncated = false;
-        let mut packed = Vec::new();
+        let mut packed: Vec<&str> = Vec::new();
         // Twice at most: cutting the prose can uncover entries it held.
         for _ in 0..2 {
-            let open: Vec<String> = entries
+            let open: Vec<&str> = entries
                 .iter()
+                .map(String::as_str)
                 .filter(|e| !ledger::covered(e, prose))
-                .cloned()
                 .collect();
-            packed = self
-                .pack(&open, share, counter)
-                .0
-                .into_iter()
-                .map(str::to_owned)
-                .collect();
-            let refs: Vec<&str> = packed.iter().map(String::as_str).collect();
-            if tokens_of(&ledger::render(prose, &refs)) <= limit {
+            packed = self.pack(&open, share, counter).0;
+            let section = section_of(&packed);
+            if tokens_of(prose).saturating_add(section) <= limit {
                 break;
             }
-            let fits = |p: &str| tokens_of(&ledger::render(p, &refs)) <= limit;
-            prose = fitting_prefix(text, fits);
-            truncated = true;
+            prose = fitting_prefix(text, |p| tokens_of(p).saturating_add(section) <= limit);
         }
-        let mut refs: Vec<&str> = packed.iter().map(String::as_str).collect();
-        let mut shown = if prose.is_empty() { "…" } else { prose };
-        let mut body = ledger::render(shown, &refs);
-        while tokens_of(&body) > limit && !refs.is_empty() {
-            refs.pop();
-            if prose.is_empty() {
-                let fits = |p: &str| tokens_of(&ledger::render(p, &refs)) <= limit;
-                shown = match fitting_prefix(text, fits) {
-                    "" => "…",
-                    p => p,
-                };
+        let shown = if prose.is_empty() { "…" } else { prose };
+        let mut body = ledger::render(shown, &packed);
+        // Exact at last: BPE is not additive, so drop the oldest entries while
+        // the whole is over, as many at a time as the excess asks.
+        let mut tokens = tokens_of(&body);
+        while tokens > limit && !packed.is_empty() {
+            let mut excess = tokens - limit;
+            while excess > 0 {
+                let Some(entry) = packed.pop() else { break };
+                excess = excess.saturating_sub(counter.count(entry).saturating_add(2));
             }
-            body = ledger::render(shown, &refs);
+            body = ledger::render(shown, &packed);
+            tokens = tokens_of(&body);
         }
-        let kept: Vec<String> = refs.iter().map(|e| (*e).to_owned()).collect();
+        let kept: Vec<String> = packed.iter().map(|e| (*e).to_owned()).collect();
+        let listed: std::collections::HashSet<&str> = packed.iter().copied().collect();
         let dropped = entries
             .iter()
-            .filter(|e| !kept.contains(e) && !ledger::covered(e, shown))
+            .filter(|e| !listed.contains(e.as_str()) && !ledger::covered(e, shown))
             .cloned()
             .collect();
         let message = self.summary_message(&body);
         Fitted {
-            tokens: counter.count_message(&message),
+            tokens,
             message,
             body,
-            truncated: truncated || shown.len() < text.len(),
+            truncated: shown.len() < text.len() || prose.is_empty(),
             kept,
             dropped,
         }

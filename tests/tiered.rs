@@ -545,3 +545,43 @@ async fn a_panicking_summarizer_is_a_failed_fold_and_the_worker_goes_on() {
     );
     assert!(!handle.is_finished(), "the worker survives");
 }
+
+#[test]
+fn clearing_old_tool_output_can_spare_a_fold() {
+    let (log, gate, failing) = flags(true, false);
+    let settings = TieredSettings::new(600, 1_200)
+        .clear_tool_results(chatfold::ClearToolResults::new().keep_recent(1).min_tokens(100))
+        .counter(words);
+    let (memory, _) = TieredMemory::new([], settings, logging(log.clone(), gate, failing)).unwrap();
+    memory.add_user("Read the logs of every host.");
+    for i in 0..4 {
+        memory.add_message(Message::assistant_tool_calls(vec![ToolCall::new(
+            format!("c{i}"),
+            "read_logs",
+            "{}",
+        )]));
+        memory.add_message(Message::tool(
+            format!("host-{i} /var/log/app-{i}.log ok\n").repeat(60),
+            format!("c{i}"),
+        ));
+    }
+    assert!(memory.stats().buffer_tokens > 600);
+    pollster::block_on(memory.fold_now()).unwrap();
+    let stats = memory.stats();
+    assert_eq!(stats.results_cleared, 3, "all but the newest result");
+    assert_eq!(
+        stats.folds_done, 0,
+        "clearing alone brought the buffer under the soft limit"
+    );
+    assert!(log.lock().unwrap().is_empty());
+    assert!(stats.buffer_tokens <= 600);
+    let buffer = memory.buffer();
+    assert!(
+        buffer[2]
+            .text()
+            .starts_with("[tool result cleared: read_logs (call c0)")
+    );
+    assert!(buffer[2].text().contains("/var/log/app-0.log"));
+    assert_eq!(buffer[2].tool_call_id.as_deref(), Some("c0"));
+    assert_eq!(buffer[8].text(), "host-3 /var/log/app-3.log ok\n".repeat(60));
+}

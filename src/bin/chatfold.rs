@@ -89,6 +89,9 @@ struct BudgetArgs {
     /// Do not keep the identifiers of folded turns in a ledger section after the summary.
     #[arg(long)]
     no_ledger: bool,
+    /// The most of the summary's allowance the ledger may take, in percent.
+    #[arg(long, value_name = "PERCENT", default_value_t = 33, value_parser = clap::value_parser!(u8).range(0..=100))]
+    ledger_percent: u8,
     /// Before compacting, replace old tool results with a placeholder, keeping the newest N verbatim.
     #[arg(long, value_name = "N")]
     clear_tool_results: Option<usize>,
@@ -239,9 +242,11 @@ fn unchanged(input: &Input, pretty: bool) -> Result<Vec<u8>, Failure> {
 
 fn compactor(args: &BudgetArgs) -> Result<Compactor<Counter>, Failure> {
     let counter = Counter::from_name(&args.input.tokenizer)?;
-    let mut c = Compactor::new(args.budget)
-        .counter(counter)
-        .policy(FoldPolicy::new().ledger(!args.no_ledger));
+    let mut c = Compactor::new(args.budget).counter(counter).policy(
+        FoldPolicy::new()
+            .ledger(!args.no_ledger)
+            .ledger_percent(args.ledger_percent),
+    );
     c.keep_recent = args.keep_recent;
     if let Some(keep) = args.clear_tool_results {
         let clearing = args.clear_exclude.iter().fold(

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 
 use super::{Memory, State, check_positive, fold_request, new_summary};
+use crate::clear::ClearToolResults;
 use crate::count::{Heuristic, TokenCounter};
 use crate::error::{BoxError, Error, Result};
 use crate::message::Message;
@@ -57,6 +58,10 @@ pub struct TieredSettings<C = Heuristic> {
     pub fallback_truncate: bool,
     /// Consecutive failures before `fallback_truncate` drops a chunk.
     pub max_failures: usize,
+    /// Old, large tool results to replace with a placeholder before each
+    /// fold (none by default). The placeholder names the result's first
+    /// identifiers, which reach the ledger when it is folded.
+    pub clear_tool_results: Option<ClearToolResults>,
     /// Counts tokens.
     pub counter: C,
     /// What the summary is. Its `max_summary_tokens` is the summarizer's
@@ -82,6 +87,7 @@ impl TieredSettings {
             chunk_tokens: None,
             fallback_truncate: false,
             max_failures: 3,
+            clear_tool_results: None,
             counter: Heuristic,
             policy: FoldPolicy::new(),
         }
@@ -122,9 +128,16 @@ impl<C> TieredSettings<C> {
             chunk_tokens: self.chunk_tokens,
             fallback_truncate: self.fallback_truncate,
             max_failures: self.max_failures,
+            clear_tool_results: self.clear_tool_results,
             counter,
             policy: self.policy,
         }
+    }
+
+    /// Before each fold, replace old, large tool results as `clearing` says.
+    pub fn clear_tool_results(mut self, clearing: ClearToolResults) -> Self {
+        self.clear_tool_results = Some(clearing);
+        self
     }
 
     /// Render, recognise and cut the summary by `policy`.
@@ -188,6 +201,9 @@ pub struct Stats {
     pub messages_folded: u64,
     /// Messages dropped by fallback truncation.
     pub messages_dropped: u64,
+    /// Tool results replaced by a placeholder
+    /// ([`clear_tool_results`](TieredSettings::clear_tool_results)).
+    pub results_cleared: u64,
     /// The last fold error, as text.
     pub last_error: Option<String>,
     /// The view's tokens after each of the last 256 adds, oldest first: the
@@ -322,6 +338,7 @@ struct Counters {
     consecutive_failures: usize,
     messages_folded: u64,
     messages_dropped: u64,
+    results_cleared: u64,
     last_error: Option<String>,
 }
 
@@ -359,6 +376,21 @@ impl Tiers {
         self.callers.iter_mut().for_each(|c| *c -= n);
         let gone = self.tokens.drain(..n).fold(0usize, usize::saturating_add);
         self.total = self.total.saturating_sub(gone);
+    }
+
+    /// Replaces old, large tool results in the buffer with placeholders, each
+    /// counted again.
+    fn clear_tool_results<C: TokenCounter>(&mut self, clearing: &ClearToolResults, counter: &C) {
+        let Some((cleared, indices)) = clearing.clear(&self.buffer, counter) else {
+            return;
+        };
+        self.buffer = cleared;
+        for &i in &indices {
+            let tokens = counter.count_message(&self.buffer[i]);
+            self.total = self.total.saturating_sub(self.tokens[i]).saturating_add(tokens);
+            self.tokens[i] = tokens;
+        }
+        self.stats.results_cleared += indices.len() as u64;
     }
 
     /// How many messages the next fold takes (see [`units::chunk`]); 0 when
@@ -474,6 +506,12 @@ impl<S: AsyncSummarizer, C: TokenCounter> Core<S, C> {
             let mut tiers = self.lock();
             if tiers.folding {
                 return Step::Busy;
+            }
+            if let (Some(clearing), true) = (
+                &settings.clear_tool_results,
+                tiers.total > settings.soft_limit_tokens,
+            ) {
+                tiers.clear_tool_results(clearing, counter);
             }
             let n = tiers.chunk(settings);
             if n == 0 {
@@ -789,6 +827,7 @@ impl<S, C: TokenCounter> TieredMemory<S, C> {
             fold_in_flight: tiers.folding,
             messages_folded: c.messages_folded,
             messages_dropped: c.messages_dropped,
+            results_cleared: c.results_cleared,
             last_error: c.last_error.clone(),
             profile: tiers.profile.iter().copied().collect(),
         }
