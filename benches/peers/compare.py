@@ -13,7 +13,8 @@ names tiktoken looks for (the SHA-1 of their download address).
 What is timed:
 - compact: one compaction (budget 8000, keep_recent 4000, a summarizer that
   returns a fixed string), the encoder built before timing on both sides;
-  chatcram's `Compactor.compact` against chatfold's `Compactor::compact`.
+  chatcram's `Compactor.compact` against chatfold's `Compactor::compact`,
+  with its identifier ledger (the default) and without (what the peers do).
 - rolling: 10 000 adds to a rolling memory (max_tokens 4000, a constant
   summarizer, the word-count token counter on both sides), rollmem's
   `RollingMemory.add_message` against chatfold's `RollingMemory::add_message`.
@@ -48,9 +49,12 @@ def tiktoken_cache(folder):
     os.environ["TIKTOKEN_CACHE_DIR"] = str(folder)
 
 
-def driver(*args):
+def driver(*args, ledger=True):
     exe = ROOT / "target/release/examples/peer_driver"
-    out = subprocess.run([str(exe), *map(str, args)], check=True, capture_output=True, text=True)
+    env = dict(os.environ)
+    if not ledger:
+        env["CHATFOLD_NO_LEDGER"] = "1"
+    out = subprocess.run([str(exe), *map(str, args)], check=True, capture_output=True, text=True, env=env)
     return json.loads(out.stdout) if out.stdout.strip() else None
 
 
@@ -119,32 +123,41 @@ def main():
             size_mb = path.stat().st_size / 1e6
             for tokenizer in ["heuristic", "o200k_base"]:
                 reps = 3 if n >= 100_000 else 7
-                ours, theirs = [], []
+                ours, bare, theirs = [], [], []
                 peer = chatcram_compact(messages, tokenizer)
                 for _ in range(reps):
                     ours.append(median(driver("compact", path, 8000, 4000, tokenizer, 3)["times_s"]))
+                    bare.append(median(driver("compact", path, 8000, 4000, tokenizer, 3, ledger=False)["times_s"]))
                     theirs.append(peer())
-                rows.append((f"compact {n:>7} msgs ({size_mb:.1f} MB), {tokenizer}", median(theirs), median(ours)))
+                label = f"compact {n:>7} msgs ({size_mb:.1f} MB), {tokenizer}"
+                rows.append((label, median(theirs), median(ours)))
+                rows.append((label + ", no ledger", median(theirs), median(bare)))
         adds = 10_000
         path = pathlib.Path(tmp) / "history-10000.json"
         messages = json.loads(path.read_text())
         peer = rollmem_adds(messages, adds)
-        ours, theirs = [], []
+        ours, bare, theirs = [], [], []
         for _ in range(3 if quick else 5):
             ours.append(driver("rolling", path, adds, 4000))
+            bare.append(driver("rolling", path, adds, 4000, ledger=False))
             theirs.append(peer())
-        for key, label in [
-            ("total_s", "rolling 10 000 adds, total"),
-            ("first_1000_after_full_s", "rolling: first 1 000 adds after full"),
-            ("last_1000_s", "rolling: last 1 000 adds"),
-        ]:
-            rows.append((label, median([t[key] for t in theirs]), median([o[key] for o in ours])))
+        for runs, suffix in [(ours, ""), (bare, ", no ledger")]:
+            for key, label in [
+                ("total_s", "rolling 10 000 adds, total"),
+                ("first_1000_after_full_s", "rolling: first 1 000 adds after full"),
+                ("last_1000_s", "rolling: last 1 000 adds"),
+            ]:
+                rows.append((label + suffix, median([t[key] for t in theirs]), median([o[key] for o in runs])))
     print(f"\n{'what':<52} {'peer (median)':>14} {'chatfold':>12} {'ratio':>9}")
     for label, peer_s, ours_s in rows:
         print(f"{label:<52} {peer_s * 1e3:>11.2f} ms {ours_s * 1e3:>9.3f} ms {peer_s / ours_s:>8.0f}x")
     flat_peer = rows[-1][1] / rows[-2][1]
-    flat_ours = rows[-1][2] / rows[-2][2]
-    print(f"\nlast / first 1 000 adds after full: rollmem {flat_peer:.2f}, chatfold {flat_ours:.2f}")
+    flat_ours = rows[-4][2] / rows[-5][2]
+    flat_bare = rows[-1][2] / rows[-2][2]
+    print(
+        f"\nlast / first 1 000 adds after full: rollmem {flat_peer:.2f}, chatfold {flat_ours:.2f},"
+        f" chatfold without the ledger {flat_bare:.2f}"
+    )
 
 
 if __name__ == "__main__":

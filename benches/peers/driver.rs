@@ -14,7 +14,7 @@ use std::convert::Infallible;
 use std::time::Instant;
 
 use chatfold::memory::{Memory, Remember, RollingMemory, Settings};
-use chatfold::{Compactor, Heuristic, SummaryRequest, Tiktoken, TokenCounter};
+use chatfold::{Compactor, FoldPolicy, Heuristic, SummaryRequest, Tiktoken, TokenCounter};
 
 fn arg(args: &[String], i: usize) -> &str {
     args.get(i).map(String::as_str).unwrap_or_else(|| {
@@ -57,6 +57,12 @@ fn time_compact<C: TokenCounter>(
     (times, tokens_after)
 }
 
+/// The fold policy: the default (ledger on), or, with `CHATFOLD_NO_LEDGER`
+/// set, without the ledger (what the peers do).
+fn policy() -> FoldPolicy {
+    FoldPolicy::new().ledger(std::env::var_os("CHATFOLD_NO_LEDGER").is_none())
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match arg(&args, 0) {
@@ -67,7 +73,7 @@ fn main() {
         "compact" => {
             let h = load(arg(&args, 1));
             let (budget, keep, reps) = (num(&args, 2), num(&args, 3), num(&args, 5));
-            let base = Compactor::new(budget).keep_recent(keep);
+            let base = Compactor::new(budget).keep_recent(keep).policy(policy());
             let start = Instant::now();
             let (times, tokens_after) = match arg(&args, 4) {
                 "heuristic" => time_compact(&base.counter(Heuristic), &h, reps),
@@ -96,9 +102,13 @@ fn main() {
                 }
                 Ok::<_, Infallible>("fixed summary".to_owned())
             };
-            let mut memory =
-                RollingMemory::new(Settings::new(max_tokens).summarizer(summarize).counter(words))
-                    .expect("config");
+            let mut memory = RollingMemory::new(
+                Settings::new(max_tokens)
+                    .summarizer(summarize)
+                    .counter(words)
+                    .policy(policy()),
+            )
+            .expect("config");
             let mut stamps = Vec::with_capacity(adds + 1);
             let start = Instant::now();
             stamps.push(0.0);
