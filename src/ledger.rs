@@ -211,7 +211,10 @@ fn accept(class: Class, found: &str) -> bool {
                 Some(rest) => (rest.split(']').next().unwrap_or(""), ()),
                 None => (found, ()),
             };
-            ip.parse::<Ipv6Addr>().is_ok()
+            // Two groups at least (`::` and `2::` are Rust paths more often
+            // than addresses), or the loopback.
+            let groups = ip.split(':').filter(|g| !g.is_empty()).count();
+            ip.parse::<Ipv6Addr>().is_ok() && (groups >= 2 || ip == "::1")
         }
         Class::HexHash => {
             found.bytes().any(|b| b.is_ascii_digit()) && found.bytes().any(|b| b.is_ascii_alphabetic())
@@ -321,7 +324,11 @@ pub(crate) fn identifiers(text: &str, extra: &[LedgerPattern]) -> Vec<String> {
                 | Class::WindowsPath => trim_end(found),
                 _ => found,
             };
-            if !found.is_empty() && accept(class, found) && !json_values.contains(found) {
+            // A bare IPv6 address stands alone, not inside a word (`std::fs`).
+            let word = |c: char| c.is_alphanumeric() || c == '_';
+            let inside_word = class == Class::Ipv6
+                && (text[..m.start()].ends_with(word) || text[m.end()..].starts_with(word));
+            if !found.is_empty() && !inside_word && accept(class, found) && !json_values.contains(found) {
                 out.push(found.to_owned());
             }
         }
@@ -571,6 +578,7 @@ mod tests {
             "Meet at 10:30:00 or 11:45.",
             "Mr. Smith said end.Next time.",
             "score 3.5 of 10",
+            "use std::fs and serde_json::Value; call v2::run",
         ] {
             assert_eq!(ids(text), Vec::<String>::new(), "{text:?}");
         }
