@@ -207,10 +207,10 @@ fn accept(class: Class, found: &str) -> bool {
             .next()
             .is_some_and(|ip| ip.parse::<Ipv4Addr>().is_ok()),
         Class::Ipv6 => {
-            let (ip, _port) = match found.strip_prefix('[') {
-                Some(rest) => (rest.split(']').next().unwrap_or(""), ()),
-                None => (found, ()),
-            };
+            // `[addr]:port` or a bare address.
+            let ip = found
+                .strip_prefix('[')
+                .map_or(found, |rest| rest.split(']').next().unwrap_or(""));
             // Two groups at least (`::` and `2::` are Rust paths more often
             // than addresses), or the loopback.
             let groups = ip.split(':').filter(|g| !g.is_empty()).count();

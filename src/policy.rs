@@ -304,32 +304,6 @@ impl FoldPolicy {
         Ok(ledger::neutralise(text))
     }
 
-    /// `text` cut at a word boundary to at most `tokens` tokens (and to
-    /// [`max_summary_tokens`](Self::max_summary_tokens)), counted by
-    /// `counter`; borrowed when it already fits.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use chatfold::{FoldPolicy, Heuristic};
-    ///
-    /// let policy = FoldPolicy::new();
-    /// assert_eq!(policy.cut("Flight booked for May third.", 5, &Heuristic), "Flight booked for");
-    /// assert_eq!(policy.cut("Short.", 5, &Heuristic), "Short.");
-    /// ```
-    pub fn cut<'t, C: TokenCounter + ?Sized>(
-        &self,
-        text: &'t str,
-        tokens: usize,
-        counter: &C,
-    ) -> Cow<'t, str> {
-        let limit = self.cap(tokens);
-        if counter.count(text) <= limit {
-            return Cow::Borrowed(text);
-        }
-        Cow::Borrowed(fitting_prefix(text, |t| counter.count(t) <= limit))
-    }
-
     /// `tokens` lowered to the policy's cap, if it has one.
     pub(crate) fn cap(&self, tokens: usize) -> usize {
         self.max_summary_tokens.map_or(tokens, |max| max.min(tokens))

@@ -83,6 +83,16 @@ async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
     panic!("timed out waiting for {what}");
 }
 
+/// Drops `memory` and checks that its worker then ends (10 s at most: a hang,
+/// not a measurement).
+async fn drop_and_join<S, C>(memory: TieredMemory<S, C>, handle: tokio::task::JoinHandle<()>) {
+    drop(memory);
+    tokio::time::timeout(Duration::from_secs(10), handle)
+        .await
+        .expect("the worker ends when its memory is dropped")
+        .unwrap();
+}
+
 /// The view's tokens, counted independently.
 fn view_tokens<C: TokenCounter>(counter: &C, view: &[Message]) -> usize {
     counter.reply_priming() + view.iter().map(|m| counter.count_message(m)).sum::<usize>()
@@ -171,11 +181,7 @@ async fn the_worker_runs_on_a_single_threaded_executor() {
     assert_eq!(messages[0], system[0]);
     assert!(memory.policy().is_summary(&messages[1]));
     assert_nothing_lost(&memory, &log, &added);
-    drop(memory);
-    tokio::time::timeout(Duration::from_secs(10), handle)
-        .await
-        .expect("the worker ends when its memory is dropped")
-        .unwrap();
+    drop_and_join(memory, handle).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -191,11 +197,7 @@ async fn the_worker_ends_when_the_memory_is_dropped_even_mid_fold() {
             }
             eventually("a fold to start", || memory.stats().fold_in_flight).await;
         }
-        drop(memory);
-        tokio::time::timeout(Duration::from_secs(10), handle)
-            .await
-            .expect("the worker ends when its memory is dropped")
-            .unwrap();
+        drop_and_join(memory, handle).await;
     }
 }
 
