@@ -80,7 +80,7 @@ pub use history::{History, parse_messages};
 pub use ledger::{LEDGER_HEADING, LedgerPattern};
 pub use message::{Content, Message, Part, Role, ToolCall, messages_from_json};
 pub use policy::{DEFAULT_SUMMARY_PREFIX, FoldPolicy};
-pub use summarize::{AsyncSummarizer, Extractive, Ready, Summarizer, SummaryRequest};
+pub use summarize::{AsyncSummarizer, Extractive, Prompt, Ready, Summarizer, SummaryRequest};
 
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
