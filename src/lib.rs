@@ -50,7 +50,12 @@
 //!
 //! - `tiktoken` (default): [`Tiktoken`], exact OpenAI token counts
 //!   (`o200k_base`, `cl100k_base`, by model name) through tiktoken-rs.
-//! - `cli`: the `chatfold` command-line tool (pulls in clap).
+//! - `openai`: `OpenAiSummarizer`, for any OpenAI-compatible Chat
+//!   Completions endpoint (OpenAI, Ollama, vLLM, Gemini, OpenRouter).
+//! - `anthropic`: `AnthropicSummarizer`, for Anthropic's Messages API.
+//!   Either one pulls in ureq (with rustls), backon, oneshot and log.
+//! - `cli`: the `chatfold` command-line tool (pulls in clap and both HTTP
+//!   summarizers).
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs, missing_debug_implementations)]
@@ -80,7 +85,13 @@ pub use history::{History, parse_messages};
 pub use ledger::{LEDGER_HEADING, LedgerPattern};
 pub use message::{Content, Message, Part, Role, ToolCall, messages_from_json};
 pub use policy::{DEFAULT_SUMMARY_PREFIX, FoldPolicy};
+#[cfg(feature = "anthropic")]
+pub use summarize::{Anthropic, AnthropicSummarizer};
 pub use summarize::{AsyncSummarizer, Extractive, Prompt, Ready, Summarizer, SummaryRequest};
+#[cfg(feature = "_http")]
+pub use summarize::{HttpError, HttpErrorKind, HttpSummarizer};
+#[cfg(feature = "openai")]
+pub use summarize::{OpenAi, OpenAiSummarizer};
 
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

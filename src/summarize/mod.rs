@@ -7,10 +7,22 @@ use std::future::Future;
 use crate::error::BoxError;
 use crate::message::Message;
 
+#[cfg(feature = "anthropic")]
+mod anthropic;
 mod extractive;
+#[cfg(feature = "_http")]
+mod http;
+#[cfg(feature = "openai")]
+mod openai;
 mod prompt;
 
+#[cfg(feature = "anthropic")]
+pub use anthropic::{Anthropic, AnthropicSummarizer};
 pub use extractive::Extractive;
+#[cfg(feature = "_http")]
+pub use http::{HttpError, HttpErrorKind, HttpSummarizer};
+#[cfg(feature = "openai")]
+pub use openai::{OpenAi, OpenAiSummarizer};
 pub use prompt::Prompt;
 
 /// What a summarizer is asked to summarize.

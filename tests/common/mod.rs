@@ -5,6 +5,7 @@
 use chatfold::{Message, Part, Role, ToolCall};
 use proptest::prelude::*;
 
+pub mod fake_llm;
 pub mod rules;
 #[allow(unused_imports)]
 pub use rules::*;
