@@ -7,14 +7,23 @@ use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
 use chatfold::{Compactor, Extractive, Heuristic, Message, Tiktoken, TokenCounter};
+use common::fake_llm::{FakeLlm, Reply};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
 const SAMPLE: &str = include_str!("../examples/history.json");
 
 fn run(args: &[&str], stdin: &[u8]) -> Output {
+    run_with(args, stdin, &[])
+}
+
+/// Runs the binary with `env` set and no API keys from the test's own environment.
+fn run_with(args: &[&str], stdin: &[u8], env: &[(&str, &str)]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_chatfold"))
         .args(args)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -360,5 +369,155 @@ proptest! {
         prop_assert!(out.status.success(), "{}", stderr(&out));
         let expected = Compactor::new(budget).compact(&h, &Extractive::new()).unwrap();
         prop_assert_eq!(messages(&out), expected.messages.into_owned());
+    }
+}
+
+/// `compact` on the sample with an HTTP summarizer at `server`, and `extra` flags.
+fn compact_with_llm(server: &FakeLlm, extra: &[&str], env: &[(&str, &str)]) -> Output {
+    let url = server.url();
+    let mut args = vec![
+        "compact",
+        "--budget",
+        "2000",
+        "--summarize-url",
+        &url,
+        "--summarize-model",
+        "test-model",
+    ];
+    args.extend_from_slice(extra);
+    args.push("examples/history.json");
+    run_with(&args, b"", env)
+}
+
+#[test]
+fn summarize_url_puts_the_models_summary_in_the_output() {
+    let server = FakeLlm::start(vec![Reply::openai("The user set up a deploy pipeline.")]);
+    let out = compact_with_llm(&server, &[], &[("OPENAI_API_KEY", "sk-cli-test-0001")]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let summary = messages(&out)
+        .into_iter()
+        .find(|m| m.text().starts_with(chatfold::DEFAULT_SUMMARY_PREFIX))
+        .unwrap();
+    assert!(
+        summary.text().contains("The user set up a deploy pipeline."),
+        "{}",
+        summary.text()
+    );
+    let sent = &server.received()[0];
+    assert_eq!(sent.path, "/v1/chat/completions");
+    assert_eq!(sent.header("authorization"), Some("Bearer sk-cli-test-0001"));
+    assert_eq!(sent.body["model"], "test-model");
+    assert!(sent.body["max_tokens"].as_u64().unwrap() > 100);
+
+    // Anthropic, with the key from a variable named on the command line; a
+    // local URL needs no key otherwise.
+    let server = FakeLlm::start(vec![Reply::anthropic("Claude's summary.")]);
+    let out = compact_with_llm(
+        &server,
+        &["--summarize-provider", "anthropic", "--api-key-env", "MY_KEY"],
+        &[("MY_KEY", "ak-cli-test-0002")],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Claude's summary."));
+    let sent = &server.received()[0];
+    assert_eq!(sent.path, "/v1/messages");
+    assert_eq!(sent.header("x-api-key"), Some("ak-cli-test-0002"));
+
+    let server = FakeLlm::start(vec![Reply::openai("keyless")]);
+    let out = compact_with_llm(&server, &[], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(server.received()[0].header("authorization"), None);
+}
+
+#[test]
+fn summarize_url_failures_exit_3_with_the_status_and_message() {
+    let key = "sk-cli-secret-9876";
+    let unauthorized = Reply::status(
+        401,
+        json!({"error": {"message": format!("Incorrect API key provided: {key}")}}),
+    );
+    let slow = Reply::Late(std::time::Duration::from_secs(5), Box::new(Reply::openai("late")));
+    let cases: [(Reply, &[&str], &str); 4] = [
+        (
+            unauthorized,
+            &[],
+            "error: summarizer failed: openai: HTTP 401: Incorrect API key provided: <redacted>",
+        ),
+        (
+            Reply::status(500, json!({"error": {"message": "boom"}})),
+            &["--summarize-retries", "0"],
+            "error: summarizer failed: openai: HTTP 500: boom",
+        ),
+        (
+            Reply::openai(""),
+            &[],
+            "error: summarizer failed: openai: the answer has no text",
+        ),
+        (
+            slow,
+            &["--summarize-timeout", "0.3", "--summarize-retries", "0"],
+            "error: summarizer failed: openai: timed out: no answer within 0.3 s",
+        ),
+    ];
+    for (reply, extra, expected) in cases {
+        let server = FakeLlm::start(vec![reply]);
+        let out = compact_with_llm(&server, extra, &[("OPENAI_API_KEY", key)]);
+        assert_eq!(out.status.code(), Some(3), "{expected}: {}", stderr(&out));
+        assert!(out.stdout.is_empty());
+        let err = stderr(&out);
+        assert!(err.starts_with(expected), "{err}");
+        assert!(!err.contains(key), "{err}");
+    }
+}
+
+#[test]
+fn summarize_url_usage_errors_exit_2() {
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &[
+                "--summarize-url",
+                "https://api.example.com/v1",
+                "--summarize-model",
+                "m",
+            ],
+            "error: https://api.example.com needs an API key: set OPENAI_API_KEY",
+        ),
+        (
+            &[
+                "--summarize-url",
+                "https://api.anthropic.com/v1",
+                "--summarize-model",
+                "m",
+            ],
+            "error: https://api.anthropic.com needs an API key: set ANTHROPIC_API_KEY",
+        ),
+        (
+            &[
+                "--summarize-url",
+                "http://localhost:1/v1",
+                "--summarize-model",
+                "m",
+                "--api-key-env",
+                "UNSET_VAR_X",
+            ],
+            "error: --api-key-env: UNSET_VAR_X is not set",
+        ),
+        (
+            &["--summarize-url", "ftp://host/v1", "--summarize-model", "m"],
+            "error: --summarize-url \"ftp://host/v1\" is not an http:// or https:// URL",
+        ),
+        (
+            &["--summarize-url", "http://localhost:1/v1"],
+            "error: the following required arguments",
+        ),
+    ];
+    for (flags, expected) in cases {
+        let mut args = vec!["compact", "--budget", "2000"];
+        args.extend_from_slice(flags);
+        args.push("examples/history.json");
+        let out = run(&args, b"");
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {}", stderr(&out));
+        assert!(out.stdout.is_empty());
+        assert!(stderr(&out).starts_with(expected), "{flags:?}: {}", stderr(&out));
     }
 }

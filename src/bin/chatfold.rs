@@ -7,8 +7,9 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use chatfold::{
-    ClearToolResults, Compaction, Compactor, Error, Extractive, Fate, FoldPolicy, Heuristic, History, Plan,
-    Summarizer, SummaryRequest, Tiktoken, TokenCounter,
+    AnthropicSummarizer, ClearToolResults, Compaction, Compactor, Error, Extractive, Fate, FoldPolicy,
+    Heuristic, History, HttpSummarizer, OpenAiSummarizer, Plan, Summarizer, SummaryRequest, Tiktoken,
+    TokenCounter,
 };
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
@@ -18,7 +19,7 @@ Exit codes:
   0  success
   1  bad input (not JSON, wrong shape, a malformed message); stderr says which message
   2  bad usage (budget 0, keep-recent above the budget, unknown tokenizer ...)
-  3  the summarizer failed (non-zero exit, empty output, time-out)
+  3  the summarizer failed (non-zero exit, empty output, time-out, an HTTP error)
   4  the budget is unreachable and --strict was given
 On every error stdout stays empty.";
 
@@ -39,14 +40,8 @@ enum Cmd {
     Compact {
         #[command(flatten)]
         budget: BudgetArgs,
-        /// Shell command that writes the summary: it reads the transcript on
-        /// stdin, and CHATFOLD_MAX_SUMMARY_TOKENS in its environment. Default:
-        /// the built-in extractive summarizer (no model, no network).
-        #[arg(long, value_name = "CMD")]
-        summarize_cmd: Option<String>,
-        /// Seconds the summarize command may take.
-        #[arg(long, value_name = "SECS", default_value_t = 120.0)]
-        summarize_timeout: f64,
+        #[command(flatten)]
+        summarize: SummarizeArgs,
         /// Fail (exit 4) instead of writing an over-budget result.
         #[arg(long)]
         strict: bool,
@@ -67,6 +62,49 @@ enum Cmd {
         #[command(flatten)]
         budget: BudgetArgs,
     },
+}
+
+/// Which summarizer `compact` uses (the built-in extractive one unless told).
+#[derive(Args, Debug)]
+struct SummarizeArgs {
+    /// Shell command that writes the summary: it reads the transcript on
+    /// stdin, and CHATFOLD_MAX_SUMMARY_TOKENS in its environment. Default:
+    /// the built-in extractive summarizer (no model, no network).
+    #[arg(long, value_name = "CMD", conflicts_with = "summarize_url")]
+    summarize_cmd: Option<String>,
+    /// Summarize with an LLM at this base URL: an OpenAI-compatible API
+    /// (https://api.openai.com/v1, Ollama's http://localhost:11434/v1, vLLM,
+    /// Gemini, OpenRouter) or Anthropic's (https://api.anthropic.com/v1).
+    #[arg(long, value_name = "URL", requires = "summarize_model")]
+    summarize_url: Option<String>,
+    /// The model to ask, with --summarize-url.
+    #[arg(long, value_name = "NAME", requires = "summarize_url")]
+    summarize_model: Option<String>,
+    /// The API's shape, with --summarize-url (default: anthropic for an
+    /// anthropic.com URL, else openai).
+    #[arg(long, value_name = "PROVIDER", requires = "summarize_url")]
+    summarize_provider: Option<Provider>,
+    /// The environment variable holding the API key (default: OPENAI_API_KEY
+    /// or ANTHROPIC_API_KEY; a local or private-network URL needs none).
+    #[arg(long, value_name = "VAR", requires = "summarize_url")]
+    api_key_env: Option<String>,
+    /// Seconds the summarizer may take: the whole command, or one HTTP
+    /// attempt (default: 120 for a command, 60 for HTTP).
+    #[arg(long, value_name = "SECS")]
+    summarize_timeout: Option<f64>,
+    /// How many times a failed HTTP attempt is retried (429, 5xx, time-outs,
+    /// connection errors).
+    #[arg(long, value_name = "N", default_value_t = 3, requires = "summarize_url")]
+    summarize_retries: u32,
+}
+
+/// The HTTP API shapes --summarize-url speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Provider {
+    /// OpenAI-compatible Chat Completions.
+    Openai,
+    /// Anthropic Messages.
+    Anthropic,
 }
 
 #[derive(Args, Debug)]
@@ -260,6 +298,136 @@ fn compactor(args: &BudgetArgs) -> Result<Compactor<Counter>, Failure> {
     Ok(c)
 }
 
+/// The summarizer the flags chose.
+enum Chosen {
+    Extractive(Extractive<Counter>),
+    Shell(ShellSummarizer),
+    OpenAi(OpenAiSummarizer),
+    Anthropic(AnthropicSummarizer),
+}
+
+impl Chosen {
+    fn new(args: &SummarizeArgs, counter: Counter) -> Result<Chosen, Failure> {
+        let timeout = match args.summarize_timeout {
+            Some(secs) if secs.is_finite() && secs > 0.0 => Some(Duration::from_secs_f64(secs)),
+            Some(_) => {
+                return Err(Failure::new(
+                    2,
+                    "--summarize-timeout must be a positive number of seconds",
+                ));
+            }
+            None => None,
+        };
+        if let Some(command) = &args.summarize_cmd {
+            return Ok(Chosen::Shell(ShellSummarizer {
+                command: command.clone(),
+                timeout: timeout.unwrap_or(Duration::from_secs(120)),
+            }));
+        }
+        let (Some(url), Some(model)) = (&args.summarize_url, &args.summarize_model) else {
+            return Ok(Chosen::Extractive(Extractive::with_counter(counter)));
+        };
+        let Some((scheme, host)) = url_host(url) else {
+            return Err(Failure::new(
+                2,
+                format!("--summarize-url {url:?} is not an http:// or https:// URL"),
+            ));
+        };
+        let provider = args.summarize_provider.unwrap_or(
+            if host == "anthropic.com" || host.ends_with(".anthropic.com") {
+                Provider::Anthropic
+            } else {
+                Provider::Openai
+            },
+        );
+        let default_var = match provider {
+            Provider::Openai => "OPENAI_API_KEY",
+            Provider::Anthropic => "ANTHROPIC_API_KEY",
+        };
+        let var = args.api_key_env.as_deref().unwrap_or(default_var);
+        let key = match std::env::var(var) {
+            Ok(key) => Some(key).filter(|k| !k.is_empty()),
+            Err(_) if args.api_key_env.is_some() => {
+                return Err(Failure::new(2, format!("--api-key-env: {var} is not set")));
+            }
+            Err(_) if is_local(host) => None,
+            Err(_) => {
+                return Err(Failure::new(
+                    2,
+                    format!(
+                        "{scheme}://{host} needs an API key: set {var}, or name the variable that holds it with --api-key-env"
+                    ),
+                ));
+            }
+        };
+        let timeout = timeout.unwrap_or(Duration::from_secs(60));
+        Ok(match provider {
+            Provider::Openai => Chosen::OpenAi(
+                with_key(OpenAiSummarizer::new(url, model), key)
+                    .timeout(timeout)
+                    .retries(args.summarize_retries),
+            ),
+            Provider::Anthropic => Chosen::Anthropic(
+                with_key(AnthropicSummarizer::new(url, model), key)
+                    .timeout(timeout)
+                    .retries(args.summarize_retries),
+            ),
+        })
+    }
+}
+
+fn with_key<P>(summarizer: HttpSummarizer<P>, key: Option<String>) -> HttpSummarizer<P>
+where
+    P: Clone,
+{
+    match key {
+        Some(key) => summarizer.api_key(key),
+        None => summarizer,
+    }
+}
+
+/// The scheme and host of an http(s) URL.
+fn url_host(url: &str) -> Option<(&str, &str)> {
+    let (scheme, rest) = url.split_once("://")?;
+    if !matches!(scheme, "http" | "https") {
+        return None;
+    }
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split_once(']')?.0,
+        None => authority.split(':').next()?,
+    };
+    (!host.is_empty()).then_some((scheme, host))
+}
+
+/// Whether `host` is this machine or a private network's (no key expected).
+fn is_local(host: &str) -> bool {
+    if host.eq_ignore_ascii_case("localhost") || host.ends_with(".localhost") || host.ends_with(".local") {
+        return true;
+    }
+    match host.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(ip)) => ip.is_loopback() || ip.is_private() || ip.is_unspecified(),
+        Ok(std::net::IpAddr::V6(ip)) => {
+            ip.is_loopback() || ip.is_unspecified() || (ip.segments()[0] & 0xfe00) == 0xfc00
+        }
+        Err(_) => false,
+    }
+}
+
+impl Summarizer for Chosen {
+    type Error = chatfold::BoxError;
+
+    fn summarize(&self, request: &SummaryRequest<'_>) -> Result<String, Self::Error> {
+        match self {
+            Chosen::Extractive(s) => Ok(s.summarize(request)?),
+            Chosen::Shell(s) => Ok(s.summarize(request)?),
+            Chosen::OpenAi(s) => Ok(Summarizer::summarize(s, request)?),
+            Chosen::Anthropic(s) => Ok(Summarizer::summarize(s, request)?),
+        }
+    }
+}
+
 /// Runs a shell command as the summarizer.
 struct ShellSummarizer {
     command: String,
@@ -397,31 +565,15 @@ fn to_json(value: &impl serde::Serialize, pretty: bool) -> Result<Vec<u8>, Failu
 
 fn compact(
     args: &BudgetArgs,
-    summarize_cmd: Option<&str>,
-    timeout: f64,
+    summarize: &SummarizeArgs,
     strict: bool,
     report: Option<&Path>,
     pretty: bool,
 ) -> Result<(), Failure> {
     let compactor = compactor(args)?.strict(strict).count_all(report.is_some());
-    if !(timeout.is_finite() && timeout > 0.0) {
-        return Err(Failure::new(
-            2,
-            "--summarize-timeout must be a positive number of seconds",
-        ));
-    }
+    let summarizer = Chosen::new(summarize, compactor.counter)?;
     let input = read_input(args.input.input.as_deref())?;
-    let messages = &input.history.messages;
-    let result = match summarize_cmd {
-        Some(cmd) => {
-            let shell = ShellSummarizer {
-                command: cmd.to_owned(),
-                timeout: Duration::from_secs_f64(timeout),
-            };
-            compactor.compact(messages, &shell)?
-        }
-        None => compactor.compact(messages, &Extractive::with_counter(compactor.counter))?,
-    };
+    let result = compactor.compact(&input.history.messages, &summarizer)?;
     let output = if result.summarized {
         to_json(&input.history.to_json(&result.messages), pretty)?
     } else {
@@ -516,19 +668,11 @@ fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Cmd::Compact {
             budget,
-            summarize_cmd,
-            summarize_timeout,
+            summarize,
             strict,
             report,
             pretty,
-        } => compact(
-            &budget,
-            summarize_cmd.as_deref(),
-            summarize_timeout,
-            strict,
-            report.as_deref(),
-            pretty,
-        ),
+        } => compact(&budget, &summarize, strict, report.as_deref(), pretty),
         Cmd::Count { input } => count(&input),
         Cmd::Explain { budget } => explain(&budget),
     }
