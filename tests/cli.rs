@@ -472,15 +472,27 @@ fn summarize_url_failures_exit_3_with_the_status_and_message() {
 
 #[test]
 fn summarize_url_usage_errors_exit_2() {
-    let cases: [(&[&str], &str); 5] = [
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+    let cases: [Case<'_>; 8] = [
         (
             &[
                 "--summarize-url",
-                "https://api.example.com/v1",
+                "https://api.openai.com/v1",
                 "--summarize-model",
                 "m",
             ],
-            "error: https://api.example.com needs an API key: set OPENAI_API_KEY",
+            &[],
+            "error: https://api.openai.com needs an API key: set OPENAI_API_KEY",
+        ),
+        (
+            &[
+                "--summarize-url",
+                "https://api.openai.com/v1",
+                "--summarize-model",
+                "m",
+            ],
+            &[("OPENAI_API_KEY", "  ")],
+            "error: https://api.openai.com needs an API key: set OPENAI_API_KEY",
         ),
         (
             &[
@@ -489,7 +501,19 @@ fn summarize_url_usage_errors_exit_2() {
                 "--summarize-model",
                 "m",
             ],
+            &[],
             "error: https://api.anthropic.com needs an API key: set ANTHROPIC_API_KEY",
+        ),
+        (
+            // The OpenAI key is not sent to a third party.
+            &[
+                "--summarize-url",
+                "https://openrouter.ai/api/v1",
+                "--summarize-model",
+                "m",
+            ],
+            &[("OPENAI_API_KEY", "sk-not-for-them")],
+            "error: https://openrouter.ai: name the variable that holds its API key with --api-key-env",
         ),
         (
             &[
@@ -500,24 +524,52 @@ fn summarize_url_usage_errors_exit_2() {
                 "--api-key-env",
                 "UNSET_VAR_X",
             ],
+            &[],
             "error: --api-key-env: UNSET_VAR_X is not set",
         ),
         (
             &["--summarize-url", "ftp://host/v1", "--summarize-model", "m"],
+            &[],
             "error: --summarize-url \"ftp://host/v1\" is not an http:// or https:// URL",
         ),
         (
             &["--summarize-url", "http://localhost:1/v1"],
+            &[],
             "error: the following required arguments",
         ),
+        (
+            &[
+                "--summarize-url",
+                "http://localhost:1/v1",
+                "--summarize-model",
+                "m",
+                "--summarize-cmd",
+                "cat",
+            ],
+            &[],
+            "error: the argument '--summarize-url <URL>' cannot be used with '--summarize-cmd <CMD>'",
+        ),
     ];
-    for (flags, expected) in cases {
+    for (flags, env, expected) in cases {
         let mut args = vec!["compact", "--budget", "2000"];
         args.extend_from_slice(flags);
         args.push("examples/history.json");
-        let out = run(&args, b"");
+        let out = run_with(&args, b"", env);
         assert_eq!(out.status.code(), Some(2), "{flags:?}: {}", stderr(&out));
         assert!(out.stdout.is_empty());
         assert!(stderr(&out).starts_with(expected), "{flags:?}: {}", stderr(&out));
+        assert!(!stderr(&out).contains("sk-not-for-them"));
     }
+}
+
+#[test]
+fn summarize_url_retries_are_reported_on_stderr() {
+    let limited = Reply::Answer(429, vec![("retry-after", "0.1".to_owned())], "{}".to_owned());
+    let server = FakeLlm::start(vec![limited, Reply::openai("after a retry")]);
+    let out = compact_with_llm(&server, &[], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.starts_with("warning: openai: HTTP 429"), "{err}");
+    assert!(err.contains("retry 1 of 3"), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("after a retry"));
 }

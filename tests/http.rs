@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use chatfold::memory::{Memory, Remember, RollingMemory, Settings};
 use chatfold::{
-    AnthropicSummarizer, AsyncSummarizer, Compactor, Error, HttpError, HttpErrorKind, Message,
-    OpenAiSummarizer, Prompt, Summarizer, SummaryRequest, TokenCounter,
+    AnthropicSummarizer, Compactor, Error, HttpError, HttpErrorKind, Message, OpenAiSummarizer, Prompt,
+    Summarizer, SummaryRequest, TokenCounter,
 };
 use common::fake_llm::{FakeLlm, Reply};
 use serde_json::json;
@@ -314,7 +314,7 @@ async fn async_calls_do_the_same_without_blocking_the_runtime() {
         n
     };
     let (summary, ticks) = tokio::join!(
-        AsyncSummarizer::summarize(&summarizer, request(&folded).into_owned()),
+        chatfold::AsyncSummarizer::summarize(&summarizer, request(&folded).into_owned()),
         ticks
     );
     assert_eq!(summary.unwrap(), "async summary");
@@ -325,7 +325,7 @@ async fn async_calls_do_the_same_without_blocking_the_runtime() {
         403,
         json!({"error": {"message": "forbidden"}}),
     )]);
-    let error = AsyncSummarizer::summarize(&openai(&server), request(&folded).into_owned())
+    let error = chatfold::AsyncSummarizer::summarize(&openai(&server), request(&folded).into_owned())
         .await
         .unwrap_err();
     assert_eq!(error.status(), Some(403));
@@ -338,7 +338,7 @@ async fn dropping_the_future_stops_the_retries() {
         .backoff(Duration::from_millis(300), Duration::from_millis(300))
         .retries(10);
     let folded = folded();
-    let call = AsyncSummarizer::summarize(&summarizer, request(&folded).into_owned());
+    let call = chatfold::AsyncSummarizer::summarize(&summarizer, request(&folded).into_owned());
     assert!(
         tokio::time::timeout(Duration::from_millis(150), call)
             .await
@@ -510,4 +510,141 @@ async fn the_tiered_memory_folds_through_an_endpoint_and_survives_its_failures()
     );
     assert!(memory.buffer().len() < 30);
     assert!(!up.received().is_empty());
+}
+
+#[test]
+fn retry_after_is_read_as_seconds_milliseconds_or_a_date() {
+    let date = |offset: u64| {
+        // An IMF-fixdate `offset` seconds from now, rounded up to the next second.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+            + offset
+            + 1;
+        let (days, secs) = (now / 86_400, now % 86_400);
+        // Civil date from days since 1970-01-01 (Howard Hinnant's civil_from_days).
+        let z = days as i64 + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z - era * 146_097;
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let day = doy - (153 * mp + 2) / 5 + 1;
+        let month = if mp < 10 { mp + 3 } else { mp - 9 };
+        let year = yoe + era * 400 + i64::from(month <= 2);
+        let names = [
+            "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+        ];
+        format!(
+            "Mon, {day:02} {} {year} {:02}:{:02}:{:02} GMT",
+            names[month as usize - 1],
+            secs / 3600,
+            secs / 60 % 60,
+            secs % 60
+        )
+    };
+    for (header, value, at_least) in [
+        ("retry-after", date(1), Duration::from_millis(900)),
+        ("retry-after-ms", "700".to_owned(), Duration::from_millis(700)),
+        ("retry-after", "0.5".to_owned(), Duration::from_millis(500)),
+    ] {
+        let limited = Reply::Answer(503, vec![(header, value.clone())], "{}".to_owned());
+        let server = FakeLlm::start(vec![limited, Reply::openai("ok")]);
+        let folded = folded();
+        let start = Instant::now();
+        assert_eq!(openai(&server).summarize(&request(&folded)).unwrap(), "ok");
+        assert!(
+            start.elapsed() >= at_least,
+            "{header}: {value}: {:?}",
+            start.elapsed()
+        );
+        assert_eq!(server.received().len(), 2);
+    }
+    // Nonsense is ignored: the backoff applies.
+    for junk in ["soon", "-5", "Mon, 01 Jan 99999999999 00:00:00 GMT", "NaN"] {
+        let limited = Reply::Answer(429, vec![("retry-after", junk.to_owned())], "{}".to_owned());
+        let server = FakeLlm::start(vec![limited, Reply::openai("ok")]);
+        let folded = folded();
+        assert_eq!(
+            openai(&server).summarize(&request(&folded)).unwrap(),
+            "ok",
+            "{junk}"
+        );
+    }
+}
+
+#[test]
+fn which_statuses_are_retried() {
+    for (status, retried) in [
+        (408, true),
+        (429, true),
+        (502, true),
+        (400, false),
+        (404, false),
+        (409, false),
+        (422, false),
+    ] {
+        let server = FakeLlm::start(vec![
+            Reply::status(status, json!({"error": {"message": "x"}})),
+            Reply::openai("ok"),
+        ]);
+        let folded = folded();
+        let result = openai(&server).summarize(&request(&folded));
+        assert_eq!(result.is_ok(), retried, "{status}: {result:?}");
+        assert_eq!(server.received().len(), if retried { 2 } else { 1 }, "{status}");
+    }
+}
+
+#[test]
+fn redirects_are_not_followed() {
+    let elsewhere = FakeLlm::start(vec![Reply::anthropic("should not be reached")]);
+    let moved = Reply::Answer(
+        307,
+        vec![("location", format!("{}/messages", elsewhere.url()))],
+        "{}".to_owned(),
+    );
+    let server = FakeLlm::start(vec![moved]);
+    let error = fail(&anthropic(&server));
+    assert_eq!(error.status(), Some(307));
+    assert!(elsewhere.received().is_empty(), "the key went to another host");
+}
+
+#[test]
+fn the_time_out_covers_a_body_that_stalls() {
+    let server = FakeLlm::start(vec![Reply::Stall(Duration::from_secs(3))]);
+    let start = Instant::now();
+    let error = fail(&openai(&server).timeout(Duration::from_millis(300)).retries(0));
+    assert_eq!(error.kind(), HttpErrorKind::Timeout, "{error}");
+    assert!(start.elapsed() < Duration::from_secs(2), "{:?}", start.elapsed());
+}
+
+#[test]
+fn an_async_call_never_polled_sends_nothing() {
+    let server = FakeLlm::start(vec![Reply::openai("unused")]);
+    let summarizer = openai(&server);
+    let folded = folded();
+    drop(chatfold::AsyncSummarizer::summarize(
+        &summarizer,
+        request(&folded).into_owned(),
+    ));
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(server.received().is_empty());
+}
+
+#[test]
+fn credentials_in_the_url_stay_out_of_errors_and_debug() {
+    let server = FakeLlm::start(vec![Reply::status(418, json!({"error": {"message": "teapot"}}))]);
+    let url = server.url().replace("http://", "http://user:pw-secret@") + "?key=q-secret";
+    let summarizer = OpenAiSummarizer::new(url, "m").retries(0);
+    let folded = folded();
+    let error = summarizer.summarize(&request(&folded)).unwrap_err();
+    assert_eq!(error.status(), Some(418));
+    assert_eq!(server.received()[0].path, "/v1/chat/completions?key=q-secret");
+    for text in [error.to_string(), format!("{summarizer:?}")] {
+        assert!(
+            !text.contains("pw-secret") && !text.contains("q-secret"),
+            "{text}"
+        );
+    }
 }

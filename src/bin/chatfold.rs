@@ -84,8 +84,9 @@ struct SummarizeArgs {
     /// anthropic.com URL, else openai).
     #[arg(long, value_name = "PROVIDER", requires = "summarize_url")]
     summarize_provider: Option<Provider>,
-    /// The environment variable holding the API key (default: OPENAI_API_KEY
-    /// or ANTHROPIC_API_KEY; a local or private-network URL needs none).
+    /// The environment variable holding the API key. Default: OPENAI_API_KEY
+    /// or ANTHROPIC_API_KEY, sent only to openai.com or anthropic.com and to
+    /// local servers (which need none); any other host needs this flag.
     #[arg(long, value_name = "VAR", requires = "summarize_url")]
     api_key_env: Option<String>,
     /// Seconds the summarizer may take: the whole command, or one HTTP
@@ -309,7 +310,9 @@ enum Chosen {
 impl Chosen {
     fn new(args: &SummarizeArgs, counter: Counter) -> Result<Chosen, Failure> {
         let timeout = match args.summarize_timeout {
-            Some(secs) if secs.is_finite() && secs > 0.0 => Some(Duration::from_secs_f64(secs)),
+            Some(secs) if secs > 0.0 && Duration::try_from_secs_f64(secs).is_ok() => {
+                Some(Duration::from_secs_f64(secs))
+            }
             Some(_) => {
                 return Err(Failure::new(
                     2,
@@ -340,25 +343,39 @@ impl Chosen {
                 Provider::Openai
             },
         );
-        let default_var = match provider {
-            Provider::Openai => "OPENAI_API_KEY",
-            Provider::Anthropic => "ANTHROPIC_API_KEY",
+        let (default_var, domain) = match provider {
+            Provider::Openai => ("OPENAI_API_KEY", "openai.com"),
+            Provider::Anthropic => ("ANTHROPIC_API_KEY", "anthropic.com"),
         };
-        let var = args.api_key_env.as_deref().unwrap_or(default_var);
-        let key = match std::env::var(var) {
-            Ok(key) => Some(key).filter(|k| !k.is_empty()),
-            Err(_) if args.api_key_env.is_some() => {
-                return Err(Failure::new(2, format!("--api-key-env: {var} is not set")));
-            }
-            Err(_) if is_local(host) => None,
-            Err(_) => {
-                return Err(Failure::new(
-                    2,
-                    format!(
-                        "{scheme}://{host} needs an API key: set {var}, or name the variable that holds it with --api-key-env"
-                    ),
-                ));
-            }
+        let own = host == domain || host.ends_with(&format!(".{domain}"));
+        let read = |var: &str| std::env::var(var).ok().map(|k| k.trim().to_owned());
+        let key = match &args.api_key_env {
+            // Named on the command line: an empty variable means no key.
+            Some(var) => match read(var) {
+                Some(key) => Some(key).filter(|k| !k.is_empty()),
+                None => return Err(Failure::new(2, format!("--api-key-env: {var} is not set"))),
+            },
+            // The default variable goes to the provider's own hosts and to local servers only.
+            None => match read(default_var).filter(|k| !k.is_empty()) {
+                key if is_local(host) => key,
+                Some(key) if own => Some(key),
+                None if own => {
+                    return Err(Failure::new(
+                        2,
+                        format!(
+                            "{scheme}://{host} needs an API key: set {default_var}, or name the variable that holds it with --api-key-env"
+                        ),
+                    ));
+                }
+                _ => {
+                    return Err(Failure::new(
+                        2,
+                        format!(
+                            "{scheme}://{host}: name the variable that holds its API key with --api-key-env ({default_var} is only sent to {domain} and to local servers)"
+                        ),
+                    ));
+                }
+            },
         };
         let timeout = timeout.unwrap_or(Duration::from_secs(60));
         Ok(match provider {
@@ -678,7 +695,27 @@ fn run(cli: Cli) -> Result<(), Failure> {
     }
 }
 
+/// Prints the library's warnings (an HTTP summarizer's retries) on stderr.
+struct Warnings;
+
+impl log::Log for Warnings {
+    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
+        metadata.level() <= log::Level::Warn && metadata.target().starts_with("chatfold")
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        if self.enabled(record.metadata()) {
+            eprintln!("warning: {}", record.args());
+        }
+    }
+
+    fn flush(&self) {}
+}
+
 fn main() -> ExitCode {
+    if log::set_logger(&Warnings).is_ok() {
+        log::set_max_level(log::LevelFilter::Warn);
+    }
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,

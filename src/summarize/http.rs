@@ -31,9 +31,16 @@ use crate::summarize::{AsyncSummarizer, Summarizer, SummaryRequest};
 /// Cloning is cheap (the settings are shared), and one summarizer serves
 /// any number of threads. Both [`Summarizer`] (blocking, no runtime) and
 /// [`AsyncSummarizer`] are implemented: the async one runs each exchange on a
-/// thread of its own and wakes the awaiting task when it ends, so it works
-/// on any runtime and never blocks one. Dropping its future stops the
-/// retries; an attempt already on the wire runs to its end or its time-out.
+/// thread of its own (started when the future is first polled) and wakes
+/// the awaiting task when it ends, so it works on any runtime and never
+/// blocks one. Dropping its future stops the retries; an attempt already on
+/// the wire runs to its end or its time-out. Redirects are not followed (a
+/// 3xx is an error): they would carry the key to another host.
+///
+/// Retries are logged at `warn` through the `log` crate, without the key.
+/// ureq's own `trace` level dumps the bytes on the wire, headers included,
+/// as its documentation warns: keep `ureq_proto` below `trace` where keys
+/// matter.
 ///
 /// The HTTP client is `ureq`, with rustls and the Mozilla root
 /// certificates (no system OpenSSL).
@@ -84,7 +91,7 @@ impl<P: fmt::Debug> fmt::Debug for HttpSummarizer<P> {
         let inner = &*self.inner;
         f.debug_struct("HttpSummarizer")
             .field("provider", &inner.provider)
-            .field("url", &inner.url)
+            .field("url", &inner.endpoint())
             .field("key", &inner.key.as_ref().map(|_| "<redacted>"))
             .field(
                 "headers",
@@ -129,14 +136,17 @@ const CANCEL_POLL: Duration = Duration::from_millis(50);
 
 impl<P: Wire> HttpSummarizer<P> {
     pub(crate) fn with_provider(base_url: &str, provider: P) -> Self {
-        let base = base_url.trim_end_matches('/');
+        let (base, query) = base_url.split_at(base_url.find('?').unwrap_or(base_url.len()));
+        let base = base.trim_end_matches('/');
         let url = if base.ends_with(P::PATH) {
-            base.to_owned()
+            format!("{base}{query}")
         } else {
-            format!("{base}{}", P::PATH)
+            format!("{base}{}{query}", P::PATH)
         };
         let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
+            // A redirect would carry the key's header to another host and turn the POST into a GET.
+            .max_redirects(0)
             .user_agent(concat!("chatfold/", env!("CARGO_PKG_VERSION")))
             .build();
         HttpSummarizer {
@@ -232,17 +242,6 @@ impl<P: Clone> HttpSummarizer<P> {
 }
 
 impl<P: Wire> HttpSummarizer<P> {
-    /// The summary of `request`, blocking the calling thread for the
-    /// exchange and its retries (what [`Summarizer::summarize`] does; the
-    /// async call is [`AsyncSummarizer::summarize`]).
-    ///
-    /// # Errors
-    ///
-    /// The last attempt's [`HttpError`] when no attempt succeeded.
-    pub fn summarize(&self, request: &SummaryRequest<'_>) -> Result<String, HttpError> {
-        self.inner.call(&self.body(request), &|| false)
-    }
-
     /// The request body for `request`.
     fn body(&self, request: &SummaryRequest<'_>) -> Vec<u8> {
         let inner = &*self.inner;
@@ -267,6 +266,11 @@ impl<P: Wire> Inner<P> {
             .build();
         let mut attempts = 0;
         loop {
+            if cancelled() {
+                return Err(
+                    HttpError::new(P::NAME, HttpErrorKind::Cancelled, None, "cancelled").attempts(attempts),
+                );
+            }
             attempts += 1;
             let (error, retry_after) = match self.attempt(body) {
                 Ok(text) => return Ok(text),
@@ -283,7 +287,7 @@ impl<P: Wire> Inner<P> {
                 Some(asked) if asked > self.max_retry_wait => {
                     return Err(error.note(format!(
                         "the server asked to wait {} s, longer than {} s",
-                        asked.as_secs(),
+                        asked.as_secs_f64(),
                         self.max_retry_wait.as_secs_f64()
                     )));
                 }
@@ -327,10 +331,11 @@ impl<P: Wire> Inner<P> {
         let from_ureq = |e: ureq::Error| {
             let kind = match &e {
                 ureq::Error::Timeout(_) => HttpErrorKind::Timeout,
-                ureq::Error::Io(_)
-                | ureq::Error::ConnectionFailed
-                | ureq::Error::HostNotFound
-                | ureq::Error::Protocol(_) => HttpErrorKind::Connection,
+                ureq::Error::Io(_) | ureq::Error::ConnectionFailed | ureq::Error::HostNotFound => {
+                    HttpErrorKind::Connection
+                }
+                // Not HTTP at all (plain HTTP to a TLS port ...): no retry mends that.
+                ureq::Error::Protocol(_) => HttpErrorKind::InvalidAnswer,
                 _ => HttpErrorKind::Request,
             };
             let message = match kind {
@@ -373,16 +378,26 @@ impl<P: Wire> Inner<P> {
         Ok(text.to_owned())
     }
 
-    /// The endpoint without its query (which may carry a key).
-    fn endpoint(&self) -> &str {
-        self.url.split(['?', '#']).next().unwrap_or_default()
-    }
-
     /// `text` with the key, wherever it appears, replaced.
     fn redact(&self, text: &str) -> String {
         match &self.key {
             Some(key) if !key.is_empty() => text.replace(key.as_str(), "<redacted>"),
             _ => text.to_owned(),
+        }
+    }
+}
+
+impl<P> Inner<P> {
+    /// The endpoint without credentials or query (either may carry a key).
+    fn endpoint(&self) -> String {
+        let url = self.url.split(['?', '#']).next().unwrap_or_default();
+        match url.split_once("://") {
+            Some((scheme, rest)) => {
+                let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+                let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+                format!("{scheme}://{host}{path}")
+            }
+            None => url.to_owned(),
         }
     }
 }
@@ -472,7 +487,7 @@ fn http_date(text: &str) -> Option<SystemTime> {
     let (day, year): (i64, i64) = (day.parse().ok()?, year.parse().ok()?);
     let mut hms = time.split(':').map(str::parse::<i64>);
     let (h, m, s) = (hms.next()?.ok()?, hms.next()?.ok()?, hms.next()?.ok()?);
-    if !(1..=31).contains(&day) || h > 23 || m > 59 || s > 60 {
+    if !(1..=31).contains(&day) || !(1970..=9999).contains(&year) || h > 23 || m > 59 || s > 60 {
         return None;
     }
     // Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil).
@@ -492,7 +507,7 @@ impl<P: Wire> Summarizer for HttpSummarizer<P> {
 
     /// Blocks the calling thread for the exchange (and its retries).
     fn summarize(&self, request: &SummaryRequest<'_>) -> Result<String, HttpError> {
-        HttpSummarizer::summarize(self, request)
+        self.inner.call(&self.body(request), &|| false)
     }
 }
 
@@ -509,13 +524,14 @@ impl<P: Wire> AsyncSummarizer for HttpSummarizer<P> {
         drop(request);
         let inner = Arc::clone(&self.inner);
         let (done, answer) = oneshot::async_channel();
-        let started = std::thread::Builder::new()
-            .name("chatfold-summarize".to_owned())
-            .spawn(move || {
-                let result = inner.call(&body, &|| done.is_closed());
-                let _ = done.send(result);
-            });
+        // Nothing is sent until the future is first polled.
         async move {
+            let started = std::thread::Builder::new()
+                .name("chatfold-summarize".to_owned())
+                .spawn(move || {
+                    let result = inner.call(&body, &|| done.is_closed());
+                    let _ = done.send(result);
+                });
             if let Err(e) = started {
                 let message = format!("cannot start a thread for the request: {e}");
                 return Err(HttpError::new(P::NAME, HttpErrorKind::Request, None, message));

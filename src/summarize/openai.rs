@@ -112,8 +112,12 @@ impl Wire for OpenAi {
         if let Some(refusal) = message.get("refusal").and_then(Value::as_str) {
             return Err((HttpErrorKind::Refusal, refusal.to_owned()));
         }
-        if choice.get("finish_reason").and_then(Value::as_str) == Some("content_filter") {
-            return Err((HttpErrorKind::Refusal, "stopped by the content filter".to_owned()));
+        match choice.get("finish_reason").and_then(Value::as_str) {
+            Some("content_filter") => {
+                return Err((HttpErrorKind::Refusal, "stopped by the content filter".to_owned()));
+            }
+            Some("length") => log::warn!("openai: the summary reached the token limit and was cut"),
+            _ => {}
         }
         match message.get("content") {
             Some(Value::String(text)) => Ok(text.clone()),

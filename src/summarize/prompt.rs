@@ -194,7 +194,7 @@ fn pieces(template: &str) -> impl Iterator<Item = Piece<'_>> {
         while let Some(open) = rest[from..].find('{').map(|i| from + i) {
             let name_len = rest[open + 1..]
                 .bytes()
-                .take_while(|b| b.is_ascii_lowercase() || *b == b'_')
+                .take_while(|b| b.is_ascii_alphabetic() || *b == b'_')
                 .count();
             let close = open + 1 + name_len;
             if name_len > 0 && rest.as_bytes().get(close) == Some(&b'}') {
@@ -244,6 +244,7 @@ mod tests {
     #[test]
     fn unknown_slots_and_missing_transcript_are_refused() {
         let err = Prompt::new("{transcrpt}", "x").unwrap_err();
+        assert!(Prompt::new("{Transcript}", "{transcript}").is_err());
         assert!(err.to_string().contains("{transcrpt} is not a slot"), "{err}");
         let err = Prompt::new("sys", "no conversation").unwrap_err();
         assert!(err.to_string().contains("{transcript}"), "{err}");

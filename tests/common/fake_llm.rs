@@ -18,6 +18,8 @@ pub enum Reply {
     Late(Duration, Box<Reply>),
     /// Sends the headers and half the body, then closes the connection.
     CutOff,
+    /// Sends the headers and half the body, then waits before closing.
+    Stall(Duration),
 }
 
 impl Reply {
@@ -173,11 +175,14 @@ fn respond(mut stream: TcpStream, reply: Reply) {
             let _ = stream.write_all(body.as_bytes());
             let _ = stream.flush();
         }
-        Reply::CutOff => {
+        Reply::CutOff | Reply::Stall(_) => {
             let _ = stream.write_all(
                 b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 400\r\n\r\n{\"choices\": [{\"mess",
             );
             let _ = stream.flush();
+            if let Reply::Stall(delay) = reply {
+                std::thread::sleep(delay);
+            }
             let _ = stream.shutdown(Shutdown::Both);
         }
     }
