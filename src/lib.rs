@@ -54,6 +54,9 @@
 //!   Completions endpoint (OpenAI, Ollama, vLLM, Gemini, OpenRouter).
 //! - `anthropic`: `AnthropicSummarizer`, for Anthropic's Messages API.
 //!   Either one pulls in ureq (with rustls), backon, oneshot and log.
+//! - `proptest`: [`testing`], the history generators, rule
+//!   checks and faulty summarizers chatfold's own tests use, for pipelines
+//!   that property-test their use of chatfold.
 //! - `cli`: the `chatfold` command-line tool (pulls in clap and both HTTP
 //!   summarizers).
 
@@ -71,6 +74,8 @@ pub mod memory;
 mod message;
 mod policy;
 mod summarize;
+#[cfg(feature = "proptest")]
+pub mod testing;
 mod units;
 
 pub use clear::ClearToolResults;

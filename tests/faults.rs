@@ -3,39 +3,19 @@
 //! caller's messages and the memory are as documented, and the next call
 //! succeeds once the summarizer recovers.
 
-use std::cell::Cell;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll, Waker};
 
 use chatfold::memory::{
     AsyncRollingMemory, AsyncSummaryMemory, Memory, Remember, RememberAsync, RollingMemory, Settings, State,
     SummaryMemory,
 };
+use chatfold::testing::{Fault, Faulty, Gate};
 use chatfold::{Compactor, Error, Message, SummaryRequest};
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Fault {
-    None,
-    Fail,
-    Empty,
-    Huge,
-    Panic,
-}
-
-/// A summarizer whose behaviour the test switches.
-fn faulty(fault: &Cell<Fault>) -> impl Fn(&SummaryRequest<'_>) -> Result<String, &'static str> + '_ {
-    move |r| match fault.get() {
-        Fault::None => Ok(format!("{} folded", r.messages().len())),
-        Fault::Fail => Err("model unavailable"),
-        Fault::Empty => Ok("  \n".to_owned()),
-        Fault::Huge => Ok("far too long ".repeat(100_000)),
-        Fault::Panic => panic!("summarizer bug"),
-    }
-}
 
 fn history() -> Vec<Message> {
     let mut h = vec![Message::system("Be brief.")];
@@ -48,8 +28,8 @@ fn history() -> Vec<Message> {
 
 #[test]
 fn compaction_faults_leave_the_history_as_it_was() {
-    let fault = Cell::new(Fault::None);
-    let summarizer = faulty(&fault);
+    let summarizer = Faulty::new();
+    let fault = &summarizer;
     let compactor = Compactor::new(150);
     let h = history();
     let before = h.clone();
@@ -59,7 +39,9 @@ fn compaction_faults_leave_the_history_as_it_was() {
             compactor.compact(&h, &summarizer).map(|r| r.tokens_after)
         }));
         match (f, outcome) {
-            (Fault::Fail, Ok(Err(Error::Summarize(e)))) => assert_eq!(e.to_string(), "model unavailable"),
+            (Fault::Fail, Ok(Err(Error::Summarize(e)))) => {
+                assert!(e.to_string().starts_with("injected fault"), "{e}")
+            }
             (Fault::Empty, Ok(Err(Error::EmptySummary))) => {}
             // A panicking summarizer unwinds through chatfold: the history is only borrowed.
             (Fault::Panic, Err(_)) => {}
@@ -76,15 +58,15 @@ fn compaction_faults_leave_the_history_as_it_was() {
         );
     }
     // Far over its allowance: cut to fit, and said so.
-    fault.set(Fault::Huge);
+    fault.set(Fault::Oversized);
     let r = compactor.compact(&h, &summarizer).unwrap();
     assert!(r.summary_truncated && !r.over_budget && r.tokens_after <= 150);
 }
 
 #[test]
 fn memory_faults_keep_the_new_turn_and_change_nothing_else() {
-    let fault = Cell::new(Fault::None);
-    let mut memory = RollingMemory::new(Settings::new(40).summarizer(faulty(&fault))).unwrap();
+    let fault = Faulty::new();
+    let mut memory = RollingMemory::new(Settings::new(40).summarizer(fault.clone())).unwrap();
     for i in 0..6 {
         memory.add_user(format!("warm-up turn number {i}")).unwrap();
     }
@@ -111,34 +93,13 @@ fn memory_faults_keep_the_new_turn_and_change_nothing_else() {
         memory.add_user("next").unwrap();
         assert!(memory.buffer_tokens() <= 40, "no recovery after {f:?}");
     }
-    let mut memory = SummaryMemory::new(faulty(&fault));
+    let mut memory = SummaryMemory::new(fault.clone());
     fault.set(Fault::Panic);
     assert!(catch_unwind(AssertUnwindSafe(|| memory.add_user("a"))).is_err());
     assert_eq!(memory.to_state(), State::new("", vec![Message::user("a")]));
     fault.set(Fault::None);
     memory.add_user("b").unwrap();
-    assert_eq!(memory.summary(), "2 folded");
-}
-
-/// A future that is pending until its gate opens, then fails, panics or answers.
-struct Gate {
-    open: Arc<AtomicBool>,
-    fault: Fault,
-}
-
-impl Future for Gate {
-    type Output = Result<String, &'static str>;
-    fn poll(self: std::pin::Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
-        if !self.open.load(Ordering::SeqCst) {
-            return Poll::Pending;
-        }
-        Poll::Ready(match self.fault {
-            Fault::Fail => Err("timeout upstream"),
-            Fault::Panic => panic!("async summarizer bug"),
-            Fault::Empty => Ok(String::new()),
-            _ => Ok("folded".to_owned()),
-        })
-    }
+    assert_eq!(memory.summary(), "2 messages folded");
 }
 
 fn poll_once<F: Future>(f: std::pin::Pin<&mut F>) -> Poll<F::Output> {
@@ -147,16 +108,9 @@ fn poll_once<F: Future>(f: std::pin::Pin<&mut F>) -> Poll<F::Output> {
 
 #[test]
 fn async_faults_and_deadlines_leave_the_memory_as_it_was() {
-    let open = Arc::new(AtomicBool::new(false));
-    let fault = Arc::new(AtomicUsize::new(0));
-    let faults = [Fault::None, Fault::Fail, Fault::Panic, Fault::Empty];
-    let (o, f) = (open.clone(), fault.clone());
-    let summarizer = move |_: SummaryRequest<'static>| Gate {
-        open: o.clone(),
-        fault: faults[f.load(Ordering::SeqCst)],
-    };
+    let gate = Gate::new();
     let memory =
-        AsyncRollingMemory::new(Settings::new(9).summarizer(summarizer).counter(|_: &str| 1)).unwrap();
+        AsyncRollingMemory::new(Settings::new(9).summarizer(gate.clone()).counter(|_: &str| 1)).unwrap();
     pollster::block_on(memory.add_user("first")).unwrap();
 
     // A caller's deadline passes while the summarizer stalls: the future is dropped.
@@ -170,9 +124,13 @@ fn async_faults_and_deadlines_leave_the_memory_as_it_was() {
     assert_eq!(stalled.summary, "");
     assert_eq!(stalled.buffer.len(), 2);
 
-    open.store(true, Ordering::SeqCst);
-    for (i, f) in [(1, "fail"), (2, "panic"), (3, "empty")] {
-        fault.store(i, Ordering::SeqCst);
+    gate.open();
+    for (fault, f) in [
+        (Fault::Fail, "fail"),
+        (Fault::Panic, "panic"),
+        (Fault::Empty, "empty"),
+    ] {
+        gate.faulty().set(fault);
         let before = memory.to_state();
         let outcome = catch_unwind(AssertUnwindSafe(|| pollster::block_on(memory.add_user(f))));
         assert!(!matches!(outcome, Ok(Ok(()))), "{f} did not surface");
@@ -185,9 +143,9 @@ fn async_faults_and_deadlines_leave_the_memory_as_it_was() {
         );
     }
     // Recovered: the next add folds everything pending.
-    fault.store(0, Ordering::SeqCst);
+    gate.faulty().set(Fault::None);
     pollster::block_on(memory.add_user("recovered")).unwrap();
-    assert_eq!(memory.summary(), "folded");
+    assert_eq!(memory.summary(), "5 messages folded");
     assert_eq!(memory.buffer().len(), 1);
 
     let summary_memory =

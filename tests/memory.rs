@@ -545,7 +545,7 @@ fn async_memories_are_send_and_sync() {
 /// One operation of the model-based test.
 #[derive(Clone, Debug)]
 enum Op {
-    Add(common::Item),
+    Add(common::Turn),
     Clear,
     SaveRestore,
     SetFailing(bool),

@@ -1,5 +1,5 @@
 //! What the fuzz targets check: DESIGN.md's rules on every successful result
-//! (the same checks as the property tests, included by path), and nothing lost
+//! (`chatfold::testing`, the same checks as the property tests), and nothing lost
 //! by the memories.
 
 use std::cell::Cell;
@@ -11,8 +11,14 @@ use chatfold::memory::{
 };
 use chatfold::{Compactor, FoldPolicy, Heuristic, Message, Ready, SummaryRequest, Tiktoken, ToolCall};
 
-#[path = "../../tests/common/rules.rs"]
-mod rules;
+use chatfold::testing::{compact_checked, last_unit_start};
+
+/// Compacts and checks every rule (`chatfold::testing`), panicking with what broke.
+fn check_rules<C: chatfold::TokenCounter>(c: &Compactor<C>, h: &[Message], summary: &str) {
+    if let Err(violations) = compact_checked(c, h, summary) {
+        panic!("{violations}");
+    }
+}
 
 /// Target `compact`: the first four bytes set the budget and the summary,
 /// the rest is read as a JSON history. Whether it was one.
@@ -49,12 +55,12 @@ pub fn check_compaction(messages: &[Message], budget: usize, summary: &str) {
     let bytes = |t: &str| t.len();
     for strict in [false, true] {
         let base = Compactor::new(budget).strict(strict);
-        rules::check_rules(&base.clone().counter(Heuristic), messages, summary);
-        rules::check_rules(&base.clone().counter(bytes), messages, summary);
+        check_rules(&base.clone().counter(Heuristic), messages, summary);
+        check_rules(&base.clone().counter(bytes), messages, summary);
         let text: usize = messages.iter().map(|m| m.token_text().len()).sum();
         if text < 4_096 {
             let o200k = Tiktoken::o200k_base().expect("bundled encoder");
-            rules::check_rules(&base.counter(o200k), messages, summary);
+            check_rules(&base.counter(o200k), messages, summary);
         }
     }
 }
@@ -184,7 +190,7 @@ pub fn fuzz_memory_ops(data: &[u8]) -> bool {
                     .sum();
                 assert_eq!(kept, rolling.buffer_tokens());
                 assert!(
-                    kept <= max_tokens || rules::last_unit_start(&buffer) == 0,
+                    kept <= max_tokens || last_unit_start(&buffer) == 0,
                     "over budget beyond the latest unit"
                 );
             }
@@ -202,7 +208,7 @@ pub fn fuzz_memory_ops(data: &[u8]) -> bool {
             "window is not a suffix of what was added"
         );
         let buffer = window.buffer();
-        assert!(buffer.len() <= max_messages || rules::last_unit_start(&buffer) == 0);
+        assert!(buffer.len() <= max_messages || last_unit_start(&buffer) == 0);
     }
     true
 }

@@ -1,0 +1,736 @@
+//! The rule oracle: DESIGN.md's rules checked on a result, written from the
+//! rules themselves (not from the library's code), so that it can catch the
+//! library's mistakes.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Mutex;
+
+use crate::compact::{Compaction, Compactor};
+use crate::count::TokenCounter;
+use crate::error::Error;
+use crate::memory::State;
+use crate::message::{Message, Role};
+use crate::summarize::{AsyncSummarizer, Summarizer, SummaryRequest};
+
+/// A rule of DESIGN.md (and the report's arithmetic), as the checks name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Rule {
+    /// 1. Under budget, the history comes back unchanged, borrowed, with no
+    ///    summarizer call.
+    UnderBudgetUnchanged,
+    /// 2. System and developer messages are never folded: those before the
+    ///    cut come first, verbatim and in order.
+    PinnedKept,
+    /// 3. The kept part is a verbatim suffix, cut at a unit boundary (a tool
+    ///    call and its results are never split).
+    UnitBoundary,
+    /// 4. The kept part does not open with a response (assistant turn, tool
+    ///    result) when a later user-led boundary exists.
+    AlignedCut,
+    /// 5. The latest unit is always kept.
+    LatestUnitKept,
+    /// 6. Within budget whenever the budget is reachable.
+    Budget,
+    /// 7. One summary message, recognisable as one.
+    OneSummary,
+    /// 8. Nothing lost: an error changes nothing; a memory loses no message.
+    NothingLost,
+    /// The summarizer was asked about exactly the folded turns, once, with
+    /// the previous summary and an allowance of at least the minimum.
+    SummarizerContract,
+    /// The result's counts (`tokens_after`, `over_budget`) are exact.
+    Counts,
+}
+
+impl Rule {
+    /// The rule's number in DESIGN.md's list, for the numbered ones.
+    pub fn number(self) -> Option<u8> {
+        Some(match self {
+            Rule::UnderBudgetUnchanged => 1,
+            Rule::PinnedKept => 2,
+            Rule::UnitBoundary => 3,
+            Rule::AlignedCut => 4,
+            Rule::LatestUnitKept => 5,
+            Rule::Budget => 6,
+            Rule::OneSummary => 7,
+            Rule::NothingLost => 8,
+            Rule::SummarizerContract | Rule::Counts => return None,
+        })
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = match self {
+            Rule::UnderBudgetUnchanged => "under budget, unchanged",
+            Rule::PinnedKept => "system messages are never folded",
+            Rule::UnitBoundary => "kept part is a verbatim suffix cut at a unit boundary",
+            Rule::AlignedCut => "aligned cut",
+            Rule::LatestUnitKept => "the latest unit is kept",
+            Rule::Budget => "within budget when reachable",
+            Rule::OneSummary => "one summary message",
+            Rule::NothingLost => "nothing lost",
+            Rule::SummarizerContract => "the summarizer gets exactly the folded turns",
+            Rule::Counts => "exact counts",
+        };
+        match self.number() {
+            Some(n) => write!(f, "rule {n} ({name})"),
+            None => f.write_str(name),
+        }
+    }
+}
+
+/// One broken rule: which, the message indices involved (in the input
+/// unless said otherwise), and what was seen.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// The rule broken.
+    pub rule: Rule,
+    /// The messages involved.
+    pub indices: Vec<usize>,
+    /// What was seen, in words.
+    pub detail: String,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.rule)?;
+        if !self.indices.is_empty() {
+            write!(f, " at {:?}", self.indices)?;
+        }
+        write!(f, ": {}", self.detail)
+    }
+}
+
+/// Every rule a result broke (never empty).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violations(pub Vec<Violation>);
+
+impl Violations {
+    /// Whether `rule` is among those broken.
+    pub fn has(&self, rule: Rule) -> bool {
+        self.0.iter().any(|v| v.rule == rule)
+    }
+
+    /// The rules broken, in the order they were found.
+    pub fn rules(&self) -> Vec<Rule> {
+        let mut rules: Vec<Rule> = Vec::new();
+        for v in &self.0 {
+            if !rules.contains(&v.rule) {
+                rules.push(v.rule);
+            }
+        }
+        rules
+    }
+}
+
+impl fmt::Display for Violations {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, v) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            write!(f, "{v}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Violations {}
+
+/// Collects violations.
+#[derive(Default)]
+struct Found(Vec<Violation>);
+
+impl Found {
+    fn check(
+        &mut self,
+        ok: bool,
+        rule: Rule,
+        indices: impl Into<Vec<usize>>,
+        detail: impl FnOnce() -> String,
+    ) {
+        if !ok {
+            self.0.push(Violation {
+                rule,
+                indices: indices.into(),
+                detail: detail(),
+            });
+        }
+    }
+
+    fn done(self) -> Result<(), Violations> {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(Violations(self.0))
+        }
+    }
+}
+
+/// Index of the call a tool result answers: the nearest earlier assistant
+/// message carrying a call with its id.
+fn answered_call(history: &[Message], j: usize) -> Option<usize> {
+    let id = history[j].tool_call_id.as_deref()?;
+    if history[j].role != Role::Tool {
+        return None;
+    }
+    (0..j)
+        .rev()
+        .find(|&i| history[i].tool_calls.iter().any(|c| c.id == id))
+}
+
+/// Whether `b` is a unit boundary of `history`: no tool call before it has
+/// a result at or after it.
+pub fn is_boundary(history: &[Message], b: usize) -> bool {
+    (b..history.len()).all(|j| answered_call(history, j).is_none_or(|i| i >= b))
+}
+
+/// Where the last unit of `history` starts (0 for an empty history).
+pub fn last_unit_start(history: &[Message]) -> usize {
+    (0..history.len())
+        .rev()
+        .find(|&b| is_boundary(history, b))
+        .unwrap_or(0)
+}
+
+fn is_pinned(m: &Message) -> bool {
+    matches!(m.role, Role::System | Role::Developer)
+}
+
+/// The first non-pinned message from `b` on is an assistant turn or a tool result.
+fn opens_with_response(history: &[Message], b: usize) -> bool {
+    history[b..]
+        .iter()
+        .find(|m| !is_pinned(m))
+        .is_some_and(|m| matches!(m.role, Role::Assistant | Role::Tool) || m.tool_call_id.is_some())
+}
+
+fn total<C: TokenCounter>(counter: &C, messages: &[Message]) -> usize {
+    messages.iter().fold(counter.reply_priming(), |t, m| {
+        t.saturating_add(counter.count_message(m))
+    })
+}
+
+/// Where the region after the last previous summary starts.
+fn after_summaries<C>(c: &Compactor<C>, h: &[Message]) -> usize {
+    h.iter()
+        .rposition(|m| c.policy.is_summary(m))
+        .map_or(0, |i| i + 1)
+}
+
+/// Whether no compaction of `h` can meet the budget: pinned messages, the
+/// latest unit and a minimal summary already exceed it.
+fn unreachable<C: TokenCounter>(c: &Compactor<C>, h: &[Message]) -> bool {
+    let after = after_summaries(c, h);
+    let pinned = h
+        .iter()
+        .filter(|m| is_pinned(m) && !c.policy.is_summary(m))
+        .fold(0usize, |t, m| t.saturating_add(c.counter.count_message(m)));
+    let region = &h[after..];
+    let latest = region[last_unit_start(region)..]
+        .iter()
+        .filter(|m| !is_pinned(m))
+        .fold(0usize, |t, m| t.saturating_add(c.counter.count_message(m)));
+    let empty = Message::new(c.policy.summary_role.clone(), &*c.policy.summary_prefix);
+    let min_summary = c
+        .counter
+        .count_message(&empty)
+        .saturating_add(c.policy.min_summary_tokens);
+    c.counter
+        .reply_priming()
+        .saturating_add(pinned)
+        .saturating_add(latest)
+        .saturating_add(min_summary)
+        > c.budget
+}
+
+/// Where the kept part starts in the input, for a summarized result whose
+/// summary is at `s` in the output; `None` when the kept part is not a
+/// suffix of the input.
+fn cut_of(input: &[Message], out: &[Message], s: usize) -> Option<usize> {
+    let kept = &out[s + 1..];
+    input.ends_with(kept).then(|| input.len() - kept.len())
+}
+
+/// Checks a compaction's result against every rule it can be judged on
+/// from the outside: 1 to 7 and the counts.
+///
+/// `input` is what was compacted, `compactor` what compacted it (its
+/// budget, counter, policy and strict flag are what the rules are measured
+/// with).
+///
+/// # Errors
+///
+/// Every rule broken, with the indices involved.
+///
+/// # Examples
+///
+/// ```
+/// use std::borrow::Cow;
+/// use chatfold::testing::{Rule, check_compaction};
+/// use chatfold::{Compactor, Extractive, Message};
+///
+/// let history: Vec<Message> = (0..30).map(|i| Message::user(format!("turn {i}"))).collect();
+/// let compactor = Compactor::new(60);
+/// let mut result = compactor.compact(&history, &Extractive::new())?;
+/// assert!(check_compaction(&history, &result, &compactor).is_ok());
+///
+/// // Drop the latest turn: rule 5 (and rule 3: no longer a suffix) is broken.
+/// let mut broken = result.messages.to_vec();
+/// broken.pop();
+/// result.messages = Cow::Owned(broken);
+/// let violations = check_compaction(&history, &result, &compactor).unwrap_err();
+/// assert!(violations.has(Rule::UnitBoundary));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn check_compaction<C: TokenCounter>(
+    input: &[Message],
+    result: &Compaction<'_>,
+    compactor: &Compactor<C>,
+) -> Result<(), Violations> {
+    let c = compactor;
+    let out: &[Message] = &result.messages;
+    let mut found = Found::default();
+    let total_in = total(&c.counter, input);
+
+    // Counts.
+    let total_out = total(&c.counter, out);
+    found.check(result.tokens_after == total_out, Rule::Counts, [], || {
+        format!(
+            "tokens_after is {}, the output takes {total_out}",
+            result.tokens_after
+        )
+    });
+    found.check(
+        result.over_budget == (total_out > c.budget),
+        Rule::Counts,
+        [],
+        || {
+            format!(
+                "over_budget is {} for {total_out} tokens against {}",
+                result.over_budget, c.budget
+            )
+        },
+    );
+
+    // Rule 1.
+    if total_in <= c.budget {
+        found.check(out == input, Rule::UnderBudgetUnchanged, [], || {
+            format!(
+                "{total_in} tokens fit the budget of {} yet the history changed",
+                c.budget
+            )
+        });
+        found.check(
+            matches!(result.messages, Cow::Borrowed(_)),
+            Rule::UnderBudgetUnchanged,
+            [],
+            || "an unchanged history was copied".to_owned(),
+        );
+        found.check(!result.summarized, Rule::UnderBudgetUnchanged, [], || {
+            "summarized a history under budget".to_owned()
+        });
+    }
+
+    // Rule 6.
+    if total_out > c.budget {
+        found.check(!c.strict, Rule::Budget, [], || {
+            "strict mode returned an over-budget result".to_owned()
+        });
+        found.check(unreachable(c, input), Rule::Budget, [], || {
+            format!(
+                "{total_out} tokens over the budget of {} though it was reachable",
+                c.budget
+            )
+        });
+    }
+
+    // Rule 7.
+    let summaries: Vec<usize> = (0..out.len()).filter(|&i| c.policy.is_summary(&out[i])).collect();
+    if !result.summarized {
+        found.check(out == input, Rule::OneSummary, [], || {
+            "not summarized, yet changed".to_owned()
+        });
+        return found.done();
+    }
+    found.check(summaries.len() == 1, Rule::OneSummary, summaries.clone(), || {
+        format!(
+            "{} summary messages in the output (indices in the output)",
+            summaries.len()
+        )
+    });
+    let Some(&s) = summaries.first() else {
+        return found.done();
+    };
+
+    // Rule 3.
+    let Some(cut) = cut_of(input, out, s) else {
+        found.check(false, Rule::UnitBoundary, [], || {
+            "the messages after the summary are not a suffix of the input".to_owned()
+        });
+        return found.done();
+    };
+    found.check(is_boundary(input, cut), Rule::UnitBoundary, [cut], || {
+        format!("the cut at {cut} separates a tool call from its result")
+    });
+
+    // Rule 2.
+    let expected: Vec<&Message> = input[..cut]
+        .iter()
+        .filter(|m| is_pinned(m) && !c.policy.is_summary(m))
+        .collect();
+    let hoisted: Vec<&Message> = out[..s].iter().collect();
+    if hoisted != expected {
+        let lost: Vec<usize> = (0..cut)
+            .filter(|&i| is_pinned(&input[i]) && !c.policy.is_summary(&input[i]))
+            .filter(|&i| !hoisted.contains(&&input[i]))
+            .collect();
+        found.check(false, Rule::PinnedKept, lost, || {
+            format!(
+                "{} pinned messages before the cut, {} before the summary, or not in order",
+                expected.len(),
+                hoisted.len()
+            )
+        });
+    }
+
+    // Rule 4.
+    if opens_with_response(input, cut) {
+        let better =
+            (cut + 1..input.len()).find(|&b| is_boundary(input, b) && !opens_with_response(input, b));
+        found.check(better.is_none(), Rule::AlignedCut, [cut], || {
+            format!(
+                "the kept part opens with a response at {cut} though {} opens with a user turn",
+                better.unwrap_or_default()
+            )
+        });
+    }
+
+    // Rule 5.
+    let after = after_summaries(c, input);
+    if after < input.len() {
+        let latest = after + last_unit_start(&input[after..]);
+        found.check(cut <= latest, Rule::LatestUnitKept, [latest], || {
+            format!("the latest unit starts at {latest}, the kept part at {cut}")
+        });
+    }
+    found.check(
+        out[s].text().starts_with(&*c.policy.summary_prefix),
+        Rule::OneSummary,
+        [],
+        || "the summary does not start with the policy's prefix".to_owned(),
+    );
+    found.done()
+}
+
+/// One call a [`Recording`] summarizer received.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SummarizerCall {
+    /// The previous summary it was given.
+    pub previous: Option<String>,
+    /// The folded messages.
+    pub messages: Vec<Message>,
+    /// The allowance.
+    pub allowance: usize,
+}
+
+impl SummarizerCall {
+    fn of(request: &SummaryRequest<'_>) -> Self {
+        SummarizerCall {
+            previous: request.previous_summary().map(str::to_owned),
+            messages: request.messages().cloned().collect(),
+            allowance: request.allowance(),
+        }
+    }
+}
+
+/// A summarizer that records every request, then answers through `inner`
+/// (sync or async).
+#[derive(Debug, Default)]
+pub struct Recording<S> {
+    inner: S,
+    calls: Mutex<Vec<SummarizerCall>>,
+}
+
+impl<S> Recording<S> {
+    /// Records, then asks `inner`.
+    pub fn new(inner: S) -> Self {
+        Recording {
+            inner,
+            calls: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The calls so far, oldest first.
+    pub fn calls(&self) -> Vec<SummarizerCall> {
+        self.calls.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    fn record(&self, request: &SummaryRequest<'_>) {
+        if let Ok(mut calls) = self.calls.lock() {
+            calls.push(SummarizerCall::of(request));
+        }
+    }
+}
+
+impl<S: Summarizer> Summarizer for Recording<S> {
+    type Error = S::Error;
+
+    fn summarize(&self, request: &SummaryRequest<'_>) -> Result<String, S::Error> {
+        self.record(request);
+        self.inner.summarize(request)
+    }
+}
+
+impl<S: AsyncSummarizer + Sync> AsyncSummarizer for Recording<S> {
+    type Error = S::Error;
+
+    fn summarize(
+        &self,
+        request: SummaryRequest<'static>,
+    ) -> impl std::future::Future<Output = Result<String, S::Error>> + Send {
+        self.record(&request);
+        self.inner.summarize(request)
+    }
+}
+
+/// Checks the summarizer's side of a compaction: one call when (and only
+/// when) it summarized, with exactly the folded turns (the non-pinned
+/// messages before the cut that are not previous summaries), the previous
+/// summary when there was one, and an allowance of at least the policy's
+/// minimum when the result is within budget.
+///
+/// # Errors
+///
+/// Every rule broken ([`Rule::SummarizerContract`], [`Rule::UnitBoundary`]
+/// when the cut cannot be found).
+pub fn check_summarizer_calls<C>(
+    input: &[Message],
+    result: &Compaction<'_>,
+    compactor: &Compactor<C>,
+    calls: &[SummarizerCall],
+) -> Result<(), Violations> {
+    let c = compactor;
+    let mut found = Found::default();
+    if !result.summarized {
+        found.check(calls.is_empty(), Rule::SummarizerContract, [], || {
+            format!(
+                "{} summarizer calls for a result that is not summarized",
+                calls.len()
+            )
+        });
+        return found.done();
+    }
+    found.check(calls.len() == 1, Rule::SummarizerContract, [], || {
+        format!("{} summarizer calls for one compaction", calls.len())
+    });
+    let out: &[Message] = &result.messages;
+    let (Some(call), Some(s)) = (calls.first(), out.iter().position(|m| c.policy.is_summary(m))) else {
+        return found.done();
+    };
+    let Some(cut) = cut_of(input, out, s) else {
+        found.check(false, Rule::UnitBoundary, [], || {
+            "the kept part is not a suffix".to_owned()
+        });
+        return found.done();
+    };
+    let folded: Vec<usize> = (0..cut)
+        .filter(|&i| !is_pinned(&input[i]) && !c.policy.is_summary(&input[i]))
+        .collect();
+    let expected: Vec<&Message> = folded.iter().map(|&i| &input[i]).collect();
+    let got: Vec<&Message> = call.messages.iter().collect();
+    found.check(got == expected, Rule::SummarizerContract, folded.clone(), || {
+        format!(
+            "the summarizer got {} messages, {} were folded",
+            got.len(),
+            expected.len()
+        )
+    });
+    let had_previous = input[..cut].iter().any(|m| c.policy.is_summary(m));
+    found.check(
+        call.previous.is_some() == had_previous,
+        Rule::SummarizerContract,
+        [],
+        || {
+            format!(
+                "previous summary given: {}, one folded: {had_previous}",
+                call.previous.is_some()
+            )
+        },
+    );
+    if !result.over_budget {
+        found.check(
+            call.allowance >= c.policy.min_summary_tokens,
+            Rule::SummarizerContract,
+            [],
+            || {
+                format!(
+                    "allowance {} below the minimum {}",
+                    call.allowance, c.policy.min_summary_tokens
+                )
+            },
+        );
+    }
+    found.done()
+}
+
+/// Compacts `input` with a summarizer that answers `summary`, and checks
+/// the outcome against every rule: a result with [`check_compaction`] and
+/// [`check_summarizer_calls`]; an error only where a rule allows one
+/// (`BudgetUnreachable` in strict mode when the budget is unreachable,
+/// `EmptySummary` for a blank summary), with the input unchanged.
+///
+/// Returns the result, or `None` after an allowed error.
+///
+/// # Errors
+///
+/// Every rule broken.
+pub fn compact_checked<'a, C: TokenCounter>(
+    compactor: &Compactor<C>,
+    input: &'a [Message],
+    summary: &str,
+) -> Result<Option<Compaction<'a>>, Violations> {
+    let before = input.to_vec();
+    let recording =
+        Recording::new(|_: &SummaryRequest<'_>| Ok::<_, std::convert::Infallible>(summary.to_owned()));
+    let outcome = compactor.compact(input, &recording);
+    let calls = recording.calls();
+    let mut found = Found::default();
+    found.check(input == &before[..], Rule::NothingLost, [], || {
+        "the input changed".to_owned()
+    });
+    match outcome {
+        Ok(result) => {
+            let checks = [
+                check_compaction(input, &result, compactor),
+                check_summarizer_calls(input, &result, compactor, &calls),
+            ];
+            for check in checks {
+                if let Err(Violations(v)) = check {
+                    found.0.extend(v);
+                }
+            }
+            found.done().map(|()| Some(result))
+        }
+        Err(Error::BudgetUnreachable { budget, required }) => {
+            found.check(compactor.strict, Rule::Budget, [], || {
+                "BudgetUnreachable without strict mode".to_owned()
+            });
+            found.check(
+                budget == compactor.budget && required > budget,
+                Rule::Budget,
+                [],
+                || format!("BudgetUnreachable reports budget {budget}, required {required}"),
+            );
+            found.check(unreachable(compactor, input), Rule::Budget, [], || {
+                "BudgetUnreachable though the budget was reachable".to_owned()
+            });
+            found.done().map(|()| None)
+        }
+        Err(Error::EmptySummary) => {
+            found.check(summary.trim().is_empty(), Rule::NothingLost, [], || {
+                format!("EmptySummary for the summary {summary:?}")
+            });
+            found.check(calls.len() == 1, Rule::SummarizerContract, [], || {
+                format!("EmptySummary after {} summarizer calls", calls.len())
+            });
+            found.done().map(|()| None)
+        }
+        Err(e) => {
+            found.check(false, Rule::NothingLost, [], || {
+                format!("an error no rule allows: {e}")
+            });
+            found.done().map(|()| None)
+        }
+    }
+}
+
+/// Checks one add to a memory: `before` is its state before adding
+/// `added`, `after` its state after, and `failed` whether the add
+/// returned an error.
+///
+/// - After a failure, the memory holds the new message at the end of its
+///   buffer and nothing else changed (rule 8).
+/// - Otherwise no message is lost: the buffer is a suffix of the old
+///   buffer and the new message, and the messages that left it left
+///   whole units (rule 3); they went to the summary (summarizing
+///   memories) or were dropped (windows), which the state alone cannot
+///   tell apart.
+///
+/// System messages a memory keeps apart ([`State::system`]) are checked the
+/// same way: nothing leaves them.
+///
+/// # Errors
+///
+/// Every rule broken, with indices into the old buffer followed by the new
+/// message.
+pub fn check_memory_step(
+    before: &State,
+    added: &Message,
+    after: &State,
+    failed: bool,
+) -> Result<(), Violations> {
+    let mut found = Found::default();
+    let mut sequence: Vec<Message> = before.system.iter().chain(&before.buffer).cloned().collect();
+    sequence.push(added.clone());
+    let now: Vec<Message> = after.system.iter().chain(&after.buffer).cloned().collect();
+    if failed {
+        found.check(after.summary == before.summary, Rule::NothingLost, [], || {
+            "a failed add changed the summary".to_owned()
+        });
+        found.check(now == sequence, Rule::NothingLost, [sequence.len() - 1], || {
+            "a failed add did not keep exactly the old messages and the new one".to_owned()
+        });
+        return found.done();
+    }
+    found.check(
+        before.system.iter().all(|m| after.system.contains(m)),
+        Rule::NothingLost,
+        [],
+        || "a kept-apart system message was lost".to_owned(),
+    );
+    // What left: the messages of the sequence not in `now`, which must be
+    // one leading run (a suffix is kept).
+    let buffer_seq: Vec<Message> = before
+        .buffer
+        .iter()
+        .chain(std::iter::once(added))
+        .cloned()
+        .collect();
+    let moved_to_system: Vec<&Message> = after
+        .system
+        .iter()
+        .filter(|m| !before.system.contains(m))
+        .collect();
+    let kept: Vec<&Message> = after.buffer.iter().collect();
+    let expected_tail = buffer_seq.len().checked_sub(kept.len() + moved_to_system.len());
+    match expected_tail {
+        Some(_) => {
+            let rest: Vec<&Message> = buffer_seq
+                .iter()
+                .filter(|m| !moved_to_system.contains(m))
+                .collect();
+            let ok = rest.ends_with(&kept);
+            let missing: Vec<usize> = (0..buffer_seq.len())
+                .filter(|&i| !kept.contains(&&buffer_seq[i]) && !moved_to_system.contains(&&buffer_seq[i]))
+                .collect();
+            found.check(ok, Rule::NothingLost, missing.clone(), || {
+                "the buffer is not what remains of the old buffer and the new message".to_owned()
+            });
+            if ok {
+                let cut = rest.len() - kept.len();
+                let rest_owned: Vec<Message> = rest.into_iter().cloned().collect();
+                found.check(is_boundary(&rest_owned, cut), Rule::UnitBoundary, [cut], || {
+                    format!("the eviction at {cut} separates a tool call from its result")
+                });
+            }
+        }
+        None => found.check(false, Rule::NothingLost, [], || {
+            "the buffer holds messages never added".to_owned()
+        }),
+    }
+    found.done()
+}
