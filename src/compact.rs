@@ -473,7 +473,7 @@ impl<C: TokenCounter> Compactor<C> {
         let plan = self.plan(messages)?;
         let summary = match plan.folded() {
             Some(request) => summarizer
-                .summarize(request.into_owned())
+                .summarize(request)
                 .await
                 .map_err(|e| Error::Summarize(e.into()))?,
             None => String::new(),

@@ -438,10 +438,7 @@ impl Gated {
 
 impl chatfold::AsyncSummarizer for Gated {
     type Error = &'static str;
-    fn summarize(
-        &self,
-        r: SummaryRequest<'static>,
-    ) -> impl Future<Output = Result<String, &'static str>> + Send {
+    fn summarize(&self, r: SummaryRequest<'_>) -> impl Future<Output = Result<String, &'static str>> + Send {
         self.calls.fetch_add(1, Ordering::SeqCst);
         let (gate, fail) = (Gate(self.open.clone()), self.fail.load(Ordering::SeqCst));
         async move {

@@ -249,7 +249,7 @@ impl Summarizer for Discard {
 impl AsyncSummarizer for Discard {
     type Error = BoxError;
 
-    fn summarize(&self, _: SummaryRequest<'static>) -> impl Future<Output = Result<String, BoxError>> + Send {
+    fn summarize(&self, _: SummaryRequest<'_>) -> impl Future<Output = Result<String, BoxError>> + Send {
         let never = *self;
         async move { match never {} }
     }

@@ -518,7 +518,7 @@ impl<P: Wire> AsyncSummarizer for HttpSummarizer<P> {
     /// without blocking the runtime.
     fn summarize(
         &self,
-        request: SummaryRequest<'static>,
+        request: SummaryRequest<'_>,
     ) -> impl Future<Output = Result<String, HttpError>> + Send {
         let body = self.body(&request);
         drop(request);

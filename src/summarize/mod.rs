@@ -302,9 +302,17 @@ where
 /// Turns folded messages into summary text, asynchronously.
 ///
 /// The future is `Send` and chatfold needs no runtime: run it on any. The
-/// request is owned so that `async move` closures can hold it across awaits:
-/// `|request: SummaryRequest<'static>| async move { ... }` is a summarizer.
-/// A synchronous summarizer becomes one through [`Ready`].
+/// request borrows the caller's messages for the life of the future, so
+/// [`Compactor::compact_async`](crate::Compactor::compact_async) copies
+/// nothing: a type that implements this trait reads the folded messages
+/// where they are.
+///
+/// Closures get an owned copy instead, because an `async move` block cannot
+/// borrow its closure's argument: `|request: SummaryRequest<'static>| async
+/// move { ... }` is a summarizer, and the blanket implementation calls
+/// [`SummaryRequest::into_owned`] for it (one deep copy of the folded
+/// messages per call). A synchronous summarizer becomes one through
+/// [`Ready`], without a copy.
 ///
 /// # Examples
 ///
@@ -333,7 +341,7 @@ pub trait AsyncSummarizer {
     /// [`Error::Summarize`](crate::Error::Summarize) and changes nothing.
     fn summarize(
         &self,
-        request: SummaryRequest<'static>,
+        request: SummaryRequest<'_>,
     ) -> impl Future<Output = Result<String, Self::Error>> + Send;
 }
 
@@ -345,8 +353,9 @@ where
 {
     type Error = E;
 
-    fn summarize(&self, request: SummaryRequest<'static>) -> impl Future<Output = Result<String, E>> + Send {
-        self(request)
+    /// Calls the closure with an owned copy of the request.
+    fn summarize(&self, request: SummaryRequest<'_>) -> impl Future<Output = Result<String, E>> + Send {
+        self(request.into_owned())
     }
 }
 
@@ -376,7 +385,7 @@ where
 
     fn summarize(
         &self,
-        request: SummaryRequest<'static>,
+        request: SummaryRequest<'_>,
     ) -> impl Future<Output = Result<String, S::Error>> + Send {
         std::future::ready(self.0.summarize(&request))
     }

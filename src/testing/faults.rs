@@ -155,7 +155,7 @@ impl AsyncSummarizer for Faulty {
     /// Answers (as the sync call does) once its delay has passed.
     fn summarize(
         &self,
-        request: SummaryRequest<'static>,
+        request: SummaryRequest<'_>,
     ) -> impl Future<Output = Result<String, FaultError>> + Send {
         let answer = self.answer(&request);
         let delay = Delay::new(self.delay);
@@ -301,7 +301,7 @@ impl AsyncSummarizer for Gate {
 
     fn summarize(
         &self,
-        request: SummaryRequest<'static>,
+        request: SummaryRequest<'_>,
     ) -> impl Future<Output = Result<String, FaultError>> + Send {
         let (state, faulty) = (Arc::clone(&self.state), self.faulty.clone());
         let mut slot = None;

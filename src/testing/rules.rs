@@ -490,7 +490,7 @@ impl<S: AsyncSummarizer + Sync> AsyncSummarizer for Recording<S> {
 
     fn summarize(
         &self,
-        request: SummaryRequest<'static>,
+        request: SummaryRequest<'_>,
     ) -> impl std::future::Future<Output = Result<String, S::Error>> + Send {
         self.record(&request);
         self.inner.summarize(request)
