@@ -64,17 +64,17 @@ impl History {
     ///
     /// As [`from_json_str`](Self::from_json_str), and [`Error::InvalidInput`]
     /// when reading fails or the bytes are not UTF-8.
-    pub fn from_reader(reader: impl Read) -> Result<Self> {
-        // serde_json reads byte by byte: buffer above the UTF-8 check.
-        let mut buffered = std::io::BufReader::with_capacity(1 << 16, Utf8Reader::new(reader));
-        let result = read(
-            &mut serde_json::Deserializer::from_reader(&mut buffered),
-            Shape::ArrayOrBody,
-        );
-        match buffered.get_mut().failure.take() {
-            Some(failure) => Err(Error::InvalidInput { reason: failure }),
-            None => result,
-        }
+    pub fn from_reader(mut reader: impl Read) -> Result<Self> {
+        // One buffer, then the borrowed parser: several times faster than
+        // serde_json's reader, which goes byte by byte.
+        let mut bytes = Vec::new();
+        reader.read_to_end(&mut bytes).map_err(|e| Error::InvalidInput {
+            reason: format!("cannot read input: {e}"),
+        })?;
+        let json = std::str::from_utf8(&bytes).map_err(|e| Error::InvalidInput {
+            reason: format!("input is not valid UTF-8 (byte {})", e.valid_up_to()),
+        })?;
+        History::from_json_str(json)
     }
 
     /// The history's JSON shape around `messages`: the array itself, or the
@@ -316,47 +316,6 @@ impl List<'_> {
             }
         }
         Ok(out)
-    }
-}
-
-/// Passes bytes through, checking that they are UTF-8 (JSON text must be).
-struct Utf8Reader<R> {
-    inner: R,
-    /// Bytes of a character split across two reads.
-    pending: Vec<u8>,
-    offset: u64,
-    failure: Option<String>,
-}
-
-impl<R: Read> Utf8Reader<R> {
-    fn new(inner: R) -> Self {
-        Utf8Reader {
-            inner,
-            pending: Vec::new(),
-            offset: 0,
-            failure: None,
-        }
-    }
-}
-
-impl<R: Read> Read for Utf8Reader<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        let mut check = std::mem::take(&mut self.pending);
-        check.extend_from_slice(&buf[..n]);
-        if let Err(e) = std::str::from_utf8(&check) {
-            let bad = e.error_len().is_some() || n == 0;
-            if bad {
-                let at = self.offset + e.valid_up_to() as u64;
-                let reason = format!("input is not valid UTF-8 (byte {at})");
-                self.failure = Some(reason.clone());
-                return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, reason));
-            }
-            // A character cut at the end of this read: check it with the next.
-            self.pending = check[e.valid_up_to()..].to_vec();
-        }
-        self.offset += n as u64;
-        Ok(n)
     }
 }
 

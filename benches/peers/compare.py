@@ -15,6 +15,10 @@ What is timed:
   returns a fixed string), the encoder built before timing on both sides;
   chatcram's `Compactor.compact` against chatfold's `Compactor::compact`,
   with its identifier ledger (the default) and without (what the peers do).
+- command: the whole process on the same file, from start to exit:
+  `chatfold compact --budget 8000 --keep-recent 4000 --tokenizer o200k_base
+  --summarize-cmd 'echo ...'` against a Python process that does chatcram's
+  `json.load` and `compact` with tiktoken o200k and writes the result.
 - rolling: 10 000 adds to a rolling memory (max_tokens 4000, a constant
   summarizer, the word-count token counter on both sides), rollmem's
   `RollingMemory.add_message` against chatfold's `RollingMemory::add_message`.
@@ -76,6 +80,30 @@ def chatcram_compact(messages, tokenizer_name):
     return run
 
 
+CHATCRAM_SCRIPT = r"""
+import json, sys
+from chatcram import Compactor
+from chatcram.tokenizers import tiktoken_tokenizer
+messages = json.load(open(sys.argv[1]))
+plain = [{"role": m["role"], "content": m.get("content") or ""} for m in messages]
+compactor = Compactor(budget=8000, summarize=lambda t: "fixed summary", keep_recent=4000, tokenizer=tiktoken_tokenizer("gpt-4o"))
+json.dump(compactor.compact(plain).messages, sys.stdout)
+"""
+
+
+def whole_process(path):
+    """Wall time of each side's whole process on `path`: (chatfold, chatcram)."""
+    ours = [str(ROOT / "target/release/chatfold"), "compact", "--budget", "8000", "--keep-recent", "4000"]
+    ours += ["--tokenizer", "o200k_base", "--summarize-cmd", "echo fixed summary", str(path)]
+    theirs = [sys.executable, "-c", CHATCRAM_SCRIPT, str(path)]
+    times = []
+    for command in [ours, theirs]:
+        start = time.perf_counter()
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+        times.append(time.perf_counter() - start)
+    return times
+
+
 def rollmem_adds(messages, adds):
     from rollmem import RollingMemory, ToolCall
 
@@ -110,6 +138,7 @@ def median(xs):
 def main():
     quick = "--quick" in sys.argv
     subprocess.run(["cargo", "build", "--release", "--quiet", "--example", "peer_driver"], cwd=ROOT, check=True)
+    subprocess.run(["cargo", "build", "--release", "--quiet", "--features", "cli"], cwd=ROOT, check=True)
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
     print(f"machine: {cpu}, {os.cpu_count()} cores; Python {platform.python_version()}")
     rows = []
@@ -132,6 +161,8 @@ def main():
                 label = f"compact {n:>7} msgs ({size_mb:.1f} MB), {tokenizer}"
                 rows.append((label, median(theirs), median(ours)))
                 rows.append((label + ", no ledger", median(theirs), median(bare)))
+            runs = [whole_process(path) for _ in range(3 if n >= 100_000 else 5)]
+            rows.append((f"command {n:>7} msgs, o200k, whole process", median([r[1] for r in runs]), median([r[0] for r in runs])))
         adds = 10_000
         path = pathlib.Path(tmp) / "history-10000.json"
         messages = json.loads(path.read_text())

@@ -224,26 +224,6 @@ enum Source {
 /// budget is written back as equivalent JSON instead.
 const KEEP_STDIN: usize = 8 << 20;
 
-/// Passes bytes through, keeping a copy of the first [`KEEP_STDIN`].
-struct Recording<R> {
-    inner: R,
-    copy: Option<Vec<u8>>,
-}
-
-impl<R: Read> Read for Recording<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        if let Some(copy) = &mut self.copy {
-            if copy.len() + n > KEEP_STDIN {
-                self.copy = None;
-            } else {
-                copy.extend_from_slice(&buf[..n]);
-            }
-        }
-        Ok(n)
-    }
-}
-
 fn read_input(path: Option<&Path>) -> Result<Input, Failure> {
     match path {
         Some(p) => {
@@ -255,14 +235,24 @@ fn read_input(path: Option<&Path>) -> Result<Input, Failure> {
             })
         }
         None => {
-            let mut stdin = Recording {
-                inner: std::io::stdin().lock(),
-                copy: Some(Vec::new()),
-            };
-            let history = History::from_reader(&mut stdin)?;
+            let mut bytes = Vec::new();
+            std::io::stdin()
+                .lock()
+                .read_to_end(&mut bytes)
+                .map_err(|e| Failure::new(1, format!("cannot read standard input: {e}")))?;
+            let text = std::str::from_utf8(&bytes).map_err(|e| {
+                Failure::new(
+                    1,
+                    format!(
+                        "invalid input: input is not valid UTF-8 (byte {})",
+                        e.valid_up_to()
+                    ),
+                )
+            })?;
+            let history = History::from_json_str(text)?;
             Ok(Input {
                 history,
-                source: Source::Stdin(stdin.copy),
+                source: Source::Stdin((bytes.len() <= KEEP_STDIN).then_some(bytes)),
             })
         }
     }
@@ -587,9 +577,18 @@ fn compact(
     report: Option<&Path>,
     pretty: bool,
 ) -> Result<(), Failure> {
-    let compactor = compactor(args)?.strict(strict).count_all(report.is_some());
+    // The tokenizer's tables are built while the input is read.
+    let (input, compactor) = std::thread::scope(|scope| {
+        let building = scope.spawn(|| compactor(args));
+        let input = read_input(args.input.input.as_deref());
+        let compactor = building
+            .join()
+            .unwrap_or_else(|_| Err(Failure::new(2, "cannot build the tokenizer")));
+        (input, compactor)
+    });
+    let compactor = compactor?.strict(strict).count_all(report.is_some());
+    let input = input?;
     let summarizer = Chosen::new(summarize, compactor.counter)?;
-    let input = read_input(args.input.input.as_deref())?;
     let result = compactor.compact(&input.history.messages, &summarizer)?;
     let output = if result.summarized {
         to_json(&input.history.to_json(&result.messages), pretty)?
@@ -608,7 +607,12 @@ fn compact(
             result.tokens_after, args.budget
         );
     }
-    write_stdout(&output)
+    write_stdout(&output)?;
+    // The process ends here: the OS takes the history back faster than
+    // freeing its hundred thousand strings one by one.
+    std::mem::forget(result);
+    std::mem::forget(input);
+    Ok(())
 }
 
 fn count(args: &InputArgs) -> Result<(), Failure> {
