@@ -2,7 +2,11 @@
 
 use std::borrow::Cow;
 use std::cell::OnceCell;
+use std::fmt;
+use std::ops::Range;
+use std::sync::Arc;
 
+use crate::cache::{Chain, SummaryCache};
 use crate::clear::ClearToolResults;
 use crate::count::{Heuristic, TokenCounter};
 use crate::error::{Error, Result};
@@ -93,7 +97,37 @@ pub struct Compactor<C = Heuristic> {
     /// Old, large tool results to replace with a placeholder before
     /// planning; `None` (the default): none.
     pub clear_tool_results: Option<ClearToolResults>,
+    /// With a [`cache`](Self::cache): the most tokens of recent turns the
+    /// compactor may keep to land on a cut it has a summary for, instead of
+    /// folding again at [`keep_recent`](Self::keep_recent). `None` (the
+    /// default): exactly `keep_recent`.
+    pub keep_recent_max: Option<usize>,
+    /// The most tokens of folded messages one summarizer call may take: a
+    /// longer middle is folded in chunks of whole units, one call each, each
+    /// extending the previous chunk's summary. `None` (the default): one
+    /// call, whatever the middle's size.
+    pub max_fold_input_tokens: Option<usize>,
+    cache: Option<Cache>,
 }
+
+/// A summary cache and the namespace its keys are made in.
+#[derive(Clone)]
+struct Cache {
+    store: Arc<dyn SummaryCache>,
+    namespace: String,
+}
+
+impl fmt::Debug for Cache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Cache")
+            .field("namespace", &self.namespace)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How many unit boundaries before the cut are asked for a cached summary
+/// of the prefix they end, newest first, when none is found at the cut.
+const REUSE_PROBES: usize = 64;
 
 impl Compactor<Heuristic> {
     /// A compactor for `budget` tokens, counting with [`Heuristic`].
@@ -119,6 +153,9 @@ impl Compactor<Heuristic> {
             strict: false,
             count_all: false,
             clear_tool_results: None,
+            keep_recent_max: None,
+            max_fold_input_tokens: None,
+            cache: None,
         }
     }
 }
@@ -146,6 +183,9 @@ impl<C> Compactor<C> {
             strict: self.strict,
             count_all: self.count_all,
             clear_tool_results: self.clear_tool_results,
+            keep_recent_max: self.keep_recent_max,
+            max_fold_input_tokens: self.max_fold_input_tokens,
+            cache: self.cache,
         }
     }
 
@@ -202,6 +242,42 @@ impl<C> Compactor<C> {
         self
     }
 
+    /// Reuse summaries across compactions: look for the longest folded
+    /// prefix `cache` has a summary for and fold only the rest (with that
+    /// summary as the previous one), and when the cut lands on a cached
+    /// prefix, call no summarizer at all. Keys are made from the folded
+    /// messages, the [`FoldPolicy`] and `namespace`: name the summarizer
+    /// there (its model and prompt), so that no other summarizer's text is
+    /// reused.
+    ///
+    /// Built for clients that send their whole transcript every time: with
+    /// [`keep_recent_max`](Self::keep_recent_max) above `keep_recent`, cuts
+    /// move in steps, and most requests land on the previous one's cut.
+    /// Checking the cache hashes the messages before the cut (a cost linear
+    /// in the history, paid only with a cache); a history holding a previous
+    /// chatfold summary rolls that forward instead, as without a cache.
+    pub fn cache(mut self, cache: Arc<dyn SummaryCache>, namespace: impl Into<String>) -> Self {
+        self.cache = Some(Cache {
+            store: cache,
+            namespace: namespace.into(),
+        });
+        self
+    }
+
+    /// Keep up to `tokens` of recent turns to reuse a cached cut (see
+    /// [`keep_recent_max`](Self::keep_recent_max)).
+    pub fn keep_recent_max(mut self, tokens: usize) -> Self {
+        self.keep_recent_max = Some(tokens);
+        self
+    }
+
+    /// Fold at most `tokens` of messages per summarizer call (see
+    /// [`max_fold_input_tokens`](Self::max_fold_input_tokens)).
+    pub fn max_fold_input_tokens(mut self, tokens: usize) -> Self {
+        self.max_fold_input_tokens = Some(tokens);
+        self
+    }
+
     /// `keep_recent`, or half the budget when it is unset.
     pub fn effective_keep_recent(&self) -> usize {
         self.keep_recent.unwrap_or(self.budget / 2)
@@ -217,6 +293,17 @@ impl<C> Compactor<C> {
                 self.effective_keep_recent(),
                 self.budget
             )));
+        }
+        if let Some(max) = self.keep_recent_max {
+            if max < self.effective_keep_recent() {
+                return Err(Error::config(format!(
+                    "keep_recent_max ({max}) must not be below keep_recent ({})",
+                    self.effective_keep_recent()
+                )));
+            }
+        }
+        if self.max_fold_input_tokens == Some(0) {
+            return Err(Error::config("max_fold_input_tokens must be at least 1 token"));
         }
         self.policy.validate()
     }
@@ -243,6 +330,9 @@ impl<C: TokenCounter> Compactor<C> {
             tokens_before,
             fixed_tokens,
             summary_limit,
+            reuse,
+            chunks,
+            chains,
             ..
         } = self.decide(&cleared)?;
         report.cleared = indices;
@@ -254,6 +344,9 @@ impl<C: TokenCounter> Compactor<C> {
             fixed_tokens,
             summary_limit,
             begun: OnceCell::new(),
+            reuse,
+            chunks,
+            chains,
         })
     }
 
@@ -314,11 +407,16 @@ impl<C: TokenCounter> Compactor<C> {
                 ledger: Vec::new(),
                 ledger_dropped: Vec::new(),
                 cleared: Vec::new(),
+                reused: None,
+                folds: 0,
             },
             tokens_before: counted_all.then_some(total),
             fixed_tokens: total,
             summary_limit: 0,
             begun: OnceCell::new(),
+            reuse: None,
+            chunks: Vec::new(),
+            chains: Vec::new(),
         };
         if total <= self.budget {
             plan.report.counts = counts;
@@ -365,7 +463,7 @@ impl<C: TokenCounter> Compactor<C> {
                 }
             }
         });
-        let start = cut.start;
+        let mut start = cut.start;
         plan.report.cut = start;
         plan.report.aligned_from = cut.aligned_from;
         plan.report.reason = match (cut.stop, refused_by_budget) {
@@ -373,6 +471,21 @@ impl<C: TokenCounter> Compactor<C> {
             (Stop::Limit, true) => CutReason::Budget,
             (Stop::Limit, false) => CutReason::KeepRecent,
         };
+        // With a cache, a cut it has a summary for may be kept instead, and
+        // otherwise the longest cached prefix is extended.
+        if let Some(cache) = self.cache.as_ref().filter(|_| summaries.is_empty()) {
+            let (reused_at, reuse, chains) =
+                self.reuse(messages, &callers, after, start, room, &mut count, cache);
+            if reused_at != start {
+                start = reused_at;
+                plan.report.cut = start;
+                plan.report.aligned_from = None;
+                plan.report.reason = CutReason::Reused;
+            }
+            plan.report.reused = reuse.as_ref().map(|r| r.at);
+            plan.reuse = reuse;
+            plan.chains = chains;
+        }
         // Before the cut: hoisted pinned messages, previous summaries, the rest folded.
         plan.report.hoisted = pinned_at.into_iter().take_while(|&i| i < start).collect();
         plan.report.previous = summaries;
@@ -380,7 +493,6 @@ impl<C: TokenCounter> Compactor<C> {
         let kept_loose: usize = (start..n)
             .filter(|&i| !messages[i].role.is_pinned())
             .fold(0, |sum, i| sum.saturating_add(count(i)));
-        plan.report.counts = counts;
         plan.fixed_tokens = fixed.saturating_add(kept_loose);
 
         let reachable = fixed
@@ -404,14 +516,177 @@ impl<C: TokenCounter> Compactor<C> {
             };
             plan.report.allowance = self.policy.cap(room.saturating_sub(summary_overhead));
             plan.summary_limit = summary_overhead.saturating_add(plan.report.allowance);
+            let from = plan.reuse.as_ref().map_or(0, |r| r.at);
+            plan.chunks = self.chunks(messages, from..start, plan.report.allowance, &mut count);
+            plan.report.folds = plan.chunks.len();
+            plan.report.counts = counts;
         } else if self.strict {
             // Nothing can be folded: the history stays as it is, over budget.
             return Err(Error::BudgetUnreachable {
                 budget: self.budget,
                 required: plan.fixed_tokens,
             });
+        } else {
+            plan.report.counts = counts;
         }
         Ok(plan)
+    }
+
+    /// Where a cache lets the cut be, the cached summary it reuses, and the
+    /// hash chain over the messages before the (first) cut, one link per
+    /// message.
+    ///
+    /// The cut may move back from `start` to a user-led unit boundary whose
+    /// kept part stays within `keep_recent_max` and `room`, when the cache
+    /// has a summary of exactly the prefix before it; otherwise it stays, and
+    /// the newest of [`REUSE_PROBES`] boundaries before it with a cached
+    /// summary is extended.
+    #[allow(clippy::too_many_arguments)]
+    fn reuse(
+        &self,
+        messages: &[Message],
+        callers: &[usize],
+        after: usize,
+        start: usize,
+        room: usize,
+        count: &mut dyn FnMut(usize) -> usize,
+        cache: &Cache,
+    ) -> (usize, Option<Reuse>, Vec<Chain>) {
+        let mut chains = Vec::with_capacity(start + 1);
+        chains.push(Chain::start(&format!(
+            "{:?}\u{0}{}",
+            self.policy, cache.namespace
+        )));
+        for m in &messages[..start] {
+            let last = chains[chains.len() - 1];
+            chains.push(last.then(m));
+        }
+        let lookup = |at: usize| {
+            let chain = &chains[at];
+            let value = cache.store.get(&chain.key())?;
+            chain.read(at, &value)
+        };
+        // Cuts that keep more, up to keep_recent_max: the cut itself first.
+        let limit = self
+            .keep_recent_max
+            .unwrap_or(0)
+            .max(self.effective_keep_recent());
+        // Tokens of messages[range]: all of them, and the non-pinned ones.
+        let mut tokens = |range: Range<usize>| {
+            range.fold((0usize, 0usize), |(all, loose), i| {
+                let t = count(i);
+                let pinned = messages[i].role.is_pinned();
+                (
+                    all.saturating_add(t),
+                    if pinned { loose } else { loose.saturating_add(t) },
+                )
+            })
+        };
+        let (mut all, mut loose) = tokens(start..messages.len());
+        let mut steps = vec![start];
+        let mut older = units::Backward::new(messages, callers, after)
+            .map(|unit| unit.start)
+            .skip_while(|&b| b >= start)
+            .peekable();
+        let mut end = start;
+        while let Some(&b) = older.peek() {
+            let (unit_all, unit_loose) = tokens(b..end);
+            all = all.saturating_add(unit_all);
+            loose = loose.saturating_add(unit_loose);
+            if all > limit || loose > room {
+                break;
+            }
+            if units::is_aligned(messages, b, units::Pinned::LookPast) {
+                steps.push(b);
+            }
+            end = b;
+            older.next();
+        }
+        for &at in &steps {
+            if let Some(text) = lookup(at) {
+                return (at, Some(Reuse { at, text }), chains);
+            }
+        }
+        // No cached cut: extend the newest cached prefix before the cut.
+        let probes = units::Backward::new(messages, callers, 0)
+            .map(|unit| unit.start)
+            .skip_while(|&b| b >= start)
+            .take(REUSE_PROBES);
+        for at in probes {
+            if let Some(text) = lookup(at) {
+                return (start, Some(Reuse { at, text }), chains);
+            }
+        }
+        (start, None, chains)
+    }
+
+    /// The folded part `region` in chunks of whole units, each at most
+    /// `max_fold_input_tokens` with room for the previous summary
+    /// (`allowance`); one chunk without that limit, none when empty. Chunk
+    /// ends are chosen as the tiered memory's folds are ([`units::chunk`]).
+    fn chunks(
+        &self,
+        messages: &[Message],
+        region: Range<usize>,
+        allowance: usize,
+        count: &mut dyn FnMut(usize) -> usize,
+    ) -> Vec<Range<usize>> {
+        if region.is_empty() {
+            return Vec::new();
+        }
+        let Some(max) = self.max_fold_input_tokens else {
+            return vec![region];
+        };
+        let per_call = max.saturating_sub(allowance).max(1);
+        let folded = |i: usize| !messages[i].role.is_pinned() && !self.policy.is_summary(&messages[i]);
+        let cost: Vec<usize> = region
+            .clone()
+            .map(|i| if folded(i) { count(i) } else { 0 })
+            .collect();
+        // Unit starts of the region, oldest first.
+        let region_callers: Vec<usize> = units::callers(&messages[region.clone()]);
+        let mut starts: Vec<usize> = units::Backward::new(&messages[region.clone()], &region_callers, 0)
+            .map(|unit| unit.start)
+            .collect();
+        starts.reverse();
+        let mut chunks = Vec::new();
+        let mut lo = 0;
+        let len = region.len();
+        while lo < len {
+            // A window of whole units a little past the limit, so that the
+            // chunk is chosen among units it can hold, at a cost bounded by it.
+            let first = starts.partition_point(|&b| b <= lo);
+            let mut tokens = 0usize;
+            let mut hi = len;
+            for &b in &starts[first..] {
+                tokens = (lo..b).map(|i| cost[i]).sum();
+                if tokens > per_call {
+                    hi = starts
+                        .get(starts.partition_point(|&x| x <= b))
+                        .copied()
+                        .unwrap_or(len);
+                    break;
+                }
+            }
+            if hi == len {
+                tokens = (lo..len).map(|i| cost[i]).sum();
+            }
+            if hi == len && tokens <= per_call {
+                chunks.push(region.start + lo..region.end);
+                break;
+            }
+            let window = &messages[region.start + lo..region.start + hi];
+            let window_callers = units::callers(window);
+            let k = units::chunk(window, &window_callers, |i| cost[lo + i], (usize::MAX, per_call));
+            if k == 0 {
+                chunks.push(region.start + lo..region.start + hi);
+                lo = hi;
+                continue;
+            }
+            chunks.push(region.start + lo..region.start + lo + k);
+            lo += k;
+        }
+        chunks
     }
 
     /// Compacts `messages` with a synchronous summarizer: [`plan`](Self::plan),
@@ -432,12 +707,14 @@ impl<C: TokenCounter> Compactor<C> {
         S: Summarizer + ?Sized,
     {
         let plan = self.plan(messages)?;
-        let summary = match plan.folded() {
-            Some(request) => summarizer
+        let mut folding = plan.folding();
+        while let Some(request) = folding.request() {
+            let summary = summarizer
                 .summarize(&request)
-                .map_err(|e| Error::Summarize(e.into()))?,
-            None => String::new(),
-        };
+                .map_err(|e| Error::Summarize(e.into()))?;
+            folding.answer(summary)?;
+        }
+        let summary = folding.finish();
         plan.apply(summary)
     }
 
@@ -471,13 +748,15 @@ impl<C: TokenCounter> Compactor<C> {
         S: AsyncSummarizer + ?Sized,
     {
         let plan = self.plan(messages)?;
-        let summary = match plan.folded() {
-            Some(request) => summarizer
+        let mut folding = plan.folding();
+        while let Some(request) = folding.request() {
+            let summary = summarizer
                 .summarize(request)
                 .await
-                .map_err(|e| Error::Summarize(e.into()))?,
-            None => String::new(),
-        };
+                .map_err(|e| Error::Summarize(e.into()))?;
+            folding.answer(summary)?;
+        }
+        let summary = folding.finish();
         plan.apply(summary)
     }
 }
@@ -548,6 +827,9 @@ pub enum CutReason {
     Budget,
     /// Every turn after the previous summary (or from the start) is kept.
     Start,
+    /// The cache has a summary of exactly the messages before this cut, and
+    /// keeping them stays within `keep_recent_max` and the budget.
+    Reused,
 }
 
 /// A decision about a history, before any summarizer runs.
@@ -580,6 +862,20 @@ pub struct Plan<'a, 'c, C> {
     fixed_tokens: usize,
     summary_limit: usize,
     begun: OnceCell<Begun<'static>>,
+    /// A cached summary of the messages before `reuse.at`.
+    reuse: Option<Reuse>,
+    /// The folded part, one range per summarizer call (none when a cached
+    /// summary covers it all).
+    chunks: Vec<Range<usize>>,
+    /// With a cache: the hash chain before each message up to the cut.
+    chains: Vec<Chain>,
+}
+
+/// A cached summary of a prefix of the history.
+#[derive(Clone, Debug)]
+struct Reuse {
+    at: usize,
+    text: String,
 }
 
 impl<'a, C: TokenCounter> Plan<'a, '_, C> {
@@ -592,6 +888,11 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
     /// What to summarize: the previous summary and the folded messages, with
     /// the allowance. `None` when nothing is folded. The messages are
     /// borrowed; nothing is copied.
+    ///
+    /// This is the whole folded part in one request, for callers that drive
+    /// the plan themselves; [`Compactor::compact`] also folds it in chunks
+    /// ([`Compactor::max_fold_input_tokens`]) and reuses a cached summary
+    /// ([`cached_summary`](Self::cached_summary), [`Compactor::cache`]).
     pub fn folded(&self) -> Option<SummaryRequest<'_>> {
         if !self.folds() {
             return None;
@@ -638,6 +939,32 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
                 allowance: begun.allowance,
             }
         })
+    }
+
+    /// The summary a cache holds for exactly the folded part, when it holds
+    /// one: pass it to [`apply`](Self::apply) and call no summarizer.
+    pub fn cached_summary(&self) -> Option<&str> {
+        self.reuse
+            .as_ref()
+            .filter(|r| self.folds() && r.at == self.report.cut)
+            .map(|r| r.text.as_str())
+    }
+
+    /// The summarizer calls this plan makes, one per chunk, each extending
+    /// the previous one's summary (what `compact` and `compact_async` run).
+    fn folding(&self) -> Folding<'_, 'a, C> {
+        Folding {
+            plan: self,
+            next: 0,
+            summary: None,
+        }
+    }
+
+    /// Keeps `summary` in the cache as the summary of `messages[..at]`.
+    fn remember(&self, at: usize, summary: &str) {
+        if let (Some(cache), Some(chain)) = (&self.compactor.cache, self.chains.get(at)) {
+            cache.store.put(&chain.key(), chain.value(at, summary));
+        }
     }
 
     /// What the plan does with each message, and why.
@@ -699,6 +1026,61 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
             summary_truncated,
             report,
         })
+    }
+}
+
+/// A plan's summarizer calls, in order: each chunk of the folded part with
+/// the summary so far as the previous summary.
+struct Folding<'p, 'a, C> {
+    plan: &'p Plan<'a, 'p, C>,
+    next: usize,
+    /// The latest chunk's summary.
+    summary: Option<String>,
+}
+
+impl<C: TokenCounter> Folding<'_, '_, C> {
+    /// The next call, if any.
+    fn request(&self) -> Option<SummaryRequest<'_>> {
+        let plan = self.plan;
+        let chunk = plan.chunks.get(self.next)?.clone();
+        let begun = plan.begun();
+        let previous = match (&self.summary, &plan.reuse) {
+            (Some(text), _) | (None, Some(Reuse { text, .. })) => Some(Cow::Borrowed(text.as_str())),
+            (None, None) => begun.prose.clone(),
+        };
+        let report = &plan.report;
+        let mut skip: Vec<usize> = report
+            .hoisted
+            .iter()
+            .chain(&report.previous)
+            .filter(|&&i| chunk.contains(&i))
+            .map(|&i| i - chunk.start)
+            .collect();
+        skip.sort_unstable();
+        Some(
+            SummaryRequest::skipping(previous, &plan.messages[chunk], skip, begun.allowance)
+                .with_ledger(begun.entries.clone()),
+        )
+    }
+
+    /// Takes the answer to the latest request.
+    fn answer(&mut self, summary: String) -> Result<()> {
+        let text = self.plan.compactor.policy.accept(summary)?;
+        if let Some(chunk) = self.plan.chunks.get(self.next) {
+            self.plan.remember(chunk.end, &text);
+        }
+        self.summary = Some(text);
+        self.next += 1;
+        Ok(())
+    }
+
+    /// The summary of the whole folded part.
+    fn finish(self) -> String {
+        match (self.summary, &self.plan.reuse) {
+            (Some(text), _) => text,
+            (None, Some(reuse)) => reuse.text.clone(),
+            (None, None) => String::new(),
+        }
     }
 }
 
@@ -811,9 +1193,24 @@ pub struct Report {
     ledger: Vec<String>,
     ledger_dropped: Vec<String>,
     cleared: Vec<usize>,
+    reused: Option<usize>,
+    folds: usize,
 }
 
 impl Report {
+    /// How many leading messages a cached summary covered, when one was
+    /// reused (equal to [`cut`](Self::cut) when no summarizer ran).
+    pub fn reused(&self) -> Option<usize> {
+        self.reused
+    }
+
+    /// How many summarizer calls the folded part takes: one, more with
+    /// [`Compactor::max_fold_input_tokens`], none when a cached summary
+    /// covers it or nothing is folded.
+    pub fn folds(&self) -> usize {
+        self.folds
+    }
+
     /// How many input messages there were.
     pub fn len(&self) -> usize {
         self.len

@@ -64,6 +64,7 @@
 #![deny(missing_docs, missing_debug_implementations)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+mod cache;
 mod clear;
 mod compact;
 mod count;
@@ -78,6 +79,7 @@ mod summarize;
 pub mod testing;
 mod units;
 
+pub use cache::{CacheStats, FileCache, MemoryCache, SummaryCache};
 pub use clear::ClearToolResults;
 pub use compact::{Compaction, Compactor, CutReason, Fate, Plan, Report};
 #[cfg(feature = "tiktoken")]

@@ -129,7 +129,7 @@ pub(crate) enum Pinned {
 }
 
 /// Whether keeping `messages[start..]` is an aligned cut.
-fn is_aligned(messages: &[Message], start: usize, pinned: Pinned) -> bool {
+pub(crate) fn is_aligned(messages: &[Message], start: usize, pinned: Pinned) -> bool {
     !opens_with_response(messages, start, pinned)
 }
 
