@@ -561,10 +561,16 @@ impl<C: TokenCounter> Compactor<C> {
             let last = chains[chains.len() - 1];
             chains.push(last.then(m));
         }
-        let lookup = |at: usize| {
-            let chain = &chains[at];
-            let value = cache.store.get(&chain.key())?;
-            chain.read(at, &value)
+        // The first of `cuts` the cache has a summary for (one round trip).
+        let first_cached = |cuts: &[usize]| {
+            let keys: Vec<String> = cuts.iter().map(|&at| chains[at].key()).collect();
+            let values = cache.store.get_many(&keys);
+            cuts.iter().zip(values).find_map(|(&at, value)| {
+                Some(Reuse {
+                    at,
+                    text: chains[at].read(at, &value?)?,
+                })
+            })
         };
         // Cuts that keep more, up to keep_recent_max: the cut itself first.
         let limit = self
@@ -602,22 +608,17 @@ impl<C: TokenCounter> Compactor<C> {
             end = b;
             older.next();
         }
-        for &at in &steps {
-            if let Some(text) = lookup(at) {
-                return (at, Some(Reuse { at, text }), chains);
-            }
+        if let Some(reuse) = first_cached(&steps) {
+            return (reuse.at, Some(reuse), chains);
         }
         // No cached cut: extend the newest cached prefix before the cut.
-        let probes = units::Backward::new(messages, callers, 0)
+        let probes: Vec<usize> = units::Backward::new(messages, callers, 0)
             .map(|unit| unit.start)
             .skip_while(|&b| b >= start)
-            .take(REUSE_PROBES);
-        for at in probes {
-            if let Some(text) = lookup(at) {
-                return (start, Some(Reuse { at, text }), chains);
-            }
-        }
-        (start, None, chains)
+            .take(REUSE_PROBES)
+            .collect();
+        let reuse = first_cached(&probes);
+        (start, reuse, chains)
     }
 
     /// The folded part `region` in chunks of whole units, each at most

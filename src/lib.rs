@@ -54,6 +54,8 @@
 //!   Completions endpoint (OpenAI, Ollama, vLLM, Gemini, OpenRouter).
 //! - `anthropic`: `AnthropicSummarizer`, for Anthropic's Messages API.
 //!   Either one pulls in ureq (with rustls), backon, oneshot and log.
+//! - `redis`: `RedisCache`, a summary cache a fleet of servers shares
+//!   (pulls in the `redis` crate, without its async runtime, and log).
 //! - `proptest`: [`testing`], the history generators, rule
 //!   checks and faulty summarizers chatfold's own tests use, for pipelines
 //!   that property-test their use of chatfold.
@@ -79,6 +81,8 @@ mod summarize;
 pub mod testing;
 mod units;
 
+#[cfg(feature = "redis")]
+pub use cache::RedisCache;
 pub use cache::{CacheStats, FileCache, MemoryCache, SummaryCache};
 pub use clear::ClearToolResults;
 pub use compact::{Compaction, Compactor, CutReason, Fate, Plan, Report};

@@ -573,3 +573,78 @@ fn summarize_url_retries_are_reported_on_stderr() {
     assert!(err.contains("retry 1 of 3"), "{err}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("after a retry"));
 }
+
+#[test]
+fn cache_dir_makes_a_repeated_transcript_cost_one_summarizer_call() {
+    let dir = std::env::temp_dir().join(format!("chatfold-cli-cache-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let calls = dir.join("calls");
+    let cmd = format!("echo call >> {}; echo 'The SRE session so far.'", calls.display());
+    let cache = dir.join("cache");
+    let args = |extra: &[&str]| {
+        let mut a = vec![
+            "compact",
+            "--budget",
+            "2000",
+            "--summarize-cmd",
+            cmd.as_str(),
+            "--cache-dir",
+        ];
+        a.push(cache.to_str().unwrap());
+        a.extend_from_slice(extra);
+        a.push("examples/history.json");
+        a.into_iter().map(str::to_owned).collect::<Vec<_>>()
+    };
+    let first = run(
+        &args(&["--report", dir.join("r1.json").to_str().unwrap()])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+        b"",
+    );
+    assert!(first.status.success(), "{}", stderr(&first));
+    let second = run(
+        &args(&["--report", dir.join("r2.json").to_str().unwrap()])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+        b"",
+    );
+    assert!(second.status.success(), "{}", stderr(&second));
+    assert_eq!(first.stdout, second.stdout);
+    assert_eq!(std::fs::read_to_string(&calls).unwrap().lines().count(), 1);
+    let report: Value = serde_json::from_slice(&std::fs::read(dir.join("r2.json")).unwrap()).unwrap();
+    assert_eq!(report["reused"], report["cut"]);
+    assert_eq!(report["folds"], 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn max_fold_input_tokens_folds_in_several_calls() {
+    let dir = std::env::temp_dir().join(format!("chatfold-cli-chunks-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let calls = dir.join("calls");
+    let cmd = format!("echo call >> {}; echo 'Folded.'", calls.display());
+    let report = dir.join("report.json");
+    let out = run(
+        &[
+            "compact",
+            "--budget",
+            "2000",
+            "--summarize-cmd",
+            &cmd,
+            "--max-fold-input-tokens",
+            "1500",
+            "--report",
+            report.to_str().unwrap(),
+            "examples/history.json",
+        ],
+        b"",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let n = std::fs::read_to_string(&calls).unwrap().lines().count();
+    assert!(n >= 2, "{n} calls");
+    let report: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!(report["folds"], n);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

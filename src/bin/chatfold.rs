@@ -4,12 +4,13 @@ use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chatfold::{
-    AnthropicSummarizer, ClearToolResults, Compaction, Compactor, Error, Extractive, Fate, FoldPolicy,
-    Heuristic, History, HttpSummarizer, OpenAiSummarizer, Plan, Summarizer, SummaryRequest, Tiktoken,
-    TokenCounter,
+    AnthropicSummarizer, ClearToolResults, Compaction, Compactor, Error, Extractive, Fate, FileCache,
+    FoldPolicy, Heuristic, History, HttpSummarizer, OpenAiSummarizer, Plan, RedisCache, Summarizer,
+    SummaryCache, SummaryRequest, Tiktoken, TokenCounter,
 };
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
@@ -37,21 +38,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Cmd {
     /// Compact a history to fit the budget; writes it to stdout in the shape it came in.
-    Compact {
-        #[command(flatten)]
-        budget: BudgetArgs,
-        #[command(flatten)]
-        summarize: SummarizeArgs,
-        /// Fail (exit 4) instead of writing an over-budget result.
-        #[arg(long)]
-        strict: bool,
-        /// Write a JSON report of what was kept, hoisted and folded to FILE.
-        #[arg(long, value_name = "FILE")]
-        report: Option<PathBuf>,
-        /// Indent the JSON output.
-        #[arg(long)]
-        pretty: bool,
-    },
+    Compact(Box<CompactArgs>),
     /// Print the history's token count (OpenAI chat accounting).
     Count {
         #[command(flatten)]
@@ -62,6 +49,26 @@ enum Cmd {
         #[command(flatten)]
         budget: BudgetArgs,
     },
+}
+
+/// What `compact` takes.
+#[derive(Args, Debug)]
+struct CompactArgs {
+    #[command(flatten)]
+    budget: BudgetArgs,
+    #[command(flatten)]
+    summarize: SummarizeArgs,
+    #[command(flatten)]
+    cache: CacheArgs,
+    /// Fail (exit 4) instead of writing an over-budget result.
+    #[arg(long)]
+    strict: bool,
+    /// Write a JSON report of what was kept, hoisted and folded to FILE.
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+    /// Indent the JSON output.
+    #[arg(long)]
+    pretty: bool,
 }
 
 /// Which summarizer `compact` uses (the built-in extractive one unless told).
@@ -140,8 +147,30 @@ struct BudgetArgs {
     /// With --clear-tool-results: never clear the results of this tool (repeatable).
     #[arg(long, value_name = "TOOL")]
     clear_exclude: Vec<String>,
+    /// Fold at most this many tokens per summarizer call: a longer middle is
+    /// folded in chunks, each extending the previous chunk's summary.
+    #[arg(long, value_name = "TOKENS")]
+    max_fold_input_tokens: Option<usize>,
     #[command(flatten)]
     input: InputArgs,
+}
+
+/// Where `compact` keeps summaries between runs.
+#[derive(Args, Debug)]
+struct CacheArgs {
+    /// Keep summaries in this folder and reuse them: a client that sends its
+    /// whole transcript each time then costs a summarizer call only every
+    /// few requests.
+    #[arg(long, value_name = "DIR", conflicts_with = "cache_redis")]
+    cache_dir: Option<PathBuf>,
+    /// Keep summaries in Redis (redis://host[:port][/db]), shared by every
+    /// process that uses it.
+    #[arg(long, value_name = "URL")]
+    cache_redis: Option<String>,
+    /// With a cache: keep up to this many tokens of recent turns to land on a
+    /// cut whose summary is cached (default: --keep-recent, no stepping).
+    #[arg(long, value_name = "TOKENS")]
+    keep_recent_max: Option<usize>,
 }
 
 /// An error and the exit code it maps to.
@@ -286,7 +315,34 @@ fn compactor(args: &BudgetArgs) -> Result<Compactor<Counter>, Failure> {
         );
         c = c.clear_tool_results(clearing);
     }
+    c.max_fold_input_tokens = args.max_fold_input_tokens;
     Ok(c)
+}
+
+/// `compactor` with the cache the flags name, its keys in the summarizer's
+/// namespace.
+fn cached(
+    compactor: Compactor<Counter>,
+    args: &CacheArgs,
+    summarize: &SummarizeArgs,
+) -> Result<Compactor<Counter>, Failure> {
+    let store: Arc<dyn SummaryCache> = match (&args.cache_dir, &args.cache_redis) {
+        (Some(dir), _) => Arc::new(FileCache::new(dir)),
+        (None, Some(url)) => Arc::new(RedisCache::new(url)?),
+        (None, None) => return Ok(compactor),
+    };
+    let namespace = match (
+        &summarize.summarize_cmd,
+        &summarize.summarize_url,
+        &summarize.summarize_model,
+    ) {
+        (Some(cmd), _, _) => format!("cmd {cmd}"),
+        (None, Some(url), Some(model)) => format!("http {url} {model}"),
+        _ => "extractive".to_owned(),
+    };
+    let mut compactor = compactor.cache(store, namespace);
+    compactor.keep_recent_max = args.keep_recent_max;
+    Ok(compactor)
 }
 
 /// The summarizer the flags chose.
@@ -535,6 +591,8 @@ fn report_json(budget: usize, result: &Compaction<'_>) -> Value {
         "cleared": r.cleared(),
         "ledger": r.ledger(),
         "ledger_dropped": r.ledger_dropped(),
+        "reused": r.reused(),
+        "folds": r.folds(),
     })
 }
 
@@ -544,6 +602,7 @@ fn reason(r: &chatfold::Report) -> String {
         chatfold::CutReason::KeepRecent => "keep-recent reached",
         chatfold::CutReason::Budget => "no more room beside the summary",
         chatfold::CutReason::Start => "every turn after the previous summary fits",
+        chatfold::CutReason::Reused => "a cached summary covers every message before it",
         _ => "other",
     };
     match r.aligned_from() {
@@ -570,13 +629,16 @@ fn to_json(value: &impl serde::Serialize, pretty: bool) -> Result<Vec<u8>, Failu
     Ok(out)
 }
 
-fn compact(
-    args: &BudgetArgs,
-    summarize: &SummarizeArgs,
-    strict: bool,
-    report: Option<&Path>,
-    pretty: bool,
-) -> Result<(), Failure> {
+fn compact(all: &CompactArgs) -> Result<(), Failure> {
+    let CompactArgs {
+        budget: args,
+        summarize,
+        cache,
+        strict,
+        report,
+        pretty,
+    } = all;
+    let (strict, report, pretty) = (*strict, report.as_deref(), *pretty);
     // The tokenizer's tables are built while the input is read.
     let (input, compactor) = std::thread::scope(|scope| {
         let building = scope.spawn(|| compactor(args));
@@ -586,7 +648,9 @@ fn compact(
             .unwrap_or_else(|_| Err(Failure::new(2, "cannot build the tokenizer")));
         (input, compactor)
     });
-    let compactor = compactor?.strict(strict).count_all(report.is_some());
+    let compactor = cached(compactor?, cache, summarize)?
+        .strict(strict)
+        .count_all(report.is_some());
     let input = input?;
     let summarizer = Chosen::new(summarize, compactor.counter)?;
     let result = compactor.compact(&input.history.messages, &summarizer)?;
@@ -687,13 +751,7 @@ fn explain(args: &BudgetArgs) -> Result<(), Failure> {
 
 fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
-        Cmd::Compact {
-            budget,
-            summarize,
-            strict,
-            report,
-            pretty,
-        } => compact(&budget, &summarize, strict, report.as_deref(), pretty),
+        Cmd::Compact(args) => compact(&args),
         Cmd::Count { input } => count(&input),
         Cmd::Explain { budget } => explain(&budget),
     }

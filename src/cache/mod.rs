@@ -10,6 +10,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::message::{Content, Message};
 
+#[cfg(feature = "redis")]
+mod redis;
+#[cfg(feature = "redis")]
+pub use self::redis::RedisCache;
+
 /// Where summaries of folded prefixes are kept between compactions.
 ///
 /// A cache is a plain key-value store: chatfold makes the keys (a hash chain
@@ -44,6 +49,13 @@ use crate::message::{Content, Message};
 pub trait SummaryCache: Send + Sync {
     /// The value stored under `key`, if any.
     fn get(&self, key: &str) -> Option<String>;
+
+    /// The values stored under `keys`, in order: one round trip where the
+    /// store allows (Redis's `MGET`); [`get`](Self::get) for each unless
+    /// implemented.
+    fn get_many(&self, keys: &[String]) -> Vec<Option<String>> {
+        keys.iter().map(|k| self.get(k)).collect()
+    }
 
     /// Stores `value` under `key` (replacing any), or drops it.
     fn put(&self, key: &str, value: String);
