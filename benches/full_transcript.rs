@@ -9,12 +9,14 @@
 
 #[path = "support/history.rs"]
 mod history;
+#[cfg(feature = "redis")]
+#[path = "../tests/common/redis_server.rs"]
+mod redis_server;
 
 use std::cell::Cell;
 use std::convert::Infallible;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use chatfold::testing::check_compaction;
 use chatfold::{
@@ -59,38 +61,6 @@ fn run(conversation: &[Message], compactor: &Compactor<Tiktoken>) -> Totals {
     }
 }
 
-/// A `redis-server` on a free port, if one can be started.
-fn redis() -> Option<(Child, String)> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .ok()?
-        .local_addr()
-        .ok()?
-        .port();
-    let child = Command::new("redis-server")
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if Instant::now() > deadline {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Some((child, format!("redis://127.0.0.1:{port}/0")))
-}
-
 fn main() {
     // `cargo bench` passes `--bench`; nothing else to parse.
     let conversation = history::history(FIRST + REQUESTS, 7);
@@ -103,21 +73,18 @@ fn main() {
     let base = Compactor::new(4_000).keep_recent(1_500).counter(o200k);
     let stepping = base.clone().keep_recent_max(3_200);
     let dir = std::env::temp_dir().join(format!("chatfold-bench-cache-{}", std::process::id()));
+    #[cfg_attr(not(feature = "redis"), allow(unused_mut))]
     let mut caches: Vec<(&str, Arc<dyn SummaryCache>)> = vec![
         ("MemoryCache", Arc::new(MemoryCache::new(100_000, 256 << 20))),
         ("FileCache", Arc::new(FileCache::new(&dir))),
     ];
     #[cfg(feature = "redis")]
-    let server = redis();
+    let server = redis_server::Server::start();
     #[cfg(feature = "redis")]
-    if let Some((_, url)) = &server {
-        caches.push((
-            "RedisCache",
-            Arc::new(chatfold::RedisCache::new(url).expect("a Redis URL")),
-        ));
+    if let Some(server) = &server {
+        let cache = chatfold::RedisCache::new(&server.url()).expect("a Redis URL");
+        caches.push(("RedisCache", Arc::new(cache)));
     }
-    #[cfg(not(feature = "redis"))]
-    let _ = redis;
     let mut rows = vec![("no cache", run(&conversation, &base))];
     for (name, cache) in caches {
         rows.push((
@@ -140,9 +107,6 @@ fn main() {
         );
     }
     #[cfg(feature = "redis")]
-    if let Some((mut child, _)) = server {
-        let _ = child.kill();
-        let _ = child.wait();
-    }
+    drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -5,6 +5,8 @@
 
 mod common;
 
+use common::conversation;
+
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 
@@ -28,20 +30,6 @@ fn counting(r: &SummaryRequest<'_>) -> Result<String, Infallible> {
 
 fn cache() -> Arc<MemoryCache> {
     Arc::new(MemoryCache::new(10_000, 64 << 20))
-}
-
-/// A conversation of `turns` user/assistant pairs with some substance.
-fn conversation(turns: usize) -> Vec<Message> {
-    let mut h = vec![Message::system("You are a helpful assistant.")];
-    for i in 0..turns {
-        h.push(Message::user(format!(
-            "Question {i}: how do I configure the thing number {i} in the service?"
-        )));
-        h.push(Message::assistant(format!(
-            "Answer {i}: set option_{i} in config.toml, restart, and check the logs for errors about it."
-        )));
-    }
-    h
 }
 
 fn same_result(a: &Compaction<'_>, b: &Compaction<'_>) {

@@ -3,107 +3,17 @@
 //! Where it cannot be found, each test says so on stderr and stops.
 #![cfg(feature = "redis")]
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chatfold::testing::Recording;
-use chatfold::{Compactor, Message, RedisCache, SummaryCache, SummaryRequest};
-
-/// A `redis-server` on a free loopback port, stopped when dropped.
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Server {
-    /// `None`, with a message, when `redis-server` is not installed.
-    fn start() -> Option<Server> {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        Server::on(port)
-    }
-
-    fn on(port: u16) -> Option<Server> {
-        let spawned = Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn();
-        let Ok(child) = spawned else {
-            eprintln!(
-                "SKIPPED: redis-server is not installed (`.ci/run` installs it from Debian's packages)"
-            );
-            return None;
-        };
-        let server = Server { child, port };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while server.command(&["PING"]).is_none() {
-            assert!(
-                Instant::now() < deadline,
-                "redis-server did not start on port {port}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Some(server)
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/0", self.port)
-    }
-
-    /// One command in RESP; its reply's first line.
-    fn command(&self, args: &[&str]) -> Option<String> {
-        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
-        stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-        let mut request = format!("*{}\r\n", args.len());
-        for a in args {
-            request.push_str(&format!("${}\r\n{a}\r\n", a.len()));
-        }
-        stream.write_all(request.as_bytes()).ok()?;
-        let mut line = String::new();
-        BufReader::new(stream).read_line(&mut line).ok()?;
-        Some(line.trim_end().to_owned())
-    }
-
-    fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-fn conversation(turns: usize) -> Vec<Message> {
-    let mut h = vec![Message::system("You are a helpful assistant.")];
-    for i in 0..turns {
-        h.push(Message::user(format!(
-            "Question {i}: how do I set option_{i} for the billing service?"
-        )));
-        h.push(Message::assistant(format!(
-            "Answer {i}: put option_{i} = true in billing.toml and restart."
-        )));
-    }
-    h
-}
+use chatfold::{Compactor, RedisCache, SummaryCache, SummaryRequest};
+use common::conversation;
+use common::redis_server::Server;
 
 fn summarize(r: &SummaryRequest<'_>) -> Result<String, std::convert::Infallible> {
     Ok(format!("{} turns about billing options", r.messages().len()))

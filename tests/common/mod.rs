@@ -3,6 +3,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod fake_llm;
+pub mod redis_server;
 
 use chatfold::testing::compact_checked;
 pub use chatfold::testing::{
@@ -32,4 +33,18 @@ pub fn cases(cases: u32) -> proptest::test_runner::Config {
         .and_then(|v| v.parse().ok())
         .unwrap_or(cases);
     proptest::test_runner::Config::with_cases(cases)
+}
+
+/// A conversation of `turns` user/assistant pairs with some substance.
+pub fn conversation(turns: usize) -> Vec<Message> {
+    let mut h = vec![Message::system("You are a helpful assistant.")];
+    for i in 0..turns {
+        h.push(Message::user(format!(
+            "Question {i}: how do I configure the thing number {i} in the service?"
+        )));
+        h.push(Message::assistant(format!(
+            "Answer {i}: set option_{i} in config.toml, restart, and check the logs for errors about it."
+        )));
+    }
+    h
 }
