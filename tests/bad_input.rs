@@ -2,6 +2,8 @@
 //! error it gets (or, for legal but odd input, the documented behaviour).
 //! README.md has the same table.
 
+mod common;
+
 use std::convert::Infallible;
 
 use chatfold::memory::State;
@@ -310,5 +312,71 @@ fn extreme_budgets_and_counters() {
         assert_eq!(r.tokens_after, usize::MAX);
         assert_eq!(r.over_budget, budget < usize::MAX);
         assert_eq!(r.messages.last(), h.last());
+    }
+}
+
+/// Reads `bytes` in pieces of the given sizes (cycling).
+struct Pieces<'a> {
+    bytes: &'a [u8],
+    sizes: Vec<usize>,
+    k: usize,
+}
+
+impl std::io::Read for Pieces<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let size = self.sizes[self.k % self.sizes.len()].max(1);
+        self.k += 1;
+        let n = size.min(buf.len()).min(self.bytes.len());
+        buf[..n].copy_from_slice(&self.bytes[..n]);
+        self.bytes = &self.bytes[n..];
+        Ok(n)
+    }
+}
+
+/// What reading `bytes` whole gives: the UTF-8 check, then `from_json_str`.
+fn whole(bytes: &[u8]) -> Result<Vec<Message>, String> {
+    match std::str::from_utf8(bytes) {
+        Err(e) => Err(format!(
+            "invalid input: input is not valid UTF-8 (byte {})",
+            e.valid_up_to()
+        )),
+        Ok(text) => History::from_json_str(text)
+            .map(|h| h.messages)
+            .map_err(|e| e.to_string()),
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(common::cases(256))]
+
+    /// The streaming reader gives what reading the whole input gives, on
+    /// histories cut, spliced or broken anywhere, read in pieces of any size.
+    #[test]
+    fn from_reader_agrees_with_from_json_str(
+        h in chatfold::testing::histories(12),
+        edit in 0usize..9,
+        at in 0.0f64..1.0,
+        junk in proptest::sample::select(vec![",", "]", "[", "{", "}", "\"", " ", "\n", "x", "0", "\u{e9}", ",]", "]]", "null"]),
+        sizes in proptest::collection::vec(1usize..64, 1..4),
+        pretty in proptest::bool::ANY,
+    ) {
+        let json = if pretty { serde_json::to_string_pretty(&h).unwrap() } else { serde_json::to_string(&h).unwrap() };
+        let mut bytes = json.into_bytes();
+        let k = ((bytes.len() as f64) * at) as usize;
+        match edit {
+            0 => {}
+            1 => bytes.truncate(k),
+            2 => { bytes.splice(k..k, junk.bytes()); }
+            3 => if k < bytes.len() { bytes[k] = 0xff },
+            4 => bytes.extend_from_slice(junk.as_bytes()),
+            5 => { bytes.splice(0..0, b"  \n\t".iter().copied()); }
+            6 => if k < bytes.len() { bytes.remove(k); },
+            7 => if k < bytes.len() { bytes.splice(k..k + 1, junk.bytes()); },
+            _ => { let mut deep = b"[".repeat(130); deep.extend_from_slice(&bytes); bytes = deep; }
+        }
+        let streamed = History::from_reader(Pieces { bytes: &bytes, sizes, k: 0 })
+            .map(|h| h.messages)
+            .map_err(|e| e.to_string());
+        proptest::prop_assert_eq!(streamed, whole(&bytes), "{}", String::from_utf8_lossy(&bytes));
     }
 }

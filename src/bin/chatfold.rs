@@ -253,6 +253,26 @@ enum Source {
 /// budget is written back as equivalent JSON instead.
 const KEEP_STDIN: usize = 8 << 20;
 
+/// Passes bytes through, keeping a copy of the first [`KEEP_STDIN`].
+struct Keep<R> {
+    inner: R,
+    copy: Option<Vec<u8>>,
+}
+
+impl<R: Read> Read for Keep<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if let Some(copy) = &mut self.copy {
+            if copy.len() + n > KEEP_STDIN {
+                self.copy = None;
+            } else {
+                copy.extend_from_slice(&buf[..n]);
+            }
+        }
+        Ok(n)
+    }
+}
+
 fn read_input(path: Option<&Path>) -> Result<Input, Failure> {
     match path {
         Some(p) => {
@@ -264,24 +284,14 @@ fn read_input(path: Option<&Path>) -> Result<Input, Failure> {
             })
         }
         None => {
-            let mut bytes = Vec::new();
-            std::io::stdin()
-                .lock()
-                .read_to_end(&mut bytes)
-                .map_err(|e| Failure::new(1, format!("cannot read standard input: {e}")))?;
-            let text = std::str::from_utf8(&bytes).map_err(|e| {
-                Failure::new(
-                    1,
-                    format!(
-                        "invalid input: input is not valid UTF-8 (byte {})",
-                        e.valid_up_to()
-                    ),
-                )
-            })?;
-            let history = History::from_json_str(text)?;
+            let mut stdin = Keep {
+                inner: std::io::stdin().lock(),
+                copy: Some(Vec::new()),
+            };
+            let history = History::from_reader(&mut stdin)?;
             Ok(Input {
                 history,
-                source: Source::Stdin((bytes.len() <= KEEP_STDIN).then_some(bytes)),
+                source: Source::Stdin(stdin.copy),
             })
         }
     }
@@ -510,14 +520,23 @@ impl Summarizer for ShellSummarizer {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| format!("cannot run summarize command: {e}"))?;
-        let transcript = request.transcript();
         let stdin = child.stdin.take();
-        let writer = std::thread::spawn(move || {
-            // A command that exits without reading its input is not an error here.
-            if let Some(mut stdin) = stdin {
-                let _ = stdin.write_all(transcript.as_bytes());
-            }
-        });
+        std::thread::scope(|scope| {
+            scope.spawn(move || {
+                // A command that exits without reading its input is not an error here.
+                if let Some(stdin) = stdin {
+                    let mut pipe = std::io::BufWriter::with_capacity(1 << 16, stdin);
+                    let _ = request.write_transcript(&mut pipe).and_then(|()| pipe.flush());
+                }
+            });
+            self.wait(&mut child)
+        })
+    }
+}
+
+impl ShellSummarizer {
+    /// Waits for the command (killing it at the deadline) and takes its answer.
+    fn wait(&self, child: &mut std::process::Child) -> Result<String, String> {
         let stdout = child.stdout.take().map(reader);
         let stderr = child.stderr.take().map(reader);
         let deadline = Instant::now() + self.timeout;
@@ -536,7 +555,6 @@ impl Summarizer for ShellSummarizer {
                 Err(e) => return Err(format!("cannot wait for summarize command: {e}")),
             }
         };
-        let _ = writer.join();
         let out = stdout.map(join_reader).unwrap_or_default();
         let err = stderr.map(join_reader).unwrap_or_default();
         if !status.success() {

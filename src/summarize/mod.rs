@@ -1,7 +1,6 @@
 //! Summarizers: what turns the folded messages into summary text.
 
 use std::borrow::Cow;
-use std::fmt::Write as _;
 use std::future::Future;
 
 use crate::error::BoxError;
@@ -139,14 +138,26 @@ impl<'a> SummaryRequest<'a> {
     /// The request as text for a model: the previous summary (if any), then
     /// one `role: text` line per message (tool calls and call ids shown).
     pub fn transcript(&self) -> String {
-        let mut out = String::new();
+        let mut out = Vec::new();
+        // Writing to a Vec cannot fail, and every piece is UTF-8.
+        let _ = self.write_transcript(&mut out);
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    /// Writes the [`transcript`](Self::transcript) to `out` line by line,
+    /// without building it (a command's standard input, say).
+    ///
+    /// # Errors
+    ///
+    /// What writing to `out` fails with.
+    pub fn write_transcript(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         if let Some(previous) = &self.previous {
-            let _ = write!(out, "Previous summary:\n{previous}\n\nConversation:\n");
+            write!(out, "Previous summary:\n{previous}\n\nConversation:\n")?;
         }
         for m in self.messages() {
-            let _ = writeln!(out, "{m}");
+            writeln!(out, "{m}")?;
         }
-        out
+        Ok(())
     }
 
     /// The same request owning its data, for summarizers that outlive the

@@ -11,6 +11,8 @@ use serde_json::{Map, Value};
 use crate::error::{Error, Result};
 use crate::message::Message;
 
+mod stream;
+
 /// A history as read from JSON: a bare array of messages, or a Chat
 /// Completions request body (an object with a `messages` array), whose other
 /// fields are kept.
@@ -60,21 +62,18 @@ impl History {
     /// Reads a history from JSON bytes (a file, standard input), which must
     /// be UTF-8.
     ///
+    /// A bare array is read one message at a time from a small buffer, at
+    /// about the speed of [`from_json_str`](Self::from_json_str) and without
+    /// holding the input; a request body is read whole. Errors are the
+    /// same, at the same line and column, as `from_json_str` on the same
+    /// bytes.
+    ///
     /// # Errors
     ///
     /// As [`from_json_str`](Self::from_json_str), and [`Error::InvalidInput`]
     /// when reading fails or the bytes are not UTF-8.
-    pub fn from_reader(mut reader: impl Read) -> Result<Self> {
-        // One buffer, then the borrowed parser: several times faster than
-        // serde_json's reader, which goes byte by byte.
-        let mut bytes = Vec::new();
-        reader.read_to_end(&mut bytes).map_err(|e| Error::InvalidInput {
-            reason: format!("cannot read input: {e}"),
-        })?;
-        let json = std::str::from_utf8(&bytes).map_err(|e| Error::InvalidInput {
-            reason: format!("input is not valid UTF-8 (byte {})", e.valid_up_to()),
-        })?;
-        History::from_json_str(json)
+    pub fn from_reader(reader: impl Read) -> Result<Self> {
+        stream::read(reader)
     }
 
     /// The history's JSON shape around `messages`: the array itself, or the

@@ -1,0 +1,325 @@
+//! Reading a message array from a stream one element at a time: the input
+//! is checked as UTF-8 a chunk at a time into a reused text buffer, and each
+//! message is parsed from there with serde_json's fast string parser, so the
+//! whole input is never held. Every error is the one reading the whole input
+//! at once gives, at the same line and column.
+
+use std::io::Read;
+
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::history::History;
+use crate::message::Message;
+
+/// An array of one valid message so far, standing for the messages read:
+/// what comes after it in the input fails as it would after them.
+const PLACEHOLDER: &[u8] = br#"[{"role":"user"}"#;
+/// The same, and the comma after it.
+const PLACEHOLDER_COMMA: &[u8] = br#"[{"role":"user"},"#;
+
+/// Bytes read at a time.
+const CHUNK: usize = 1 << 20;
+
+/// A message nested about this deep is read again inside an array, where
+/// serde_json's nesting limit (128) counts the array too.
+const DEEP: usize = 120;
+
+/// A reader, and the text read from it but not yet consumed.
+struct Input<R> {
+    reader: R,
+    /// Checked text; `text[at..]` is unconsumed.
+    text: String,
+    at: usize,
+    /// Bytes read after `text`: a character cut by the end of a read.
+    raw: Vec<u8>,
+    /// Line (from 1) and column (bytes since the line's start) of `text[0]`.
+    line: usize,
+    column: usize,
+    /// Bytes of the input before `text[0]`.
+    offset: u64,
+    eof: bool,
+}
+
+fn utf8(offset: u64) -> Error {
+    Error::InvalidInput {
+        reason: format!("input is not valid UTF-8 (byte {offset})"),
+    }
+}
+
+fn io(e: &std::io::Error) -> Error {
+    Error::InvalidInput {
+        reason: format!("cannot read input: {e}"),
+    }
+}
+
+impl<R: Read> Input<R> {
+    /// Reads and checks more text; whether any came. Invalid UTF-8 is the
+    /// answer at once: reading the whole input, it would be the first thing
+    /// found wrong.
+    fn fill(&mut self) -> Result<bool> {
+        if self.eof {
+            return Ok(false);
+        }
+        if self.at > 0 {
+            (self.line, self.column) = self.position();
+            self.offset += self.at as u64;
+            self.text.drain(..self.at);
+            self.at = 0;
+        }
+        let before = self.raw.len();
+        self.raw.reserve(CHUNK);
+        (&mut self.reader)
+            .take(CHUNK as u64)
+            .read_to_end(&mut self.raw)
+            .map_err(|e| io(&e))?;
+        self.eof = self.raw.len() == before;
+        // Both buffers keep their room from read to read: no allocation per
+        // chunk once they have grown.
+        let valid = match std::str::from_utf8(&self.raw) {
+            Ok(text) => text.len(),
+            Err(e) if e.error_len().is_none() && !self.eof => e.valid_up_to(),
+            Err(e) => return Err(utf8(self.offset + (self.text.len() + e.valid_up_to()) as u64)),
+        };
+        // Checked just above: the prefix is UTF-8.
+        self.text
+            .push_str(std::str::from_utf8(&self.raw[..valid]).unwrap_or_default());
+        self.raw.drain(..valid);
+        Ok(valid > 0 || !self.eof)
+    }
+
+    /// Line and column of `text[at]`.
+    fn position(&self) -> (usize, usize) {
+        let bytes = &self.text.as_bytes()[..self.at];
+        match bytes.iter().rposition(|&b| b == b'\n') {
+            Some(last) => (
+                self.line + bytes.iter().filter(|&&b| b == b'\n').count(),
+                bytes.len() - last - 1,
+            ),
+            None => (self.line, self.column + bytes.len()),
+        }
+    }
+
+    /// Consumes `n` bytes of text.
+    fn consume(&mut self, n: usize) {
+        self.at += n;
+    }
+
+    /// The next byte that is not JSON whitespace, consuming the whitespace.
+    fn peek(&mut self) -> Result<Option<u8>> {
+        loop {
+            let ws = self.text.as_bytes()[self.at..]
+                .iter()
+                .take_while(|b| matches!(b, b' ' | b'\n' | b'\r' | b'\t'))
+                .count();
+            self.consume(ws);
+            if let Some(&b) = self.text.as_bytes().get(self.at) {
+                return Ok(Some(b));
+            }
+            if !self.fill()? {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Everything not consumed, read to the end and checked.
+    fn rest(mut self) -> Result<String> {
+        let mut bytes = std::mem::take(&mut self.raw);
+        self.reader.read_to_end(&mut bytes).map_err(|e| io(&e))?;
+        let start = self.offset + self.text.len() as u64;
+        let tail =
+            String::from_utf8(bytes).map_err(|bad| utf8(start + bad.utf8_error().valid_up_to() as u64))?;
+        let mut text = self.text.split_off(self.at);
+        text.push_str(&tail);
+        Ok(text)
+    }
+
+    /// `found`, unless the rest of the input holds invalid UTF-8, which
+    /// reading the whole input would have found first.
+    fn fail(self, found: Error) -> Error {
+        match self.rest() {
+            Ok(_) => found,
+            Err(e) => e,
+        }
+    }
+}
+
+/// The error a text gives that starts with `prefix` bytes (on one line)
+/// and goes on with the input from `(line, column)`, moved to the input's
+/// line and column.
+fn moved(reason: &str, prefix: usize, line: usize, column: usize) -> String {
+    let Some((message, position)) = reason.rsplit_once(" at line ") else {
+        return reason.to_owned();
+    };
+    let Some((l, c)) = position.split_once(" column ") else {
+        return reason.to_owned();
+    };
+    let (Ok(l), Ok(c)) = (l.parse::<usize>(), c.parse::<usize>()) else {
+        return reason.to_owned();
+    };
+    let (line, column) = if l == 1 {
+        (line, (column + c).saturating_sub(prefix))
+    } else {
+        (line + l - 1, c)
+    };
+    format!("{message} at line {line} column {column}")
+}
+
+/// What parsing `text` (which starts with `prefix` bytes of our own) as a
+/// history gives, with positions moved to the input's.
+fn as_history(text: &str, prefix: usize, line: usize, column: usize, index: usize) -> Result<History> {
+    History::from_json_str(text).map_err(|e| match e {
+        Error::InvalidMessage { index: i, reason } => Error::InvalidMessage {
+            index: index + i,
+            reason,
+        },
+        Error::InvalidInput { reason } => Error::InvalidInput {
+            reason: moved(&reason, prefix, line, column),
+        },
+        other => other,
+    })
+}
+
+/// Reads a history from `reader`: a bare array message by message, anything
+/// else (a request body, bad input) whole.
+pub(super) fn read(reader: impl Read) -> Result<History> {
+    let mut input = Input {
+        reader,
+        text: String::new(),
+        at: 0,
+        raw: Vec::new(),
+        line: 1,
+        column: 0,
+        offset: 0,
+        eof: false,
+    };
+    // The first byte that is not whitespace, nothing consumed yet.
+    let first = loop {
+        let bytes = input.text.as_bytes();
+        if let Some(i) = bytes
+            .iter()
+            .position(|b| !matches!(b, b' ' | b'\n' | b'\r' | b'\t'))
+        {
+            break Some(i);
+        }
+        if !input.fill()? {
+            break None;
+        }
+    };
+    match first {
+        Some(i) if input.text.as_bytes()[i] == b'[' => input.consume(i + 1),
+        _ => return History::from_json_str(&input.rest()?),
+    }
+    let mut messages = Vec::new();
+    loop {
+        // After `[` or `,`: a message, or (only at the start) `]`.
+        match input.peek()? {
+            Some(b']') if messages.is_empty() => {
+                input.consume(1);
+                break;
+            }
+            Some(b'{') => {}
+            Some(_) => return Err(tail(input, b"[", messages.len())),
+            None => {
+                let prefix: &[u8] = if messages.is_empty() {
+                    b"["
+                } else {
+                    PLACEHOLDER_COMMA
+                };
+                return Err(tail(input, prefix, messages.len()));
+            }
+        }
+        let message = match element(&mut input, messages.len()) {
+            Ok(m) => m,
+            Err(e) => return Err(input.fail(e)),
+        };
+        messages.push(message);
+        match input.peek()? {
+            Some(b',') => {
+                input.consume(1);
+                if input.peek()? == Some(b']') {
+                    return Err(tail(input, PLACEHOLDER_COMMA, messages.len()));
+                }
+            }
+            Some(b']') => {
+                input.consume(1);
+                break;
+            }
+            _ => return Err(tail(input, PLACEHOLDER, messages.len())),
+        }
+    }
+    if input.peek()?.is_some() {
+        return Err(tail(input, b"[]", messages.len()));
+    }
+    Ok(History { messages, body: None })
+}
+
+/// The error where the array goes wrong outside a message: what the rest
+/// of the input says after `prefix` (an array so far, as parsed), with the
+/// `index` of the message it stands for.
+fn tail<R: Read>(input: Input<R>, prefix: &[u8], index: usize) -> Error {
+    let (line, column) = input.position();
+    let rest = match input.rest() {
+        Ok(rest) => rest,
+        Err(e) => return e,
+    };
+    let text = format!("{}{rest}", String::from_utf8_lossy(prefix));
+    // The placeholder stands for the messages read; the synthetic array's
+    // messages are counted from it.
+    let first = index.saturating_sub(usize::from(prefix.starts_with(PLACEHOLDER)));
+    match as_history(&text, prefix.len(), line, column, first) {
+        Err(e) => e,
+        Ok(_) => Error::InvalidInput {
+            reason: "not valid JSON: unexpected end of input".to_owned(),
+        },
+    }
+}
+
+/// The message at the current position (a `{`), the array's `index`th.
+fn element<R: Read>(input: &mut Input<R>, index: usize) -> Result<Message> {
+    let (value, len) = loop {
+        let mut values = serde_json::Deserializer::from_str(&input.text[input.at..]).into_iter::<Value>();
+        match values.next() {
+            Some(Ok(value)) => break (value, values.byte_offset()),
+            Some(Err(e)) if e.is_eof() && input.fill()? => {}
+            Some(Err(e)) => {
+                let (line, column) = input.position();
+                let reason = moved(&e.to_string(), 0, line, column);
+                return Err(Error::InvalidInput {
+                    reason: format!("not valid JSON: {reason}"),
+                });
+            }
+            None if input.fill()? => {}
+            None => return Err(Error::message(index, "the input ends before the message")),
+        }
+    };
+    let message = if depth(&value) >= DEEP {
+        // Read again inside an array: serde_json's nesting limit counts it.
+        let text = format!("[{}]", &input.text[input.at..input.at + len]);
+        let (line, column) = input.position();
+        let history = as_history(&text, 1, line, column, index)?;
+        history.messages.into_iter().next()
+    } else {
+        Some(Message::parse(value).map_err(|reason| Error::message(index, reason))?)
+    };
+    let message = message.ok_or_else(|| Error::message(index, "a message must be an object"))?;
+    input.consume(len);
+    Ok(message)
+}
+
+/// How deep `value` nests, counting itself (stopping at [`DEEP`]).
+fn depth(value: &Value) -> usize {
+    fn below(value: &Value, d: usize) -> usize {
+        if d >= DEEP {
+            return d;
+        }
+        let deepest =
+            |items: &mut dyn Iterator<Item = &Value>| items.map(|v| below(v, d + 1)).max().unwrap_or(d);
+        match value {
+            Value::Array(items) => deepest(&mut items.iter()),
+            Value::Object(map) => deepest(&mut map.values()),
+            _ => d,
+        }
+    }
+    below(value, 1)
+}
