@@ -39,6 +39,8 @@ struct Input<R> {
     /// Bytes of the input before `text[0]`.
     offset: u64,
     eof: bool,
+    /// Invalid UTF-8 was found: that error is the answer.
+    broken: bool,
 }
 
 fn utf8(offset: u64) -> Error {
@@ -67,36 +69,43 @@ impl<R: Read> Input<R> {
             self.text.drain(..self.at);
             self.at = 0;
         }
-        let before = self.raw.len();
-        self.raw.reserve(CHUNK);
-        (&mut self.reader)
-            .take(CHUNK as u64)
-            .read_to_end(&mut self.raw)
-            .map_err(|e| io(&e))?;
-        self.eof = self.raw.len() == before;
-        // Both buffers keep their room from read to read: no allocation per
-        // chunk once they have grown.
-        let valid = match std::str::from_utf8(&self.raw) {
-            Ok(text) => text.len(),
-            Err(e) if e.error_len().is_none() && !self.eof => e.valid_up_to(),
-            Err(e) => return Err(utf8(self.offset + (self.text.len() + e.valid_up_to()) as u64)),
+        // One buffer, moved between its checked (`String`) and raw forms
+        // without copying: the reader's bytes are copied once, and checked
+        // once with what was left over.
+        let mut bytes = std::mem::take(&mut self.text).into_bytes();
+        bytes.append(&mut self.raw);
+        bytes.reserve(CHUNK);
+        let before = bytes.len();
+        let read = (&mut self.reader).take(CHUNK as u64).read_to_end(&mut bytes);
+        self.eof = bytes.len() == before;
+        let grown = bytes.len() > before;
+        self.text = match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(bad) => {
+                let e = bad.utf8_error();
+                if e.error_len().is_some() || self.eof {
+                    self.broken = true;
+                    return Err(utf8(self.offset + e.valid_up_to() as u64));
+                }
+                // A character cut by the end of the read waits for the rest.
+                let mut bytes = bad.into_bytes();
+                self.raw = bytes.split_off(e.valid_up_to());
+                String::from_utf8(bytes).unwrap_or_default()
+            }
         };
-        // Checked just above: the prefix is UTF-8.
-        self.text
-            .push_str(std::str::from_utf8(&self.raw[..valid]).unwrap_or_default());
-        self.raw.drain(..valid);
-        Ok(valid > 0 || !self.eof)
+        read.map_err(|e| io(&e))?;
+        Ok(grown)
     }
 
     /// Line and column of `text[at]`.
     fn position(&self) -> (usize, usize) {
         let bytes = &self.text.as_bytes()[..self.at];
-        match bytes.iter().rposition(|&b| b == b'\n') {
-            Some(last) => (
-                self.line + bytes.iter().filter(|&&b| b == b'\n').count(),
-                bytes.len() - last - 1,
-            ),
-            None => (self.line, self.column + bytes.len()),
+        match newlines(bytes) {
+            0 => (self.line, self.column + bytes.len()),
+            n => {
+                let last = bytes.iter().rposition(|&b| b == b'\n').unwrap_or(0);
+                (self.line + n, bytes.len() - last - 1)
+            }
         }
     }
 
@@ -137,11 +146,29 @@ impl<R: Read> Input<R> {
     /// `found`, unless the rest of the input holds invalid UTF-8, which
     /// reading the whole input would have found first.
     fn fail(self, found: Error) -> Error {
+        if self.broken {
+            return found;
+        }
         match self.rest() {
             Ok(_) => found,
             Err(e) => e,
         }
     }
+}
+
+/// How many `\n` bytes `bytes` holds, eight at a time.
+fn newlines(bytes: &[u8]) -> usize {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let mut words = bytes.chunks_exact(8);
+    let mut n = 0;
+    for w in &mut words {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(w);
+        // Bytes equal to `\n` become zero; each zero byte leaves its top bit set.
+        let x = u64::from_le_bytes(word) ^ 0x0a0a_0a0a_0a0a_0a0a;
+        n += (!(((x & LOW7) + LOW7) | x | LOW7)).count_ones() as usize;
+    }
+    n + words.remainder().iter().filter(|&&b| b == b'\n').count()
 }
 
 /// The error a text gives that starts with `prefix` bytes (on one line)
@@ -192,6 +219,7 @@ pub(super) fn read(reader: impl Read) -> Result<History> {
         column: 0,
         offset: 0,
         eof: false,
+        broken: false,
     };
     // The first byte that is not whitespace, nothing consumed yet.
     let first = loop {
@@ -322,4 +350,27 @@ fn depth(value: &Value) -> usize {
         }
     }
     below(value, 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn newlines_are_counted_eight_bytes_at_a_time() {
+        let texts = [
+            "",
+            "\n",
+            "a\nb\n\n",
+            "\n\n\n\n\n\n\n\n\n",
+            "\x0b\x0a\u{8a}\u{10a}x\ny",
+            "no newline here at all, just text",
+        ];
+        for text in texts {
+            let naive = text.bytes().filter(|&b| b == b'\n').count();
+            assert_eq!(newlines(text.as_bytes()), naive, "{text:?}");
+        }
+        let all: Vec<u8> = (0..=255u8).cycle().take(4096).collect();
+        assert_eq!(newlines(&all), 16);
+    }
 }
