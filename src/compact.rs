@@ -1,10 +1,9 @@
 //! The compactor: plan (pure), summarize, apply.
 
 use std::borrow::Cow;
-use std::cell::OnceCell;
 use std::fmt;
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::cache::{Chain, SummaryCache};
 use crate::clear::ClearToolResults;
@@ -53,7 +52,11 @@ use crate::units::{self, Stop};
 ///    from lengths, already proves it), the kept part is counted once, and the
 ///    folded middle is never counted (unless [`count_all`](Self::count_all)
 ///    asks for exact totals). One pass over the message headers is the only
-///    work that touches the whole history.
+///    work that touches the whole history. Two settings trade this for
+///    something else, and say so: a [`cache`](Self::cache) hashes the
+///    messages before the cut (and counts up to `keep_recent_max`), and
+///    [`max_fold_input_tokens`](Self::max_fold_input_tokens) counts the folded
+///    part to cut it in chunks.
 ///
 /// # Examples
 ///
@@ -102,9 +105,11 @@ pub struct Compactor<C = Heuristic> {
     /// folding again at [`keep_recent`](Self::keep_recent). `None` (the
     /// default): exactly `keep_recent`.
     pub keep_recent_max: Option<usize>,
-    /// The most tokens of folded messages one summarizer call may take: a
-    /// longer middle is folded in chunks of whole units, one call each, each
-    /// extending the previous chunk's summary. `None` (the default): one
+    /// The most tokens one summarizer call may take, its folded messages and
+    /// the previous summary together (the summary's share is at most half):
+    /// a longer middle is folded in chunks of whole units, one call each,
+    /// each extending the previous chunk's summary. A single unit larger than
+    /// that is one chunk of its own. `None` (the default): one
     /// call, whatever the middle's size.
     pub max_fold_input_tokens: Option<usize>,
     cache: Option<Cache>,
@@ -243,9 +248,9 @@ impl<C> Compactor<C> {
     }
 
     /// Reuse summaries across compactions: look for the longest folded
-    /// prefix `cache` has a summary for and fold only the rest (with that
-    /// summary as the previous one), and when the cut lands on a cached
-    /// prefix, call no summarizer at all. Keys are made from the folded
+    /// prefix `cache` has a summary for (among the 64 unit boundaries before
+    /// the cut) and fold only the rest, with that summary as the previous
+    /// one; when the cut lands on a cached prefix, call no summarizer at all. Keys are made from the folded
     /// messages, the [`FoldPolicy`] and `namespace`: name the summarizer
     /// there (its model and prompt), so that no other summarizer's text is
     /// reused.
@@ -343,7 +348,7 @@ impl<C: TokenCounter> Compactor<C> {
             tokens_before,
             fixed_tokens,
             summary_limit,
-            begun: OnceCell::new(),
+            begun: OnceLock::new(),
             reuse,
             chunks,
             chains,
@@ -413,7 +418,7 @@ impl<C: TokenCounter> Compactor<C> {
             tokens_before: counted_all.then_some(total),
             fixed_tokens: total,
             summary_limit: 0,
-            begun: OnceCell::new(),
+            begun: OnceLock::new(),
             reuse: None,
             chunks: Vec::new(),
             chains: Vec::new(),
@@ -561,15 +566,14 @@ impl<C: TokenCounter> Compactor<C> {
             let last = chains[chains.len() - 1];
             chains.push(last.then(m));
         }
-        // The first of `cuts` the cache has a summary for (one round trip).
-        let first_cached = |cuts: &[usize]| {
+        // The first of `cuts` the cache has a summary for that `fits` (one
+        // round trip).
+        let first_cached = |cuts: &[usize], fits: &dyn Fn(usize, &str) -> bool| {
             let keys: Vec<String> = cuts.iter().map(|&at| chains[at].key()).collect();
             let values = cache.store.get_many(&keys);
             cuts.iter().zip(values).find_map(|(&at, value)| {
-                Some(Reuse {
-                    at,
-                    text: chains[at].read(at, &value?)?,
-                })
+                let text = chains[at].read(at, &value?)?;
+                fits(at, &text).then_some(Reuse { at, text })
             })
         };
         // Cuts that keep more, up to keep_recent_max: the cut itself first.
@@ -590,6 +594,8 @@ impl<C: TokenCounter> Compactor<C> {
         };
         let (mut all, mut loose) = tokens(start..messages.len());
         let mut steps = vec![start];
+        // Room each step leaves for the summary.
+        let mut rooms = vec![usize::MAX];
         let mut older = units::Backward::new(messages, callers, after)
             .map(|unit| unit.start)
             .skip_while(|&b| b >= start)
@@ -604,11 +610,21 @@ impl<C: TokenCounter> Compactor<C> {
             }
             if units::is_aligned(messages, b, units::Pinned::LookPast) {
                 steps.push(b);
+                rooms.push(
+                    room.saturating_sub(loose)
+                        .saturating_add(self.policy.min_summary_tokens),
+                );
             }
             end = b;
             older.next();
         }
-        if let Some(reuse) = first_cached(&steps) {
+        // A step back is taken only when its cached summary fits beside the
+        // longer kept part, uncut (at the cut itself, it is cut as any summary).
+        let fits = |at: usize, text: &str| {
+            let k = steps.iter().position(|&s| s == at).unwrap_or(0);
+            self.counter.count(text) <= rooms[k]
+        };
+        if let Some(reuse) = first_cached(&steps, &fits) {
             return (reuse.at, Some(reuse), chains);
         }
         // No cached cut: extend the newest cached prefix before the cut.
@@ -617,7 +633,7 @@ impl<C: TokenCounter> Compactor<C> {
             .skip_while(|&b| b >= start)
             .take(REUSE_PROBES)
             .collect();
-        let reuse = first_cached(&probes);
+        let reuse = first_cached(&probes, &|_, _| true);
         (start, reuse, chains)
     }
 
@@ -638,54 +654,66 @@ impl<C: TokenCounter> Compactor<C> {
         let Some(max) = self.max_fold_input_tokens else {
             return vec![region];
         };
-        let per_call = max.saturating_sub(allowance).max(1);
+        // Room for the previous summary too, but never more than half the
+        // window: a large allowance must not make every unit a call.
+        let per_call = max.saturating_sub(allowance.min(max / 2)).max(1);
         let folded = |i: usize| !messages[i].role.is_pinned() && !self.policy.is_summary(&messages[i]);
         let cost: Vec<usize> = region
             .clone()
             .map(|i| if folded(i) { count(i) } else { 0 })
             .collect();
+        // `sums[k]`: tokens of the region's first `k` messages.
+        let sums: Vec<usize> = std::iter::once(0)
+            .chain(cost.iter().scan(0usize, |sum, &t| {
+                *sum = sum.saturating_add(t);
+                Some(*sum)
+            }))
+            .collect();
+        let tokens = |range: Range<usize>| sums[range.end] - sums[range.start];
         // Unit starts of the region, oldest first.
         let region_callers: Vec<usize> = units::callers(&messages[region.clone()]);
         let mut starts: Vec<usize> = units::Backward::new(&messages[region.clone()], &region_callers, 0)
             .map(|unit| unit.start)
             .collect();
         starts.reverse();
-        let mut chunks = Vec::new();
-        let mut lo = 0;
         let len = region.len();
+        let mut ends = Vec::new();
+        let mut lo = 0;
         while lo < len {
-            // A window of whole units a little past the limit, so that the
-            // chunk is chosen among units it can hold, at a cost bounded by it.
-            let first = starts.partition_point(|&b| b <= lo);
-            let mut tokens = 0usize;
-            let mut hi = len;
-            for &b in &starts[first..] {
-                tokens = (lo..b).map(|i| cost[i]).sum();
-                if tokens > per_call {
-                    hi = starts
-                        .get(starts.partition_point(|&x| x <= b))
-                        .copied()
-                        .unwrap_or(len);
-                    break;
-                }
-            }
-            if hi == len {
-                tokens = (lo..len).map(|i| cost[i]).sum();
-            }
-            if hi == len && tokens <= per_call {
-                chunks.push(region.start + lo..region.end);
+            if tokens(lo..len) <= per_call {
+                ends.push(len);
                 break;
             }
+            // A window of whole units just past the limit: the chunk is
+            // chosen among the units it can hold, at a cost bounded by it.
+            let first = starts.partition_point(|&b| b <= lo);
+            let over = starts[first..].iter().position(|&b| tokens(lo..b) > per_call);
+            let hi = over
+                .and_then(|k| starts.get(first + k + 1).copied())
+                .unwrap_or(len);
             let window = &messages[region.start + lo..region.start + hi];
-            let window_callers = units::callers(window);
-            let k = units::chunk(window, &window_callers, |i| cost[lo + i], (usize::MAX, per_call));
-            if k == 0 {
-                chunks.push(region.start + lo..region.start + hi);
-                lo = hi;
+            let k = units::chunk(
+                window,
+                &units::callers(window),
+                |i| cost[lo + i],
+                (usize::MAX, per_call),
+            );
+            lo = if k == 0 { hi } else { lo + k };
+            ends.push(lo);
+        }
+        // A chunk with nothing to fold (only pinned messages) joins the next
+        // one, or the one before when it is last.
+        let mut chunks: Vec<Range<usize>> = Vec::new();
+        let mut from = 0;
+        for end in ends {
+            if tokens(from..end) == 0 && end < len {
                 continue;
             }
-            chunks.push(region.start + lo..region.start + lo + k);
-            lo += k;
+            match chunks.last_mut() {
+                Some(last) if tokens(from..end) == 0 => last.end = region.start + end,
+                _ => chunks.push(region.start + from..region.start + end),
+            }
+            from = end;
         }
         chunks
     }
@@ -862,7 +890,7 @@ pub struct Plan<'a, 'c, C> {
     /// Tokens of everything in the output but the summary.
     fixed_tokens: usize,
     summary_limit: usize,
-    begun: OnceCell<Begun<'static>>,
+    begun: OnceLock<Begun<'static>>,
     /// A cached summary of the messages before `reuse.at`.
     reuse: Option<Reuse>,
     /// The folded part, one range per summarizer call (none when a cached

@@ -307,3 +307,50 @@ fn store_summary(compactor: &Compactor, h: &[Message], at: usize) -> String {
         .count();
     format!("{folded} messages folded so far")
 }
+
+/// `compact_async`'s future can be spawned on a multi-threaded runtime:
+/// it holds the plan (and the request borrowing it) across the await.
+#[test]
+fn compact_async_futures_are_send() {
+    fn spawnable<F: std::future::Future + Send>(_: &F) {}
+    let h = conversation(40);
+    let compactor = Compactor::new(400).max_fold_input_tokens(500).cache(cache(), "n");
+    let summarizer = chatfold::Ready(counting);
+    let future = compactor.compact_async(&h, &summarizer);
+    spawnable(&future);
+    assert!(pollster::block_on(future).unwrap().summarized);
+}
+
+#[test]
+fn no_chunk_is_only_system_messages() {
+    // A system message, then a user turn larger than a chunk.
+    let mut h = vec![Message::system("Be brief."), Message::user("word ".repeat(2_000))];
+    h.extend(conversation(30).into_iter().skip(1));
+    let compactor = Compactor::new(600).max_fold_input_tokens(400);
+    let recording = Recording::new(counting);
+    let result = compactor.compact(&h, &recording).unwrap();
+    let calls = recording.calls();
+    assert!(calls.len() > 1);
+    assert!(
+        calls.iter().all(|c| !c.messages.is_empty()),
+        "a call with nothing to fold"
+    );
+    assert_eq!(result.report.folds(), calls.len());
+    check_compaction(&h, &result, &compactor).unwrap();
+}
+
+#[test]
+fn a_cut_moves_back_only_when_its_summary_fits() {
+    let store = cache();
+    let h = conversation(60);
+    let long = |_: &SummaryRequest<'_>| Ok::<_, Infallible>("a very long summary ".repeat(60));
+    let compactor = Compactor::new(900)
+        .keep_recent(200)
+        .keep_recent_max(850)
+        .cache(store.clone(), "n");
+    // The first compaction stores a summary that fills its allowance.
+    compactor.compact(&h[..100], &long).unwrap();
+    let later = compactor.compact(&h[..104], &counting).unwrap();
+    assert!(!later.summary_truncated || later.report.reason() != CutReason::Reused);
+    check_compaction(&h[..104], &later, &compactor).unwrap();
+}

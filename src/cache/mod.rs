@@ -91,24 +91,42 @@ impl Chain {
     /// parts, name, tool calls and call id (not its `id` or unknown fields,
     /// which no summary reads).
     pub(crate) fn then(mut self, m: &Message) -> Chain {
+        // Every field with a tag, every list with its length: no two
+        // messages feed the same words.
         self.bytes(m.role.as_str().as_bytes());
         match &m.content {
-            None => self.bytes(b"\x00null"),
-            Some(Content::Text(text)) => self.bytes(text.as_bytes()),
+            None => self.word(0),
+            Some(Content::Text(text)) => {
+                self.word(1);
+                self.bytes(text.as_bytes());
+            }
             Some(Content::Parts(parts)) => {
+                self.word(2);
+                self.word(parts.len() as u64);
                 for part in parts {
                     self.bytes(part.as_json().to_string().as_bytes());
                 }
             }
         }
-        self.bytes(m.name.as_deref().unwrap_or("\x00").as_bytes());
+        self.optional(m.name.as_deref());
+        self.word(m.tool_calls.len() as u64);
         for call in &m.tool_calls {
             self.bytes(call.id.as_bytes());
             self.bytes(call.name.as_bytes());
             self.bytes(call.arguments.as_bytes());
         }
-        self.bytes(m.tool_call_id.as_deref().unwrap_or("\x00").as_bytes());
+        self.optional(m.tool_call_id.as_deref());
         self
+    }
+
+    fn optional(&mut self, text: Option<&str>) {
+        match text {
+            None => self.word(0),
+            Some(text) => {
+                self.word(1);
+                self.bytes(text.as_bytes());
+            }
+        }
     }
 
     /// Feeds a length-prefixed byte string, eight bytes at a time.
@@ -338,8 +356,11 @@ impl SummaryCache for FileCache {
     }
 
     fn put(&self, key: &str, value: String) {
+        // A name of its own per write, so that writers never share a file.
+        static WRITES: AtomicU64 = AtomicU64::new(0);
         let path = self.path(key);
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        let n = WRITES.fetch_add(1, Ordering::Relaxed);
+        let tmp = path.with_extension(format!("tmp{}-{n}", std::process::id()));
         let written = std::fs::create_dir_all(&self.dir)
             .and_then(|()| std::fs::write(&tmp, value))
             .and_then(|()| std::fs::rename(&tmp, &path));
@@ -370,6 +391,16 @@ mod tests {
         );
         // Ids and unknown fields are not part of the canonical form.
         assert_eq!(a, start.then(&Message::user("hello").with_id("m1")));
+        // Null content is not the text that looks like it; one part is not its JSON as text.
+        let mut null = Message::assistant("");
+        null.content = None;
+        assert_ne!(start.then(&null), start.then(&Message::assistant("")));
+        let part = crate::message::Part::text("x");
+        let parts = Message::user("").with_parts(vec![part.clone()]);
+        assert_ne!(
+            start.then(&parts),
+            start.then(&Message::user(part.as_json().to_string()))
+        );
     }
 
     #[test]

@@ -19,7 +19,8 @@ use crate::error::{Error, Result};
 /// "not found", drops writes, and tries again after a pause (5 s), so an
 /// outage costs one time-out, not one per compaction, and never fails a
 /// compaction. It holds one connection, made when first needed and made
-/// again after an error.
+/// again after an error; compactions sharing one `RedisCache` take turns on
+/// it (one per thread, or a pool of caches, for heavy concurrency).
 ///
 /// # Examples
 ///

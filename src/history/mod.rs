@@ -63,8 +63,10 @@ impl History {
     /// be UTF-8.
     ///
     /// A bare array is read one message at a time from a small buffer, at
-    /// about the speed of [`from_json_str`](Self::from_json_str) and without
-    /// holding the input; a request body is read whole. Errors are the
+    /// 1.3–1.5 times the time of [`from_json_str`](Self::from_json_str) on the
+    /// same bytes, without holding the whole input (only when it reports an
+    /// error does it read the rest, to check it); a request body is read
+    /// whole. Errors are the
     /// same, at the same line and column, as `from_json_str` on the same
     /// bytes.
     ///

@@ -41,6 +41,8 @@ struct Input<R> {
     eof: bool,
     /// Invalid UTF-8 was found: that error is the answer.
     broken: bool,
+    /// Bytes read at a time (at least; more to finish a long message).
+    chunk: usize,
 }
 
 fn utf8(offset: u64) -> Error {
@@ -74,9 +76,12 @@ impl<R: Read> Input<R> {
         // once with what was left over.
         let mut bytes = std::mem::take(&mut self.text).into_bytes();
         bytes.append(&mut self.raw);
-        bytes.reserve(CHUNK);
+        // A message longer than a chunk doubles what is read, so that it is
+        // parsed again only a logarithmic number of times.
+        let want = self.chunk.max(bytes.len());
+        bytes.reserve(want);
         let before = bytes.len();
-        let read = (&mut self.reader).take(CHUNK as u64).read_to_end(&mut bytes);
+        let read = (&mut self.reader).take(want as u64).read_to_end(&mut bytes);
         self.eof = bytes.len() == before;
         let grown = bytes.len() > before;
         self.text = match String::from_utf8(bytes) {
@@ -210,6 +215,11 @@ fn as_history(text: &str, prefix: usize, line: usize, column: usize, index: usiz
 /// Reads a history from `reader`: a bare array message by message, anything
 /// else (a request body, bad input) whole.
 pub(super) fn read(reader: impl Read) -> Result<History> {
+    read_in(reader, CHUNK)
+}
+
+/// [`read`], `chunk` bytes at a time.
+fn read_in(reader: impl Read, chunk: usize) -> Result<History> {
     let mut input = Input {
         reader,
         text: String::new(),
@@ -220,6 +230,7 @@ pub(super) fn read(reader: impl Read) -> Result<History> {
         offset: 0,
         eof: false,
         broken: false,
+        chunk,
     };
     // The first byte that is not whitespace, nothing consumed yet.
     let first = loop {
@@ -310,11 +321,14 @@ fn element<R: Read>(input: &mut Input<R>, index: usize) -> Result<Message> {
         match values.next() {
             Some(Ok(value)) => break (value, values.byte_offset()),
             Some(Err(e)) if e.is_eof() && input.fill()? => {}
-            Some(Err(e)) => {
+            Some(Err(_)) => {
+                // Read again inside an array, as the whole input would be
+                // (nesting counts the array): the same error, at the same place.
                 let (line, column) = input.position();
-                let reason = moved(&e.to_string(), 0, line, column);
-                return Err(Error::InvalidInput {
-                    reason: format!("not valid JSON: {reason}"),
+                let text = format!("[{}", &input.text[input.at..]);
+                return Err(match as_history(&text, 1, line, column, index) {
+                    Err(e) => e,
+                    Ok(_) => Error::message(index, "not valid JSON"),
                 });
             }
             None if input.fill()? => {}
@@ -372,5 +386,53 @@ mod tests {
         }
         let all: Vec<u8> = (0..=255u8).cycle().take(4096).collect();
         assert_eq!(newlines(&all), 16);
+    }
+
+    /// What reading `bytes` whole gives.
+    fn whole(bytes: &[u8]) -> std::result::Result<Vec<Message>, String> {
+        match std::str::from_utf8(bytes) {
+            Err(e) => Err(format!(
+                "invalid input: input is not valid UTF-8 (byte {})",
+                e.valid_up_to()
+            )),
+            Ok(text) => History::from_json_str(text)
+                .map(|h| h.messages)
+                .map_err(|e| e.to_string()),
+        }
+    }
+
+    /// Chunks of a few bytes: messages, characters and separators cut
+    /// everywhere, the buffer drained and grown on every read.
+    #[test]
+    fn tiny_chunks_read_as_the_whole_input_does() {
+        let good = "[ {\"role\":\"user\",\"content\":\"h\\u00e9llo 日本\"},\n {\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]},\n\t{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"ok\"} ]";
+        let deep = format!(
+            "[{{\"role\":\"user\",\"content\":\"x\",\"extra\":{}1{}}}]",
+            "[".repeat(130),
+            "]".repeat(130)
+        );
+        let mut inputs: Vec<Vec<u8>> = vec![good.as_bytes().to_vec(), deep.into_bytes()];
+        for k in (0..good.len()).step_by(3) {
+            inputs.push(good.as_bytes()[..k].to_vec());
+            let mut spliced = good.as_bytes().to_vec();
+            spliced.insert(k, b'x');
+            inputs.push(spliced);
+            let mut broken = good.as_bytes().to_vec();
+            broken[k] = 0xff;
+            inputs.push(broken);
+        }
+        for bytes in &inputs {
+            for chunk in 1..=9 {
+                let streamed = read_in(bytes.as_slice(), chunk)
+                    .map(|h| h.messages)
+                    .map_err(|e| e.to_string());
+                assert_eq!(
+                    streamed,
+                    whole(bytes),
+                    "chunk {chunk}: {}",
+                    String::from_utf8_lossy(bytes)
+                );
+            }
+        }
     }
 }
