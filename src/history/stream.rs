@@ -161,19 +161,26 @@ impl<R: Read> Input<R> {
     }
 }
 
-/// How many `\n` bytes `bytes` holds, eight at a time.
+/// How many `\n` bytes `bytes` holds, 32 at a time.
 fn newlines(bytes: &[u8]) -> usize {
     const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-    let mut words = bytes.chunks_exact(8);
-    let mut n = 0;
-    for w in &mut words {
+    // Bytes equal to `\n` become zero; each zero byte leaves its top bit set.
+    let zeros = |w: &[u8]| {
         let mut word = [0u8; 8];
         word.copy_from_slice(w);
-        // Bytes equal to `\n` become zero; each zero byte leaves its top bit set.
         let x = u64::from_le_bytes(word) ^ 0x0a0a_0a0a_0a0a_0a0a;
-        n += (!(((x & LOW7) + LOW7) | x | LOW7)).count_ones() as usize;
+        !(((x & LOW7) + LOW7) | x | LOW7)
+    };
+    let mut blocks = bytes.chunks_exact(32);
+    let mut n = 0usize;
+    for b in &mut blocks {
+        let (a, c) = (
+            zeros(&b[..8]) | zeros(&b[8..16]) >> 1,
+            zeros(&b[16..24]) >> 2 | zeros(&b[24..]) >> 3,
+        );
+        n += (a | c).count_ones() as usize;
     }
-    n + words.remainder().iter().filter(|&&b| b == b'\n').count()
+    n + blocks.remainder().iter().filter(|&&b| b == b'\n').count()
 }
 
 /// The error a text gives that starts with `prefix` bytes (on one line)
