@@ -395,21 +395,9 @@ mod tests {
         assert_eq!(newlines(&all), 16);
     }
 
-    /// What reading `bytes` whole gives.
-    fn whole(bytes: &[u8]) -> std::result::Result<Vec<Message>, String> {
-        match std::str::from_utf8(bytes) {
-            Err(e) => Err(format!(
-                "invalid input: input is not valid UTF-8 (byte {})",
-                e.valid_up_to()
-            )),
-            Ok(text) => History::from_json_str(text)
-                .map(|h| h.messages)
-                .map_err(|e| e.to_string()),
-        }
-    }
-
-    /// Chunks of a few bytes: messages, characters and separators cut
-    /// everywhere, the buffer drained and grown on every read.
+    /// Chunks of a few bytes (messages, characters and separators cut
+    /// everywhere, the buffer drained and grown on every read) read as one
+    /// chunk does, which `tests/bad_input.rs` checks against reading whole.
     #[test]
     fn tiny_chunks_read_as_the_whole_input_does() {
         let good = "[ {\"role\":\"user\",\"content\":\"h\\u00e9llo 日本\"},\n {\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]},\n\t{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"ok\"} ]";
@@ -429,13 +417,20 @@ mod tests {
             inputs.push(broken);
         }
         for bytes in &inputs {
-            for chunk in 1..=9 {
-                let streamed = read_in(bytes.as_slice(), chunk)
+            let read = |chunk| {
+                read_in(bytes.as_slice(), chunk)
                     .map(|h| h.messages)
-                    .map_err(|e| e.to_string());
+                    .map_err(|e| e.to_string())
+            };
+            let one_chunk = read(CHUNK);
+            if let Ok(text) = std::str::from_utf8(bytes) {
+                let whole = History::from_json_str(text).map(|h| h.messages);
+                assert_eq!(one_chunk, whole.map_err(|e| e.to_string()), "{text}");
+            }
+            for chunk in 1..=9 {
                 assert_eq!(
-                    streamed,
-                    whole(bytes),
+                    read(chunk),
+                    one_chunk,
                     "chunk {chunk}: {}",
                     String::from_utf8_lossy(bytes)
                 );
