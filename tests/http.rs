@@ -109,6 +109,18 @@ fn anthropic_requests_follow_the_messages_api() {
 }
 
 #[test]
+fn anthropic_base_urls_with_or_without_the_version_reach_v1_messages() {
+    for suffix in ["", "/", "/v1", "/v1/", "/v1/messages"] {
+        let server = FakeLlm::start(vec![Reply::anthropic("ok")]);
+        let base = server.url().strip_suffix("/v1").unwrap().to_owned() + suffix;
+        let summarizer = AnthropicSummarizer::new(&base, "claude-test").api_key(KEY);
+        let folded = folded();
+        summarizer.summarize(&request(&folded)).unwrap();
+        assert_eq!(server.received()[0].path, "/v1/messages", "{base}");
+    }
+}
+
+#[test]
 fn local_servers_need_no_key_and_a_full_endpoint_url_is_kept() {
     let server = FakeLlm::start(vec![Reply::openai("ok")]);
     let url = format!("{}/chat/completions", server.url());

@@ -35,8 +35,10 @@ pub struct Anthropic {
 }
 
 impl AnthropicSummarizer {
-    /// A summarizer calling `model` at `base_url` (`https://api.anthropic.com/v1`,
-    /// or a gateway's; a URL already ending in `/messages` is taken as it is).
+    /// A summarizer calling `model` at `base_url`: `https://api.anthropic.com/v1`
+    /// or a gateway's. A URL without the version gets `/v1`, as Anthropic's
+    /// SDKs add it (`https://api.anthropic.com` works too); one already
+    /// ending in `/messages` is taken as it is.
     pub fn new(base_url: impl AsRef<str>, model: impl Into<String>) -> Self {
         HttpSummarizer::with_provider(
             base_url.as_ref(),
@@ -58,6 +60,7 @@ impl AnthropicSummarizer {
 impl Wire for Anthropic {
     const NAME: &'static str = "anthropic";
     const PATH: &'static str = "/messages";
+    const VERSION: Option<&'static str> = Some("/v1");
 
     fn auth(key: &str) -> (&'static str, String) {
         ("x-api-key", key.to_owned())

@@ -113,6 +113,9 @@ pub trait Wire: Clone + Send + Sync + 'static {
     const NAME: &'static str;
     /// The endpoint's path below the base URL.
     const PATH: &'static str;
+    /// The API version's path segment the provider's SDKs add to a base URL
+    /// without one (`/v1` for Anthropic), if any.
+    const VERSION: Option<&'static str> = None;
     /// The header carrying the key, and its value for `key`.
     fn auth(key: &str) -> (&'static str, String);
     /// Headers every request carries.
@@ -138,10 +141,10 @@ impl<P: Wire> HttpSummarizer<P> {
     pub(crate) fn with_provider(base_url: &str, provider: P) -> Self {
         let (base, query) = base_url.split_at(base_url.find('?').unwrap_or(base_url.len()));
         let base = base.trim_end_matches('/');
-        let url = if base.ends_with(P::PATH) {
-            format!("{base}{query}")
-        } else {
-            format!("{base}{}{query}", P::PATH)
+        let url = match P::VERSION {
+            _ if base.ends_with(P::PATH) => format!("{base}{query}"),
+            Some(version) if !base.ends_with(version) => format!("{base}{version}{}{query}", P::PATH),
+            _ => format!("{base}{}{query}", P::PATH),
         };
         let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
