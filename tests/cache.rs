@@ -341,16 +341,30 @@ fn no_chunk_is_only_system_messages() {
 
 #[test]
 fn a_cut_moves_back_only_when_its_summary_fits() {
-    let store = cache();
     let h = conversation(60);
-    let long = |_: &SummaryRequest<'_>| Ok::<_, Infallible>("a very long summary ".repeat(60));
-    let compactor = Compactor::new(900)
-        .keep_recent(200)
-        .keep_recent_max(850)
-        .cache(store.clone(), "n");
-    // The first compaction stores a summary that fills its allowance.
-    compactor.compact(&h[..100], &long).unwrap();
-    let later = compactor.compact(&h[..104], &counting).unwrap();
-    assert!(!later.summary_truncated || later.report.reason() != CutReason::Reused);
-    check_compaction(&h[..104], &later, &compactor).unwrap();
+    let step = |stored: &str| {
+        let compactor = Compactor::new(900)
+            .keep_recent(200)
+            .keep_recent_max(850)
+            .cache(cache(), "n");
+        let text = stored.to_owned();
+        compactor
+            .compact(&h[..100], &move |_: &SummaryRequest<'_>| {
+                Ok::<_, Infallible>(text.clone())
+            })
+            .unwrap();
+        let recording = Recording::new(counting);
+        let later = compactor.compact(&h[..104], &recording).unwrap();
+        check_compaction(&h[..104], &later, &compactor).unwrap();
+        (later.report.reason(), recording.calls().len())
+    };
+    // A short summary fits beside the longer kept part: the cut steps back to it.
+    assert_eq!(
+        step("The user configured several options."),
+        (CutReason::Reused, 0)
+    );
+    // One far over what the longer kept part leaves is not reused there.
+    let (reason, calls) = step(&"a very long summary ".repeat(200));
+    assert_ne!(reason, CutReason::Reused);
+    assert_eq!(calls, 1);
 }
