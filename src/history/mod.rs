@@ -62,11 +62,11 @@ impl History {
     /// Reads a history from JSON bytes (a file, standard input), which must
     /// be UTF-8.
     ///
-    /// A bare array is read one message at a time from a small buffer, at
-    /// 1.3–1.5 times the time of [`from_json_str`](Self::from_json_str) on the
-    /// same bytes, without holding the whole input (only when it reports an
-    /// error does it read the rest, to check it); a request body is read
-    /// whole. Errors are the
+    /// A bare array is read a buffer (1 MB) at a time, the messages that end
+    /// in it parsed together, at 1.1 times the time of
+    /// [`from_json_str`](Self::from_json_str) on the same bytes, without
+    /// holding the whole input (only when it reports an error does it read
+    /// the rest, to check it); a request body is read whole. Errors are the
     /// same, at the same line and column, as `from_json_str` on the same
     /// bytes.
     ///

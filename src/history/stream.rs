@@ -1,8 +1,10 @@
-//! Reading a message array from a stream one element at a time: the input
-//! is checked as UTF-8 a chunk at a time into a reused text buffer, and each
-//! message is parsed from there with serde_json's fast string parser, so the
-//! whole input is never held. Every error is the one reading the whole input
-//! at once gives, at the same line and column.
+//! Reading a message array from a stream: the input is checked as UTF-8 a
+//! chunk at a time into a reused text buffer, and the messages that end in
+//! the buffer are parsed from there as one array, with serde_json's fast
+//! string parser, so the whole input is never held. A message the buffer
+//! cuts, and any batch that does not parse, is read one message at a time.
+//! Every error is the one reading the whole input at once gives, at the same
+//! line and column.
 
 use std::io::Read;
 
@@ -43,6 +45,9 @@ struct Input<R> {
     broken: bool,
     /// Bytes read at a time (at least; more to finish a long message).
     chunk: usize,
+    /// Messages are parsed many at a time (until one such parse fails,
+    /// and then again after the next read).
+    batches: bool,
 }
 
 fn utf8(offset: u64) -> Error {
@@ -65,11 +70,13 @@ impl<R: Read> Input<R> {
         if self.eof {
             return Ok(false);
         }
-        if self.at > 0 {
-            (self.line, self.column) = self.position();
-            self.offset += self.at as u64;
-            self.text.drain(..self.at);
-            self.at = 0;
+        // The byte before `at` stays: a batch puts its `[` there.
+        let done = self.at.saturating_sub(1);
+        if done > 0 {
+            (self.line, self.column) = self.position_of(done);
+            self.offset += done as u64;
+            self.text.drain(..done);
+            self.at -= done;
         }
         // One buffer, moved between its checked (`String`) and raw forms
         // without copying: the reader's bytes are copied once, and checked
@@ -84,6 +91,8 @@ impl<R: Read> Input<R> {
         let read = (&mut self.reader).take(want as u64).read_to_end(&mut bytes);
         self.eof = bytes.len() == before;
         let grown = bytes.len() > before;
+        // New text: a batch may parse where the last one did not.
+        self.batches |= grown;
         self.text = match String::from_utf8(bytes) {
             Ok(text) => text,
             Err(bad) => {
@@ -104,14 +113,53 @@ impl<R: Read> Input<R> {
 
     /// Line and column of `text[at]`.
     fn position(&self) -> (usize, usize) {
-        let bytes = &self.text.as_bytes()[..self.at];
-        match newlines(bytes) {
+        self.position_of(self.at)
+    }
+
+    /// Line and column of `text[i]`.
+    fn position_of(&self, i: usize) -> (usize, usize) {
+        let bytes = &self.text.as_bytes()[..i];
+        match memchr::memchr_iter(b'\n', bytes).count() {
             0 => (self.line, self.column + bytes.len()),
             n => {
                 let last = bytes.iter().rposition(|&b| b == b'\n').unwrap_or(0);
                 (self.line + n, bytes.len() - last - 1)
             }
         }
+    }
+
+    /// The messages that start at `text[at]` (a `{`) and end in the text
+    /// read so far, parsed as one array, as the whole input would be: one
+    /// parser for many messages. `None` (nothing consumed) when no message
+    /// ends in the text, or the array does not parse; reading message by
+    /// message then finds what is wrong, or goes on to the next read.
+    fn batch(&mut self) -> Option<Vec<Message>> {
+        if !self.batches {
+            return None;
+        }
+        let end = self.at + ends(&self.text.as_bytes()[self.at..])?;
+        // `[` over the byte before (consumed: `[`, `,` or whitespace) and `]`
+        // over the byte after, both put back after parsing.
+        let (open, close) = (self.at.checked_sub(1)?, end);
+        let before = self.text.get(open..self.at)?.to_owned();
+        let after = self.text.get(close..=close)?.to_owned();
+        if !after.is_ascii() {
+            return None;
+        }
+        self.text.replace_range(open..self.at, "[");
+        self.text.replace_range(close..=close, "]");
+        let parsed = super::read(
+            &mut serde_json::Deserializer::from_str(&self.text[open..=close]),
+            super::Shape::Array,
+        );
+        self.text.replace_range(open..self.at, &before);
+        self.text.replace_range(close..=close, &after);
+        let Ok(History { messages, .. }) = parsed else {
+            self.batches = false;
+            return None;
+        };
+        self.consume(end - self.at);
+        Some(messages)
     }
 
     /// Consumes `n` bytes of text.
@@ -161,26 +209,29 @@ impl<R: Read> Input<R> {
     }
 }
 
-/// How many `\n` bytes `bytes` holds, 32 at a time.
-fn newlines(bytes: &[u8]) -> usize {
-    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-    // Bytes equal to `\n` become zero; each zero byte leaves its top bit set.
-    let zeros = |w: &[u8]| {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(w);
-        let x = u64::from_le_bytes(word) ^ 0x0a0a_0a0a_0a0a_0a0a;
-        !(((x & LOW7) + LOW7) | x | LOW7)
+/// Where the last message in `bytes` that another follows ends: the last
+/// `}` followed by `,` and `{` (with whitespace between), searched from the
+/// end. A guess, which parsing checks: a message array that parses is read
+/// as the whole input would read it, wherever the guess put its end.
+fn ends(bytes: &[u8]) -> Option<usize> {
+    let skip_back = |mut i: usize| {
+        while i > 0 && matches!(bytes[i - 1], b' ' | b'\n' | b'\r' | b'\t') {
+            i -= 1;
+        }
+        i
     };
-    let mut blocks = bytes.chunks_exact(32);
-    let mut n = 0usize;
-    for b in &mut blocks {
-        let (a, c) = (
-            zeros(&b[..8]) | zeros(&b[8..16]) >> 1,
-            zeros(&b[16..24]) >> 2 | zeros(&b[24..]) >> 3,
-        );
-        n += (a | c).count_ones() as usize;
+    let mut open = bytes.len();
+    while let Some(next) = memchr::memrchr(b'{', &bytes[..open]) {
+        open = next;
+        let comma = skip_back(open);
+        if comma > 0 && bytes[comma - 1] == b',' {
+            let close = skip_back(comma - 1);
+            if close > 0 && bytes[close - 1] == b'}' {
+                return Some(close);
+            }
+        }
     }
-    n + blocks.remainder().iter().filter(|&&b| b == b'\n').count()
+    None
 }
 
 /// The error a text gives that starts with `prefix` bytes (on one line)
@@ -238,6 +289,7 @@ fn read_in(reader: impl Read, chunk: usize) -> Result<History> {
         eof: false,
         broken: false,
         chunk,
+        batches: true,
     };
     // The first byte that is not whitespace, nothing consumed yet.
     let first = loop {
@@ -275,11 +327,13 @@ fn read_in(reader: impl Read, chunk: usize) -> Result<History> {
                 return Err(tail(input, prefix, messages.len()));
             }
         }
-        let message = match element(&mut input, messages.len()) {
-            Ok(m) => m,
-            Err(e) => return Err(input.fail(e)),
-        };
-        messages.push(message);
+        match input.batch() {
+            Some(batch) => messages.extend(batch),
+            None => match element(&mut input, messages.len()) {
+                Ok(m) => messages.push(m),
+                Err(e) => return Err(input.fail(e)),
+            },
+        }
         match input.peek()? {
             Some(b',') => {
                 input.consume(1);
@@ -378,21 +432,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn newlines_are_counted_eight_bytes_at_a_time() {
-        let texts = [
-            "",
-            "\n",
-            "a\nb\n\n",
-            "\n\n\n\n\n\n\n\n\n",
-            "\x0b\x0a\u{8a}\u{10a}x\ny",
-            "no newline here at all, just text",
-        ];
-        for text in texts {
-            let naive = text.bytes().filter(|&b| b == b'\n').count();
-            assert_eq!(newlines(text.as_bytes()), naive, "{text:?}");
-        }
-        let all: Vec<u8> = (0..=255u8).cycle().take(4096).collect();
-        assert_eq!(newlines(&all), 16);
+    fn a_batch_ends_at_the_last_message_another_follows() {
+        assert_eq!(ends(br#"{"a":1}, {"b":2}"#), Some(7));
+        assert_eq!(ends(b"{\"a\":{}}\n,\t{\"b\":2},{"), Some(18));
+        assert_eq!(ends(br#"{"a":1}"#), None);
+        assert_eq!(ends(br#"{"a":[1, {}]}]"#), None);
+        // Inside a string: a wrong guess, which parsing refuses.
+        assert_eq!(ends(br#"{"content":"x}, {y"}, {"#), Some(20));
+        assert_eq!(ends(br#"{"content":"x}, {y"}]"#), Some(14));
+        let text = br#"[{"role":"user","content":"z"}, {"role":"user","content":"x}, {y"}]"#;
+        let history = read_in(&text[..], CHUNK).unwrap();
+        let texts: Vec<String> = history.messages.iter().map(|m| m.text().into_owned()).collect();
+        assert_eq!(texts, ["z", "x}, {y"]);
     }
 
     /// Chunks of a few bytes (messages, characters and separators cut
@@ -406,7 +457,14 @@ mod tests {
             "[".repeat(130),
             "]".repeat(130)
         );
-        let mut inputs: Vec<Vec<u8>> = vec![good.as_bytes().to_vec(), deep.into_bytes()];
+        // A guessed end of a batch inside a string: parsing it fails, and
+        // the messages are read one at a time.
+        let braces = r#"[{"role":"user","content":"a}, {b"},{"role":"user","content":"}\",{"},{"role":"assistant","content":"ok"}]"#;
+        let mut inputs: Vec<Vec<u8>> = vec![
+            good.as_bytes().to_vec(),
+            deep.into_bytes(),
+            braces.as_bytes().to_vec(),
+        ];
         for k in (0..good.len()).step_by(3) {
             inputs.push(good.as_bytes()[..k].to_vec());
             let mut spliced = good.as_bytes().to_vec();
