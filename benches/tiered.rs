@@ -9,7 +9,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use chatfold::memory::{AsyncRollingMemory, RememberAsync, Settings, TieredMemory, TieredSettings};
+use chatfold::memory::{AsyncRemember, AsyncRollingMemory, Settings, TieredMemory, TieredSettings};
 use chatfold::{AsyncSummarizer, Message, SummaryRequest};
 use criterion::{Criterion, criterion_group, criterion_main};
 

@@ -165,12 +165,6 @@ impl Compactor<Heuristic> {
     }
 }
 
-impl From<usize> for Compactor<Heuristic> {
-    fn from(budget: usize) -> Self {
-        Compactor::new(budget)
-    }
-}
-
 impl<C> Compactor<C> {
     /// Keep at most `tokens` of recent turns verbatim.
     pub fn keep_recent(mut self, tokens: usize) -> Self {

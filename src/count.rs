@@ -8,13 +8,13 @@ mod tiktoken;
 pub use tiktoken::Tiktoken;
 
 /// Tokens that frame every message (`<|start|>{role}<|message|>...<|end|>`).
-pub const MESSAGE_OVERHEAD: usize = 3;
+pub(crate) const MESSAGE_OVERHEAD: usize = 3;
 /// Extra token when a message carries a `name`.
-pub const NAME_OVERHEAD: usize = 1;
+const NAME_OVERHEAD: usize = 1;
 /// Extra token for each tool call (as tiktoken-rs counts them).
-pub const TOOL_CALL_OVERHEAD: usize = 1;
+const TOOL_CALL_OVERHEAD: usize = 1;
 /// Tokens that prime the reply, once per list (`<|start|>assistant<|message|>`).
-pub const REPLY_PRIMING: usize = 3;
+const REPLY_PRIMING: usize = 3;
 
 /// Counts tokens.
 ///
@@ -37,9 +37,9 @@ pub trait TokenCounter {
     /// Tokens in `text`.
     fn count(&self, text: &str) -> usize;
 
-    /// Tokens in one message: [`MESSAGE_OVERHEAD`] + role + content (each
-    /// text part) + name ([`NAME_OVERHEAD`]) + each tool call's id, name and
-    /// arguments ([`TOOL_CALL_OVERHEAD`] each) + `tool_call_id`.
+    /// Tokens in one message: 3 that frame it + role + content (each text
+    /// part) + name (and 1 more) + each tool call's id, name and arguments
+    /// (and 1 more each) + `tool_call_id`.
     fn count_message(&self, message: &Message) -> usize {
         let mut total = MESSAGE_OVERHEAD.saturating_add(self.count(message.role.as_str()));
         if let Some(name) = &message.name {
@@ -58,14 +58,16 @@ pub trait TokenCounter {
     /// reads no text, only lengths; 0 when the counter knows none.
     ///
     /// It lets the compactor prove a long history is over budget without
-    /// tokenizing it. [`Tiktoken`] answers [`MESSAGE_OVERHEAD`] plus the bytes
-    /// over 128, the longest token of its encodings.
+    /// tokenizing it. `Tiktoken` answers the 3 framing tokens plus the
+    /// bytes of the role, name and text divided by 128, rounded up: no token of its
+    /// encodings is longer than 128 bytes.
     fn count_message_at_least(&self, message: &Message) -> usize {
         let _ = message;
         0
     }
 
-    /// Tokens added once per list of messages, for the reply: [`REPLY_PRIMING`].
+    /// Tokens added once per list of messages, for the reply: 3
+    /// (`<|start|>assistant<|message|>`).
     fn reply_priming(&self) -> usize {
         REPLY_PRIMING
     }

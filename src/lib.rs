@@ -64,6 +64,7 @@
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs, missing_debug_implementations)]
+#![warn(unreachable_pub, clippy::incompatible_msrv)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 mod cache;
@@ -88,13 +89,11 @@ pub use clear::ClearToolResults;
 pub use compact::{Compaction, Compactor, CutReason, Fate, Plan, Report};
 #[cfg(feature = "tiktoken")]
 pub use count::Tiktoken;
-pub use count::{
-    Heuristic, MESSAGE_OVERHEAD, NAME_OVERHEAD, REPLY_PRIMING, TOOL_CALL_OVERHEAD, TokenCounter,
-};
+pub use count::{Heuristic, TokenCounter};
 pub use error::{BoxError, Error, Result};
 pub use history::{History, parse_messages};
 pub use ledger::{LEDGER_HEADING, LedgerPattern};
-pub use message::{Content, Message, Part, Role, ToolCall, messages_from_json};
+pub use message::{Content, CustomRole, Message, Part, Role, ToolCall, messages_from_json};
 pub use policy::{DEFAULT_SUMMARY_PREFIX, FoldPolicy};
 #[cfg(feature = "anthropic")]
 pub use summarize::{Anthropic, AnthropicSummarizer};

@@ -21,6 +21,8 @@ use crate::error::{Error, Result};
 /// assert_eq!(Role::from("assistant"), Role::Assistant);
 /// assert_eq!(Role::from("critic").as_str(), "critic");
 /// assert!(Role::Developer.is_pinned());
+/// // A known name is always its variant: `Other` never holds "user".
+/// assert!(matches!(Role::from(String::from("user")), Role::User));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -36,7 +38,20 @@ pub enum Role {
     /// `tool`: the result of a tool call.
     Tool,
     /// Any other role, kept verbatim.
-    Other(String),
+    Other(CustomRole),
+}
+
+/// A role none of [`Role`]'s variants names, as written. Made only by
+/// [`Role::from`], so it never holds `"user"` or another known name, and
+/// roles compare by their names.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CustomRole(String);
+
+impl CustomRole {
+    /// The role's name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
 }
 
 impl Role {
@@ -48,7 +63,7 @@ impl Role {
             Role::User => "user",
             Role::Assistant => "assistant",
             Role::Tool => "tool",
-            Role::Other(s) => s,
+            Role::Other(custom) => custom.as_str(),
         }
     }
 
@@ -66,7 +81,7 @@ impl From<&str> for Role {
             "user" => Role::User,
             "assistant" => Role::Assistant,
             "tool" => Role::Tool,
-            other => Role::Other(other.to_owned()),
+            other => Role::Other(CustomRole(other.to_owned())),
         }
     }
 }
@@ -74,7 +89,7 @@ impl From<&str> for Role {
 impl From<String> for Role {
     fn from(s: String) -> Self {
         match Role::from(s.as_str()) {
-            Role::Other(_) => Role::Other(s),
+            Role::Other(_) => Role::Other(CustomRole(s)),
             known => known,
         }
     }
@@ -510,19 +525,6 @@ impl Message {
             .chain(parts.iter().filter_map(Part::as_text))
             .chain(calls)
             .chain(self.tool_call_id.as_deref())
-    }
-
-    /// The canonical text of the message, as rollmem's `token_text()`: its
-    /// [`text_pieces`](Message::text_pieces) joined by newlines.
-    pub fn token_text(&self) -> String {
-        let mut out = String::new();
-        for (i, piece) in self.text_pieces().enumerate() {
-            if i > 0 {
-                out.push('\n');
-            }
-            out.push_str(piece);
-        }
-        out
     }
 
     /// Reads one message from JSON.

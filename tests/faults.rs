@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll, Waker};
 
 use chatfold::memory::{
-    AsyncRollingMemory, AsyncSummaryMemory, Memory, Remember, RememberAsync, RollingMemory, Settings, State,
+    AsyncRemember, AsyncRollingMemory, AsyncSummaryMemory, Memory, Remember, RollingMemory, Settings, State,
     SummaryMemory,
 };
 use chatfold::testing::{Fault, Faulty, Gate};

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::task::{Context, Poll, Waker};
 
 use chatfold::memory::{
-    AsyncRollingMemory, AsyncSummaryMemory, BufferMemory, Memory, Remember, RememberAsync, RollingMemory,
+    AsyncRemember, AsyncRollingMemory, AsyncSummaryMemory, BufferMemory, Memory, Remember, RollingMemory,
     Settings, State, SummaryMemory, WindowMemory,
 };
 use chatfold::{Error, Message, Ready, Role, SummaryRequest, ToolCall};

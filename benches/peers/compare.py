@@ -38,6 +38,17 @@ import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def target_dir():
+    """Where cargo builds (CARGO_TARGET_DIR and config included), as cargo says."""
+    out = subprocess.run(
+        ["cargo", "metadata", "--format-version", "1", "--no-deps"], cwd=ROOT, check=True, capture_output=True, text=True
+    )
+    return pathlib.Path(json.loads(out.stdout)["target_directory"])
+
+
+TARGET = target_dir()
 URL = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoken"
 
 
@@ -54,7 +65,7 @@ def tiktoken_cache(folder):
 
 
 def driver(*args, ledger=True):
-    exe = ROOT / "target/release/examples/peer_driver"
+    exe = TARGET / "release/examples/peer_driver"
     env = dict(os.environ)
     if not ledger:
         env["CHATFOLD_NO_LEDGER"] = "1"
@@ -93,7 +104,7 @@ json.dump(compactor.compact(plain).messages, sys.stdout)
 
 def whole_process(path):
     """Wall time of each side's whole process on `path`: (chatfold, chatcram)."""
-    ours = [str(ROOT / "target/release/chatfold"), "compact", "--budget", "8000", "--keep-recent", "4000"]
+    ours = [str(TARGET / "release/chatfold"), "compact", "--budget", "8000", "--keep-recent", "4000"]
     ours += ["--tokenizer", "o200k_base", "--summarize-cmd", "echo fixed summary", str(path)]
     theirs = [sys.executable, "-c", CHATCRAM_SCRIPT, str(path)]
     times = []

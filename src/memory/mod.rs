@@ -30,7 +30,7 @@
 //!
 //! Every memory reads through [`Memory`] (`messages()`, `context()`,
 //! `summary()`, `buffer()`, `to_state()`), and adds through [`Remember`] (sync)
-//! or [`RememberAsync`] (async). Eviction cuts through the same function as
+//! or [`AsyncRemember`] (async). Eviction cuts through the same function as
 //! the compactor (tool calls kept with their results, no assistant turn or
 //! tool result at the head of the buffer when avoidable, the latest unit
 //! always kept); nothing is hoisted in a buffer, so a system message there is
@@ -190,7 +190,7 @@ pub trait Remember: Memory {
 
 /// Adding to an asynchronous memory, through `&self`: one memory can be
 /// shared between tasks.
-pub trait RememberAsync: Memory {
+pub trait AsyncRemember: Memory {
     /// Adds a message, folding as the strategy does.
     ///
     /// The message is in the buffer as soon as the future first runs; if a

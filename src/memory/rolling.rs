@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 
 use super::shared::{Inner, Shared};
-use super::{Discard, Memory, Remember, RememberAsync, Settings, State, fold_request, new_summary};
+use super::{AsyncRemember, Discard, Memory, Remember, Settings, State, fold_request, new_summary};
 use crate::count::{Heuristic, TokenCounter};
 use crate::error::{Error, Result};
 use crate::message::Message;
@@ -173,7 +173,7 @@ impl<S: Summarizer, C: TokenCounter> Remember for RollingMemory<S, C> {
 /// # Examples
 ///
 /// ```
-/// use chatfold::memory::{AsyncRollingMemory, Memory, RememberAsync, Settings};
+/// use chatfold::memory::{AsyncRollingMemory, Memory, AsyncRemember, Settings};
 /// use chatfold::SummaryRequest;
 ///
 /// let summarize = |request: SummaryRequest<'static>| async move {
@@ -251,7 +251,7 @@ impl<S, C> Memory for AsyncRollingMemory<S, C> {
     }
 }
 
-impl<S, C> RememberAsync for AsyncRollingMemory<S, C>
+impl<S, C> AsyncRemember for AsyncRollingMemory<S, C>
 where
     S: AsyncSummarizer + Sync,
     C: TokenCounter + Sync,

@@ -24,7 +24,7 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
-    pub fn new(state: State, tokens: Vec<usize>) -> Self {
+    pub(crate) fn new(state: State, tokens: Vec<usize>) -> Self {
         let total = tokens.iter().fold(0usize, |sum, t| sum.saturating_add(*t));
         Inner {
             state,
@@ -35,7 +35,7 @@ impl Inner {
         }
     }
 
-    pub fn push(&mut self, message: Message, tokens: Option<usize>) {
+    pub(crate) fn push(&mut self, message: Message, tokens: Option<usize>) {
         self.state.buffer.push(message);
         if let Some(t) = tokens {
             self.tokens.push(t);
@@ -44,7 +44,7 @@ impl Inner {
     }
 
     /// Drops the first `n` buffered messages (and their counts).
-    pub fn drop_front(&mut self, n: usize) {
+    pub(crate) fn drop_front(&mut self, n: usize) {
         self.state.buffer.drain(..n);
         let n = n.min(self.tokens.len());
         let gone = self
@@ -54,7 +54,7 @@ impl Inner {
         self.total = self.total.saturating_sub(gone);
     }
 
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.state.clear();
         self.tokens.clear();
         self.total = 0;
@@ -72,7 +72,7 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub fn new(inner: Inner) -> Self {
+    pub(crate) fn new(inner: Inner) -> Self {
         Shared {
             inner: Mutex::new(inner),
         }
@@ -80,7 +80,7 @@ impl Shared {
 
     /// The state, even if a thread panicked while holding the lock: every
     /// change under the lock is complete before anything that could panic.
-    pub fn lock(&self) -> MutexGuard<'_, Inner> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -92,7 +92,7 @@ impl Shared {
     /// meanwhile. Without a summarizer, evicted messages are dropped.
     /// `fold` is the memory's policy, counter and summary allowance: the new
     /// summary is checked, given its ledger and cut by them.
-    pub async fn settle<S, C>(
+    pub(crate) async fn settle<S, C>(
         &self,
         summarizer: Option<&S>,
         fold: (&FoldPolicy, &C, usize),

@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 
 use super::shared::{Inner, Shared};
-use super::{Memory, Remember, RememberAsync, State, fold_request, new_summary};
+use super::{AsyncRemember, Memory, Remember, State, fold_request, new_summary};
 use crate::count::{Heuristic, TokenCounter};
 use crate::error::{Error, Result};
 use crate::message::Message;
@@ -161,7 +161,7 @@ impl<S: Summarizer, C: TokenCounter> Remember for SummaryMemory<S, C> {
 /// # Examples
 ///
 /// ```
-/// use chatfold::memory::{AsyncSummaryMemory, Memory, RememberAsync};
+/// use chatfold::memory::{AsyncSummaryMemory, Memory, AsyncRemember};
 /// use chatfold::SummaryRequest;
 ///
 /// let summarize = |request: SummaryRequest<'static>| async move {
@@ -239,7 +239,7 @@ impl<S, C> Memory for AsyncSummaryMemory<S, C> {
     }
 }
 
-impl<S: AsyncSummarizer + Sync, C: TokenCounter + Sync> RememberAsync for AsyncSummaryMemory<S, C> {
+impl<S: AsyncSummarizer + Sync, C: TokenCounter + Sync> AsyncRemember for AsyncSummaryMemory<S, C> {
     async fn add_message(&self, message: Message) -> Result<()> {
         self.shared.lock().push(message, None);
         let everything = |inner: &Inner| inner.state.buffer.len();
