@@ -91,9 +91,9 @@ pub use compact::{Compaction, Compactor, CutReason, Fate, Plan, Report};
 pub use count::Tiktoken;
 pub use count::{Heuristic, TokenCounter};
 pub use error::{BoxError, Error, Result};
-pub use history::{History, parse_messages};
+pub use history::History;
 pub use ledger::{LEDGER_HEADING, LedgerPattern};
-pub use message::{Content, CustomRole, Message, Part, Role, ToolCall, messages_from_json};
+pub use message::{Content, CustomRole, Message, Part, Role, ToolCall};
 pub use policy::{DEFAULT_SUMMARY_PREFIX, FoldPolicy};
 #[cfg(feature = "anthropic")]
 pub use summarize::{Anthropic, AnthropicSummarizer};

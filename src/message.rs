@@ -6,8 +6,6 @@ use std::fmt;
 use serde::de::Error as _;
 use serde_json::{Map, Value};
 
-use crate::error::{Error, Result};
-
 /// The author of a message.
 ///
 /// Any string is a valid role; the five that chat APIs define are variants,
@@ -527,16 +525,6 @@ impl Message {
             .chain(self.tool_call_id.as_deref())
     }
 
-    /// Reads one message from JSON.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidMessage`] (with `index` 0) when the value is not an
-    /// object, has no string `role`, or a field has the wrong type.
-    pub fn from_json(value: Value) -> Result<Self> {
-        Message::parse(value).map_err(|reason| Error::message(0, reason))
-    }
-
     /// The message as JSON: the modelled fields in the usual order (each
     /// from its typed field, or as kept in [`extra`](Message::extra) when the
     /// typed field is unset), then every other field of `extra`.
@@ -659,25 +647,6 @@ pub(crate) fn kind_of(value: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
-}
-
-/// Reads messages from a JSON array value.
-///
-/// # Errors
-///
-/// [`Error::InvalidInput`] when the value is not an array;
-/// [`Error::InvalidMessage`] with the index of the first bad message.
-pub fn messages_from_json(value: Value) -> Result<Vec<Message>> {
-    let Value::Array(items) = value else {
-        return Err(Error::InvalidInput {
-            reason: format!("expected an array of messages, not {}", kind_of(&value)),
-        });
-    };
-    items
-        .into_iter()
-        .enumerate()
-        .map(|(i, v)| Message::parse(v).map_err(|reason| Error::message(i, reason)))
-        .collect()
 }
 
 impl serde::Serialize for Message {

@@ -286,7 +286,9 @@ fn tiktoken_matches_openai_accounting() {
     let fixture: serde_json::Value =
         serde_json::from_str(include_str!("fixtures/token_counts.json")).unwrap();
     for case in fixture.as_array().unwrap() {
-        let messages = chatfold::messages_from_json(case["messages"].clone()).unwrap();
+        let messages = chatfold::History::from_json_value(case["messages"].clone())
+            .map(|h| h.messages)
+            .unwrap();
         for name in ["o200k_base", "cl100k_base"] {
             let counter = chatfold::Tiktoken::from_name(name).unwrap();
             let expected = case["tokens"][name].as_u64().unwrap() as usize;

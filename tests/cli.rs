@@ -44,14 +44,18 @@ fn stderr(out: &Output) -> String {
 }
 
 fn messages(out: &Output) -> Vec<Message> {
-    chatfold::parse_messages(std::str::from_utf8(&out.stdout).unwrap()).unwrap()
+    chatfold::History::from_json_str(std::str::from_utf8(&out.stdout).unwrap())
+        .map(|h| h.messages)
+        .unwrap()
 }
 
 #[test]
 fn compacts_the_sample_history_within_budget() {
     let out = run(&["compact", "--budget", "2000", "examples/history.json"], b"");
     assert!(out.status.success(), "{}", stderr(&out));
-    let input = chatfold::parse_messages(SAMPLE).unwrap();
+    let input = chatfold::History::from_json_str(SAMPLE)
+        .map(|h| h.messages)
+        .unwrap();
     let output = messages(&out);
     let o200k = Tiktoken::o200k_base().unwrap();
     assert!(o200k.count_messages(&input) > 2000);
@@ -88,7 +92,9 @@ fn request_bodies_keep_every_other_field() {
     let got_messages = got.as_object_mut().unwrap().remove("messages").unwrap();
     body.as_object_mut().unwrap().remove("messages");
     assert_eq!(got, body);
-    let got_messages = chatfold::messages_from_json(got_messages).unwrap();
+    let got_messages = chatfold::History::from_json_value(got_messages)
+        .map(|h| h.messages)
+        .unwrap();
     assert!(Tiktoken::o200k_base().unwrap().count_messages(&got_messages) <= 1500);
 }
 
@@ -292,7 +298,9 @@ fn report_lists_every_index_once() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let report: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    let input = chatfold::parse_messages(SAMPLE).unwrap();
+    let input = chatfold::History::from_json_str(SAMPLE)
+        .map(|h| h.messages)
+        .unwrap();
     assert_eq!(report["budget"], 2000);
     assert_eq!(
         report["tokens_before"],
@@ -317,7 +325,9 @@ fn report_lists_every_index_once() {
 
 #[test]
 fn count_matches_the_library() {
-    let input = chatfold::parse_messages(SAMPLE).unwrap();
+    let input = chatfold::History::from_json_str(SAMPLE)
+        .map(|h| h.messages)
+        .unwrap();
     for (tokenizer, expected) in [
         (
             "o200k_base",
@@ -344,7 +354,13 @@ fn explain_shows_every_message_and_the_cut() {
         .lines()
         .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
         .count();
-    assert_eq!(rows, chatfold::parse_messages(SAMPLE).unwrap().len());
+    assert_eq!(
+        rows,
+        chatfold::History::from_json_str(SAMPLE)
+            .map(|h| h.messages)
+            .unwrap()
+            .len()
+    );
     assert!(text.contains("    0  system"));
     assert!(text.contains("hoisted"));
     assert!(text.contains("folded"));

@@ -2,12 +2,14 @@
 
 mod common;
 
-use chatfold::{Content, Message, Role, parse_messages};
+use chatfold::{Content, Message, Role};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
 fn round_trip(value: Value) -> Value {
-    let messages = chatfold::messages_from_json(value).unwrap();
+    let messages = chatfold::History::from_json_value(value)
+        .map(|h| h.messages)
+        .unwrap();
     serde_json::to_value(&messages).unwrap()
 }
 
@@ -45,7 +47,9 @@ fn rollmem_flat_tool_calls_are_read_and_written_in_openai_shape() {
         {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": "get_weather", "arguments": "{\"city\": \"Seoul\"}"}]},
         {"role": "tool", "content": "sunny", "tool_call_id": "c1", "metadata": {}}
     ]);
-    let messages = chatfold::messages_from_json(input).unwrap();
+    let messages = chatfold::History::from_json_value(input)
+        .map(|h| h.messages)
+        .unwrap();
     assert_eq!(messages[0].tool_calls[0].name, "get_weather");
     assert_eq!(messages[0].tool_calls[0].arguments, "{\"city\": \"Seoul\"}");
     let out = serde_json::to_value(&messages).unwrap();
@@ -64,8 +68,18 @@ fn numbers_in_unknown_fields_round_trip_exactly() {
     let input = json!([{"role": "user", "content": "x", "metadata": {"p": 0.1, "n": -0.0, "big": 18446744073709551615u64}}]);
     assert_eq!(round_trip(input.clone()), input);
     let text = r#"[{"role":"user","content":"x","score":800000000000000300000000000000000000000000000000000000000000000000052}]"#;
-    let once = serde_json::to_string(&parse_messages(text).unwrap()).unwrap();
-    let twice = serde_json::to_string(&parse_messages(&once).unwrap()).unwrap();
+    let once = serde_json::to_string(
+        &chatfold::History::from_json_str(text)
+            .map(|h| h.messages)
+            .unwrap(),
+    )
+    .unwrap();
+    let twice = serde_json::to_string(
+        &chatfold::History::from_json_str(&once)
+            .map(|h| h.messages)
+            .unwrap(),
+    )
+    .unwrap();
     assert_eq!(once, twice);
     assert_eq!(
         once,
@@ -102,6 +116,33 @@ proptest! {
     #[test]
     fn generated_histories_round_trip(h in common::history(30)) {
         let json = serde_json::to_string(&h).unwrap();
-        prop_assert_eq!(parse_messages(&json).unwrap(), h);
+        prop_assert_eq!(chatfold::History::from_json_str(&json).map(|h| h.messages).unwrap(), h);
     }
+}
+
+/// Every way in names the message at fault: text, value, reader and serde.
+#[test]
+fn every_entry_point_names_the_bad_message() {
+    let text = r#"{"model": "m", "messages": [{"role": "user", "content": "a"}, {"role": "user", "content": 7}]}"#;
+    let value: serde_json::Value = serde_json::from_str(text).unwrap();
+    let errors = [
+        chatfold::History::from_json_str(text).unwrap_err(),
+        chatfold::History::from_json_value(value.clone()).unwrap_err(),
+        chatfold::History::from_reader(text.as_bytes()).unwrap_err(),
+    ];
+    for e in &errors {
+        assert!(matches!(e, chatfold::Error::InvalidMessage { index: 1, .. }), "{e}");
+    }
+    let serde = serde_json::from_value::<chatfold::History>(value).unwrap_err();
+    assert!(serde.to_string().starts_with("message 1:"), "{serde}");
+
+    // What goes in comes out, body fields in their places.
+    let good = r#"{"model":"m","messages":[{"role":"user","content":"a"}],"stream":false}"#;
+    let history: chatfold::History = serde_json::from_str(good).unwrap();
+    assert_eq!(serde_json::to_string(&history).unwrap(), good);
+    assert_eq!(history.field("stream"), Some(&serde_json::json!(false)));
+    assert_eq!(history.field("messages"), None);
+    let bare = chatfold::History::from(history.messages.clone());
+    assert_eq!(bare.to_json(), serde_json::json!([{"role": "user", "content": "a"}]));
+    assert_eq!(history.to_json_with(&[]).to_string(), r#"{"model":"m","messages":[],"stream":false}"#);
 }

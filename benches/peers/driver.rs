@@ -32,7 +32,9 @@ fn num(args: &[String], i: usize) -> usize {
 
 fn load(path: &str) -> Vec<chatfold::Message> {
     let text = std::fs::read_to_string(path).expect("readable input");
-    chatfold::parse_messages(&text).expect("valid history")
+    chatfold::History::from_json_str(&text)
+        .map(|h| h.messages)
+        .expect("valid history")
 }
 
 fn fixed(_: &SummaryRequest<'_>) -> Result<String, Infallible> {

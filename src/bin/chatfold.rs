@@ -304,7 +304,7 @@ fn unchanged(input: &Input, pretty: bool) -> Result<Vec<u8>, Failure> {
             std::fs::read(path).map_err(|e| Failure::new(1, format!("cannot read {}: {e}", path.display())))
         }
         Source::Stdin(Some(bytes)) => Ok(bytes.clone()),
-        Source::Stdin(None) => to_json(&input.history.to_json(&input.history.messages), pretty),
+        Source::Stdin(None) => to_json(&input.history.to_json(), pretty),
     }
 }
 
@@ -673,7 +673,7 @@ fn compact(all: &CompactArgs) -> Result<(), Failure> {
     let summarizer = Chosen::new(summarize, compactor.counter)?;
     let result = compactor.compact(&input.history.messages, &summarizer)?;
     let output = if result.summarized {
-        to_json(&input.history.to_json(&result.messages), pretty)?
+        to_json(&input.history.to_json_with(&result.messages), pretty)?
     } else {
         // Unchanged: the input goes back byte for byte.
         unchanged(&input, pretty)?

@@ -17,21 +17,31 @@ mod stream;
 /// Completions request body (an object with a `messages` array), whose other
 /// fields are kept.
 ///
+/// The one way in: [`from_reader`](Self::from_reader) (a file, a request
+/// body, standard input), [`from_json_str`](Self::from_json_str),
+/// [`from_json_value`](Self::from_json_value), or serde (`History` is
+/// `Deserialize`; a single [`Message`] is too). Every error names the index of
+/// the message at fault. The one way out: [`to_json`](Self::to_json), or
+/// [`to_json_with`](Self::to_json_with) for a compaction's messages in the
+/// body they came in.
+///
 /// Messages are read one at a time: no JSON tree of the whole input is built,
 /// so reading takes little more memory than the messages themselves.
 ///
 /// # Examples
 ///
 /// ```
-/// use chatfold::History;
+/// use chatfold::{Compactor, Extractive, History};
 ///
-/// let body = History::from_json_str(r#"{"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}], "temperature": 0}"#)?;
-/// assert_eq!(body.messages.len(), 1);
-/// assert_eq!(body.body.as_ref().unwrap()["model"], "gpt-4o");
-/// assert_eq!(body.to_json(&body.messages).to_string(), r#"{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}],"temperature":0}"#);
+/// let history = History::from_json_str(r#"{"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}], "temperature": 0}"#)?;
+/// assert_eq!(history.messages.len(), 1);
+/// assert_eq!(history.field("model"), Some(&serde_json::json!("gpt-4o")));
+///
+/// let result = Compactor::new(100).compact(&history.messages, &Extractive::new())?;
+/// assert_eq!(history.to_json_with(&result.messages).to_string(), r#"{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}],"temperature":0}"#);
 ///
 /// let err = History::from_json_str(r#"[{"role": "user"}, {"content": "x"}]"#).unwrap_err();
-/// assert_eq!(err.to_string(), "message 1: message has no role");
+/// assert!(matches!(err, chatfold::Error::InvalidMessage { index: 1, .. }));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Debug, PartialEq)]
@@ -39,13 +49,20 @@ mod stream;
 pub struct History {
     /// The messages.
     pub messages: Vec<Message>,
-    /// The request body's other fields, in order; `messages` is among them as
-    /// a `null` that marks its place. `None` when the input was a bare array.
-    pub body: Option<Map<String, Value>>,
+    /// The request body's fields, in order, `messages` among them as a
+    /// `null` that marks its place; `None` for a bare array.
+    body: Option<Map<String, Value>>,
 }
 
-/// Where `messages` sits in a body: a placeholder key kept in the map's order.
+/// The body's field that holds the messages.
 const MESSAGES: &str = "messages";
+
+impl From<Vec<Message>> for History {
+    /// A bare array of `messages`.
+    fn from(messages: Vec<Message>) -> Self {
+        History { messages, body: None }
+    }
+}
 
 impl History {
     /// Reads a history from a JSON string.
@@ -56,7 +73,18 @@ impl History {
     /// nor an object with a `messages` array; [`Error::InvalidMessage`] with
     /// the index of the first malformed message.
     pub fn from_json_str(json: &str) -> Result<Self> {
-        read(&mut serde_json::Deserializer::from_str(json), Shape::ArrayOrBody)
+        read(&mut serde_json::Deserializer::from_str(json))
+    }
+
+    /// Reads a history from a JSON value.
+    ///
+    /// # Errors
+    ///
+    /// As [`from_json_str`](Self::from_json_str).
+    pub fn from_json_value(value: Value) -> Result<Self> {
+        let failure = RefCell::new(None);
+        let parsed = Top { failure: &failure }.deserialize(value);
+        outcome(parsed, failure)
     }
 
     /// Reads a history from JSON bytes (a file, standard input), which must
@@ -78,65 +106,71 @@ impl History {
         stream::read(reader)
     }
 
-    /// The history's JSON shape around `messages`: the array itself, or the
-    /// body with every other field as it came.
-    pub fn to_json(&self, messages: &[Message]) -> Value {
-        let list = Value::Array(messages.iter().map(Message::to_json).collect());
+    /// A field of the request body other than `messages` (`model`,
+    /// `temperature` ...); `None` for a bare array.
+    pub fn field(&self, name: &str) -> Option<&Value> {
+        self.body
+            .as_ref()
+            .filter(|_| name != MESSAGES)
+            .and_then(|body| body.get(name))
+    }
+
+    /// The history as JSON: its messages as an array, or in the body they
+    /// came in with every other field in its place.
+    pub fn to_json(&self) -> Value {
+        self.to_json_with(&self.messages)
+    }
+
+    /// The history's JSON with `messages` in place of its own: how a
+    /// compaction's result is written back into the request it came from.
+    pub fn to_json_with(&self, messages: &[Message]) -> Value {
+        let mut list = Some(Value::Array(messages.iter().map(Message::to_json).collect()));
         match &self.body {
-            None => list,
-            Some(body) => {
-                let mut out = Map::new();
-                for (k, v) in body {
-                    if k == MESSAGES {
-                        out.insert(k.clone(), list.clone());
-                    } else {
-                        out.insert(k.clone(), v.clone());
-                    }
-                }
-                Value::Object(out)
-            }
+            None => list.unwrap_or_default(),
+            Some(body) => Value::Object(
+                body.iter()
+                    .map(|(k, v)| {
+                        let v = match k.as_str() {
+                            MESSAGES => list.take().unwrap_or_default(),
+                            _ => v.clone(),
+                        };
+                        (k.clone(), v)
+                    })
+                    .collect(),
+            ),
         }
     }
 }
 
-/// Reads a JSON array of messages, streaming.
-///
-/// # Errors
-///
-/// [`Error::InvalidInput`] when the text is not JSON or not an array;
-/// [`Error::InvalidMessage`] with the index of the first bad message.
-///
-/// # Examples
-///
-/// ```
-/// let history = chatfold::parse_messages(r#"[{"role": "user", "content": "hi"}]"#)?;
-/// assert_eq!(history[0].text(), "hi");
-///
-/// let err = chatfold::parse_messages(r#"[{"role": "user", "content": 7}]"#).unwrap_err();
-/// assert_eq!(err.to_string(), "message 0: content must be a string, an array of parts or null, not a number");
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub fn parse_messages(json: &str) -> Result<Vec<Message>> {
-    read(&mut serde_json::Deserializer::from_str(json), Shape::Array).map(|h| h.messages)
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Shape {
-    Array,
-    ArrayOrBody,
-}
-
-fn read<'de, R: serde_json::de::Read<'de>>(
-    de: &mut serde_json::Deserializer<R>,
-    shape: Shape,
-) -> Result<History> {
-    let failure = RefCell::new(None);
-    let parsed = Top {
-        shape,
-        failure: &failure,
+impl serde::Serialize for History {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        self.to_json().serialize(serializer)
     }
-    .deserialize(&mut *de)
-    .and_then(|history| de.end().map(|()| history));
+}
+
+/// As [`History::from_json_str`]: an error names the message's index.
+impl<'de> serde::Deserialize<'de> for History {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        Top {
+            failure: &RefCell::new(None),
+        }
+        .deserialize(deserializer)
+    }
+}
+
+fn read<'de, R: serde_json::de::Read<'de>>(de: &mut serde_json::Deserializer<R>) -> Result<History> {
+    let failure = RefCell::new(None);
+    let parsed = Top { failure: &failure }
+        .deserialize(&mut *de)
+        .and_then(|history| de.end().map(|()| history));
+    outcome(parsed, failure)
+}
+
+/// The error recorded while parsing, or serde_json's own.
+fn outcome(
+    parsed: std::result::Result<History, serde_json::Error>,
+    failure: RefCell<Option<Error>>,
+) -> Result<History> {
     match (parsed, failure.into_inner()) {
         (_, Some(error)) => Err(error),
         (Ok(history), None) => Ok(history),
@@ -146,22 +180,19 @@ fn read<'de, R: serde_json::de::Read<'de>>(
     }
 }
 
-/// The top level: an array, or (when allowed) a body object.
+/// The top level: an array, or a body object.
 struct Top<'f> {
-    shape: Shape,
     failure: &'f RefCell<Option<Error>>,
 }
 
 impl Top<'_> {
     fn wrong<E: de::Error>(&self, found: &str) -> E {
-        let expected = match self.shape {
-            Shape::Array => "expected an array of messages",
-            Shape::ArrayOrBody => "expected an array of messages or an object with a \"messages\" array",
-        };
         fail(
             self.failure,
             Error::InvalidInput {
-                reason: format!("{expected}, not {found}"),
+                reason: format!(
+                    "expected an array of messages or an object with a \"messages\" array, not {found}"
+                ),
             },
         )
     }
@@ -225,9 +256,6 @@ impl<'de> Visitor<'de> for Top<'_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<History, A::Error> {
-        if self.shape == Shape::Array {
-            return Err(self.wrong("an object"));
-        }
         let mut body = Map::new();
         let mut messages = None;
         while let Some(key) = map.next_key::<String>()? {

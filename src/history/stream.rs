@@ -148,10 +148,7 @@ impl<R: Read> Input<R> {
         }
         self.text.replace_range(open..self.at, "[");
         self.text.replace_range(close..=close, "]");
-        let parsed = super::read(
-            &mut serde_json::Deserializer::from_str(&self.text[open..=close]),
-            super::Shape::Array,
-        );
+        let parsed = super::read(&mut serde_json::Deserializer::from_str(&self.text[open..=close]));
         self.text.replace_range(open..self.at, &before);
         self.text.replace_range(close..=close, &after);
         let Ok(History { messages, .. }) = parsed else {
