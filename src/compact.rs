@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 use crate::cache::{Chain, SummaryCache};
 use crate::clear::ClearToolResults;
 use crate::count::{Heuristic, TokenCounter};
-use crate::error::{Error, Result};
+use crate::error::{ConfigError, Error, Result};
 use crate::message::Message;
 use crate::policy::{Begun, FoldPolicy};
 use crate::summarize::{AsyncSummarizer, Summarizer, SummaryRequest};
@@ -135,19 +135,37 @@ impl fmt::Debug for Cache {
 const REUSE_PROBES: usize = 64;
 
 impl Compactor<Heuristic> {
-    /// A compactor for `budget` tokens, counting with [`Heuristic`].
+    /// A compactor for `budget` tokens, **counting with [`Heuristic`]**
+    /// (four characters a token), not with a model's tokenizer.
+    ///
+    /// The CLI counts with `o200k_base` unless told otherwise, so
+    /// `chatfold compact --budget 8000` and `Compactor::new(8000)` measure
+    /// the same history differently. For a model's exact counts, choose the
+    /// counter: `.counter(Tiktoken::o200k_base()?)`, or by name from a config
+    /// file, `.counter("gpt-4o".parse::<NamedCounter>()?)`
+    /// ([`NamedCounter`](crate::NamedCounter)). `new` stays on the heuristic
+    /// because it needs no feature, no vocabulary (building o200k takes
+    /// 0.17 s and 52 MB) and cannot fail, and because no exact tokenizer
+    /// exists offline for most models that are not OpenAI's.
     ///
     /// # Examples
     ///
     /// ```
-    /// use chatfold::{Compactor, FoldPolicy};
+    /// use chatfold::{Compactor, FoldPolicy, Message, TokenCounter};
     ///
+    /// let history = [Message::user("Ünïcödé and código: 東京 in 2024")];
     /// let c = Compactor::new(8000);
+    /// # #[cfg(feature = "tiktoken")] {
+    /// let exact = c.clone().counter(chatfold::Tiktoken::o200k_base()?);
+    /// assert_ne!(c.counter.count_messages(&history), exact.counter.count_messages(&history));
+    /// # }
+    /// 
     /// assert_eq!(c.budget, 8000);
     /// assert_eq!(c.keep_recent, None);
     /// assert_eq!(c.effective_keep_recent(), 4000);
     /// assert_eq!(c.policy, FoldPolicy::new());
     /// assert!(!c.strict && !c.count_all);
+    /// # Ok::<(), chatfold::Error>(())
     /// ```
     pub const fn new(budget: usize) -> Self {
         Compactor {
@@ -283,26 +301,14 @@ impl<C> Compactor<C> {
     }
 
     fn validate(&self) -> Result<()> {
-        if self.budget == 0 {
-            return Err(Error::config("budget must be at least 1 token"));
-        }
-        if self.effective_keep_recent() > self.budget {
-            return Err(Error::config(format!(
-                "keep_recent ({}) must not exceed the budget ({})",
-                self.effective_keep_recent(),
-                self.budget
-            )));
-        }
+        let keep_recent = self.effective_keep_recent();
+        ConfigError::at_least("budget", self.budget, 1)?;
+        ConfigError::at_most("keep_recent", keep_recent, self.budget, Some("budget"))?;
         if let Some(max) = self.keep_recent_max {
-            if max < self.effective_keep_recent() {
-                return Err(Error::config(format!(
-                    "keep_recent_max ({max}) must not be below keep_recent ({})",
-                    self.effective_keep_recent()
-                )));
-            }
+            ConfigError::at_least("keep_recent_max", max, keep_recent)?;
         }
-        if self.max_fold_input_tokens == Some(0) {
-            return Err(Error::config("max_fold_input_tokens must be at least 1 token"));
+        if let Some(tokens) = self.max_fold_input_tokens {
+            ConfigError::at_least("max_fold_input_tokens", tokens, 1)?;
         }
         self.policy.validate()
     }

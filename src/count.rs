@@ -115,6 +115,103 @@ impl TokenCounter for Heuristic {
     }
 }
 
+/// A counter chosen by name, as a config file or a command line gives it:
+/// `heuristic`, `o200k_base`, `cl100k_base`, or an OpenAI model name
+/// (`gpt-4o`, `o3` ...; these need the `tiktoken` feature).
+///
+/// # Examples
+///
+/// ```
+/// use chatfold::{Compactor, NamedCounter, TokenCounter};
+///
+/// let counter: NamedCounter = "heuristic".parse()?;
+/// assert_eq!(counter.count("abcdefgh"), 2);
+/// assert_eq!(counter.to_string(), "heuristic");
+/// # #[cfg(feature = "tiktoken")] {
+/// let exact: NamedCounter = "gpt-4o".parse()?;
+/// assert_eq!(exact.to_string(), "o200k_base");
+/// let compactor = Compactor::new(8000).counter(exact);
+/// # }
+/// assert!("no-such-model".parse::<NamedCounter>().is_err());
+/// # Ok::<(), chatfold::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub enum NamedCounter {
+    /// `heuristic`: [`Heuristic`].
+    Heuristic,
+    /// An OpenAI encoding, by its name or a model's.
+    #[cfg(feature = "tiktoken")]
+    Tiktoken(Tiktoken),
+}
+
+impl std::str::FromStr for NamedCounter {
+    type Err = crate::error::Error;
+
+    /// # Errors
+    ///
+    /// [`Error::Tokenizer`](crate::Error::Tokenizer) for an unknown name, or
+    /// an encoding without the `tiktoken` feature.
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        if name == "heuristic" {
+            return Ok(NamedCounter::Heuristic);
+        }
+        #[cfg(feature = "tiktoken")]
+        return Tiktoken::from_name(name).map(NamedCounter::Tiktoken);
+        #[cfg(not(feature = "tiktoken"))]
+        Err(crate::error::Error::Tokenizer(
+            crate::error::TokenizerError::NeedsTiktoken {
+                name: name.to_owned(),
+            },
+        ))
+    }
+}
+
+impl std::fmt::Display for NamedCounter {
+    /// The encoding's name: `heuristic`, `o200k_base`, `cl100k_base`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NamedCounter::Heuristic => f.write_str("heuristic"),
+            #[cfg(feature = "tiktoken")]
+            NamedCounter::Tiktoken(t) => f.write_str(t.name()),
+        }
+    }
+}
+
+impl TokenCounter for NamedCounter {
+    fn count(&self, text: &str) -> usize {
+        match self {
+            NamedCounter::Heuristic => Heuristic.count(text),
+            #[cfg(feature = "tiktoken")]
+            NamedCounter::Tiktoken(t) => t.count(text),
+        }
+    }
+
+    fn count_message(&self, message: &Message) -> usize {
+        match self {
+            NamedCounter::Heuristic => Heuristic.count_message(message),
+            #[cfg(feature = "tiktoken")]
+            NamedCounter::Tiktoken(t) => t.count_message(message),
+        }
+    }
+
+    fn count_message_at_least(&self, message: &Message) -> usize {
+        match self {
+            NamedCounter::Heuristic => Heuristic.count_message_at_least(message),
+            #[cfg(feature = "tiktoken")]
+            NamedCounter::Tiktoken(t) => t.count_message_at_least(message),
+        }
+    }
+
+    fn reply_priming(&self) -> usize {
+        match self {
+            NamedCounter::Heuristic => Heuristic.reply_priming(),
+            #[cfg(feature = "tiktoken")]
+            NamedCounter::Tiktoken(t) => t.reply_priming(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,4 +1,8 @@
-//! The crate's one error type.
+//! The crate's one error type, and the structured kinds it carries.
+//!
+//! Match on the variants and their fields (which setting, which message,
+//! which line): they are the API. The Display wording is for people and may
+//! change.
 
 use std::fmt;
 
@@ -12,42 +16,50 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 ///
 /// Every error leaves the caller's data as it was: messages are borrowed, and a
 /// memory's state is only changed after every fallible step has succeeded.
+///
+/// # Examples
+///
+/// ```
+/// use chatfold::{Compactor, ConfigError, Error, FieldError, History};
+///
+/// let err = Compactor::new(100).keep_recent(500).plan(&[]).unwrap_err();
+/// assert!(matches!(
+///     err,
+///     Error::InvalidConfig(ConfigError::TooLarge { setting: "keep_recent", value: 500, max: 100, .. })
+/// ));
+///
+/// let err = History::from_json_str(r#"[{"role": "user"}, {"role": 7}]"#).unwrap_err();
+/// let Error::InvalidMessage { index, problem } = err else { panic!() };
+/// assert_eq!((index, problem.field(), problem.found()), (1, "role", Some("a number")));
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A setting is out of range (budget 0, `keep_recent` above the budget,
     /// an empty summary prefix, a summary role that cannot carry a summary).
-    #[error("invalid configuration: {reason}")]
-    InvalidConfig {
-        /// What is wrong, in words.
-        reason: String,
-    },
+    #[error("invalid configuration: {0}")]
+    InvalidConfig(ConfigError),
 
     /// A message in the input does not have the shape of a chat message.
-    #[error("message {index}: {reason}")]
+    #[error("message {index}: {problem}")]
     InvalidMessage {
         /// Position of the message in the input list.
         index: usize,
-        /// What is wrong with it.
-        reason: String,
+        /// The field at fault.
+        problem: FieldError,
     },
 
-    /// The input as a whole is not a history (not JSON, not a list ...).
-    #[error("invalid input: {reason}")]
-    InvalidInput {
-        /// What is wrong, in words.
-        reason: String,
-    },
+    /// The input as a whole is not a history (not JSON, not UTF-8, not a
+    /// list, unreadable).
+    #[error("invalid input: {0}")]
+    InvalidInput(InputError),
 
     /// Saved memory state could not be read.
-    #[error("invalid state: {reason}")]
-    InvalidState {
-        /// What is wrong, in words.
-        reason: String,
-    },
+    #[error("invalid state: {0}")]
+    InvalidState(StateError),
 
-    /// The summarizer returned an error.
-    #[error("summarizer failed: {0}")]
+    /// The summarizer returned an error (the [`source`](std::error::Error::source)).
+    #[error("summarizer failed")]
     Summarize(#[source] BoxError),
 
     /// The summarizer returned an empty (or all-whitespace) summary.
@@ -66,21 +78,374 @@ pub enum Error {
 
     /// A tokenizer could not be built or is unknown.
     #[error("tokenizer: {0}")]
-    Tokenizer(String),
+    Tokenizer(TokenizerError),
 }
 
-impl Error {
-    pub(crate) fn config(reason: impl fmt::Display) -> Self {
-        Error::InvalidConfig {
-            reason: reason.to_string(),
+/// A setting out of range, or a value a setting cannot take.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// `setting` is `value`, below its least allowed value `min`.
+    #[error("{setting} ({value}) must be at least {min}")]
+    TooSmall {
+        /// The setting, as its field or method is named (`budget`).
+        setting: &'static str,
+        /// Its value.
+        value: usize,
+        /// The least it may be.
+        min: usize,
+    },
+    /// `setting` is `value`, above `max` (the value of the setting named
+    /// `limit`, when another setting bounds it).
+    #[error("{setting} ({value}) must be at most {max}{}", limit.map(|l| format!(" (the {l})")).unwrap_or_default())]
+    TooLarge {
+        /// The setting.
+        setting: &'static str,
+        /// Its value.
+        value: usize,
+        /// The most it may be.
+        max: usize,
+        /// The setting whose value `max` is, if any (`budget`).
+        limit: Option<&'static str>,
+    },
+    /// `setting` is empty, and must not be.
+    #[error("{setting} must not be empty")]
+    Empty {
+        /// The setting.
+        setting: &'static str,
+    },
+    /// `setting` is `value`, which it cannot take, for the reason given.
+    #[error("{setting} cannot be {value}: {why}")]
+    NotAllowed {
+        /// The setting.
+        setting: &'static str,
+        /// The value given.
+        value: String,
+        /// Why not.
+        why: &'static str,
+    },
+    /// A prompt template names a slot that does not exist.
+    #[error(
+        "prompt: {{{slot}}} is not a slot (the slots are {{allowance}}, {{words}}, {{previous}}, {{transcript}}, {{ledger}})"
+    )]
+    UnknownSlot {
+        /// The name between the braces.
+        slot: String,
+    },
+    /// A prompt has no template with a slot it needs.
+    #[error("prompt: neither template has the {{{slot}}} slot")]
+    MissingSlot {
+        /// The slot's name.
+        slot: &'static str,
+    },
+    /// `setting` could not be used (a pattern that does not compile, a URL
+    /// that does not parse): the [`source`](std::error::Error::source) says why.
+    #[error("{setting} {value:?} is not valid")]
+    Invalid {
+        /// The setting.
+        setting: &'static str,
+        /// The value given.
+        value: String,
+        /// Why.
+        #[source]
+        source: BoxError,
+    },
+}
+
+impl ConfigError {
+    /// The setting at fault (`"prompt"` for a template's slots).
+    pub fn setting(&self) -> &'static str {
+        match self {
+            ConfigError::TooSmall { setting, .. }
+            | ConfigError::TooLarge { setting, .. }
+            | ConfigError::Empty { setting }
+            | ConfigError::NotAllowed { setting, .. }
+            | ConfigError::Invalid { setting, .. } => setting,
+            ConfigError::UnknownSlot { .. } | ConfigError::MissingSlot { .. } => "prompt",
         }
     }
 
-    pub(crate) fn message(index: usize, reason: impl fmt::Display) -> Self {
-        Error::InvalidMessage {
-            index,
-            reason: reason.to_string(),
+    /// `setting` must be at least `min`, if it is below.
+    pub(crate) fn at_least(setting: &'static str, value: usize, min: usize) -> Result<(), Error> {
+        if value < min {
+            return Err(Error::InvalidConfig(ConfigError::TooSmall {
+                setting,
+                value,
+                min,
+            }));
         }
+        Ok(())
+    }
+
+    /// `setting` must be at most `max` (the value of `limit`), if it is above.
+    pub(crate) fn at_most(
+        setting: &'static str,
+        value: usize,
+        max: usize,
+        limit: Option<&'static str>,
+    ) -> Result<(), Error> {
+        if value > max {
+            return Err(Error::InvalidConfig(ConfigError::TooLarge {
+                setting,
+                value,
+                max,
+                limit,
+            }));
+        }
+        Ok(())
+    }
+}
+
+/// A JSON field that is missing or has the wrong type: in a message, a tool
+/// call, or saved state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldError {
+    field: String,
+    expected: &'static str,
+    found: Option<&'static str>,
+}
+
+impl FieldError {
+    /// `field` is missing; it should be `expected`.
+    pub(crate) fn missing(field: impl Into<String>, expected: &'static str) -> Self {
+        FieldError {
+            field: field.into(),
+            expected,
+            found: None,
+        }
+    }
+
+    /// `field` is `found`, not `expected`.
+    pub(crate) fn wrong(field: impl Into<String>, expected: &'static str, found: &serde_json::Value) -> Self {
+        FieldError {
+            field: field.into(),
+            expected,
+            found: Some(kind_of(found)),
+        }
+    }
+
+    /// The same error one level down: inside `parent` (`tool_calls[2]`).
+    pub(crate) fn within(mut self, parent: &str) -> Self {
+        self.field = match self.field.is_empty() {
+            true => parent.to_owned(),
+            false => format!("{parent}.{}", self.field),
+        };
+        self
+    }
+
+    /// The field's path (`role`, `tool_calls[0].function.name`); empty for
+    /// the value itself (a message that is not an object).
+    pub fn field(&self) -> &str {
+        &self.field
+    }
+
+    /// What the field should be: `"a string"`, `"an object"` ...
+    pub fn expected(&self) -> &'static str {
+        self.expected
+    }
+
+    /// What it was (`"a number"`, `"null"` ...); `None` when it is missing.
+    pub fn found(&self) -> Option<&'static str> {
+        self.found
+    }
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.field.as_str(), self.found) {
+            (field, None) => write!(f, "{field} is missing (it must be {})", self.expected),
+            ("", Some(found)) => write!(f, "expected {}, not {found}", self.expected),
+            (field, Some(found)) => write!(f, "{field} must be {}, not {found}", self.expected),
+        }
+    }
+}
+
+impl std::error::Error for FieldError {}
+
+/// Text that is not JSON: where, and serde_json's words for what.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JsonError {
+    line: usize,
+    column: usize,
+    message: String,
+}
+
+impl JsonError {
+    /// From serde_json's error.
+    pub(crate) fn from_serde(e: &serde_json::Error) -> Self {
+        let text = e.to_string();
+        let message = match text.rsplit_once(" at line ") {
+            Some((message, _)) if e.line() > 0 => message.to_owned(),
+            _ => text,
+        };
+        JsonError {
+            line: e.line(),
+            column: e.column(),
+            message,
+        }
+    }
+
+    /// An error found at the end of the text (no position known).
+    pub(crate) fn at_end() -> Self {
+        JsonError {
+            line: 0,
+            column: 0,
+            message: "EOF while parsing a value".to_owned(),
+        }
+    }
+
+    /// The error a text gave that starts with `prefix` bytes of our own (on
+    /// one line) and goes on with a larger text from `(line, column)`, moved
+    /// to that text's line and column.
+    pub(crate) fn moved(mut self, prefix: usize, line: usize, column: usize) -> Self {
+        match self.line {
+            0 => {}
+            1 => {
+                self.column = (column + self.column).saturating_sub(prefix);
+                self.line = line;
+            }
+            l => self.line = line + l - 1,
+        }
+        self
+    }
+
+    /// The line (from 1) where the text stops being JSON; 0 when unknown.
+    pub fn line(&self) -> usize {
+        self.line
+    }
+
+    /// The column (bytes from the line's start, from 1) on that line.
+    pub fn column(&self) -> usize {
+        self.column
+    }
+
+    /// What is wrong, in serde_json's words.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for JsonError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            0 => write!(f, "not valid JSON: {}", self.message),
+            line => write!(
+                f,
+                "not valid JSON: {} at line {line} column {}",
+                self.message, self.column
+            ),
+        }
+    }
+}
+
+impl std::error::Error for JsonError {}
+
+/// Why an input is not a history.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum InputError {
+    /// Not JSON.
+    #[error(transparent)]
+    Json(JsonError),
+    /// Not UTF-8, from byte `byte` on.
+    #[error("not valid UTF-8 (byte {byte})")]
+    NotUtf8 {
+        /// Offset of the first byte that is not UTF-8.
+        byte: u64,
+    },
+    /// Reading failed.
+    #[error("cannot read the input")]
+    Io(#[source] std::io::Error),
+    /// JSON, but neither an array nor an object with a `messages` array.
+    #[error("expected an array of messages or an object with a \"messages\" array, not {found}")]
+    NotAHistory {
+        /// What the top level is (`"a number"`, `"an object without \"messages\""`).
+        found: &'static str,
+    },
+    /// A body whose `messages` is not an array.
+    #[error("\"messages\" must be an array, not {found}")]
+    MessagesNotArray {
+        /// What it is.
+        found: &'static str,
+    },
+}
+
+/// Why saved state cannot be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StateError {
+    /// Not JSON.
+    #[error(transparent)]
+    Json(JsonError),
+    /// A version this chatfold does not read (`None`: no version).
+    #[error("unsupported version {} (chatfold reads versions 1 and 2)", found.as_deref().unwrap_or("missing"))]
+    Version {
+        /// The version given, as JSON text.
+        found: Option<String>,
+    },
+    /// A field (or a message in `buffer` or `system`: `buffer[3].role`) is
+    /// missing or has the wrong type.
+    #[error(transparent)]
+    Field(FieldError),
+}
+
+/// Why a counter cannot be had.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TokenizerError {
+    /// Neither `heuristic`, an encoding, nor a model tiktoken knows.
+    #[error(
+        "unknown tokenizer or model {name:?} (use heuristic, o200k_base, cl100k_base or an OpenAI model name)"
+    )]
+    Unknown {
+        /// The name given.
+        name: String,
+    },
+    /// A model whose encoding is not a chat encoding.
+    #[error("model {model:?} uses {encoding}, which is not a chat encoding (use o200k_base or cl100k_base)")]
+    NotChat {
+        /// The model.
+        model: String,
+        /// Its encoding.
+        encoding: String,
+    },
+    /// An encoding, asked for without the `tiktoken` feature.
+    #[error("{name:?} needs chatfold's `tiktoken` feature")]
+    NeedsTiktoken {
+        /// The name given.
+        name: String,
+    },
+    /// The bundled vocabulary could not be loaded.
+    #[error("cannot load {name}: {reason}")]
+    Load {
+        /// The encoding.
+        name: &'static str,
+        /// tiktoken-rs's words.
+        reason: String,
+    },
+}
+
+/// `error: its source: the source's source ...`, the whole chain on one line.
+pub(crate) fn with_sources(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(s) = source {
+        text = format!("{text}: {s}");
+        source = s.source();
+    }
+    text
+}
+
+/// "a number", "an object" ...: for error messages.
+pub(crate) fn kind_of(value: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 
@@ -97,18 +462,45 @@ mod tests {
     #[test]
     fn messages_are_lowercase_without_period() {
         let errors = [
-            Error::config("budget must be at least 1"),
-            Error::message(3, "role must be a string"),
+            Error::InvalidConfig(ConfigError::TooSmall {
+                setting: "budget",
+                value: 0,
+                min: 1,
+            }),
+            Error::InvalidMessage {
+                index: 3,
+                problem: FieldError::missing("role", "a string"),
+            },
             Error::EmptySummary,
             Error::BudgetUnreachable {
                 budget: 10,
                 required: 20,
             },
+            Error::Summarize("boom".into()),
         ];
         for e in errors {
             let text = e.to_string();
             assert!(!text.ends_with('.'), "{text}");
             assert!(text.chars().next().is_some_and(|c| c.is_lowercase()), "{text}");
         }
+    }
+
+    #[test]
+    fn a_summarizer_failure_says_its_cause_once() {
+        let e = Error::Summarize("rate limited".into());
+        assert_eq!(e.to_string(), "summarizer failed");
+        let source = std::error::Error::source(&e).map(ToString::to_string);
+        assert_eq!(source.as_deref(), Some("rate limited"));
+    }
+
+    #[test]
+    fn json_errors_move_into_a_larger_text() {
+        let e = serde_json::from_str::<serde_json::Value>("[1,").unwrap_err();
+        let json = JsonError::from_serde(&e);
+        assert_eq!((json.line(), json.column()), (1, 3));
+        assert!(!json.message().contains("line"), "{}", json.message());
+        // After a one-byte prefix of our own, from line 5 column 10.
+        let moved = json.clone().moved(1, 5, 10);
+        assert_eq!((moved.line(), moved.column()), (5, 12));
     }
 }

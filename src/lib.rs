@@ -89,8 +89,10 @@ pub use clear::ClearToolResults;
 pub use compact::{Compaction, Compactor, CutReason, Fate, Plan, Report};
 #[cfg(feature = "tiktoken")]
 pub use count::Tiktoken;
-pub use count::{Heuristic, TokenCounter};
-pub use error::{BoxError, Error, Result};
+pub use count::{Heuristic, NamedCounter, TokenCounter};
+pub use error::{
+    BoxError, ConfigError, Error, FieldError, InputError, JsonError, Result, StateError, TokenizerError,
+};
 pub use history::History;
 pub use ledger::{LEDGER_HEADING, LedgerPattern};
 pub use message::{Content, CustomRole, Message, Part, Role, ToolCall};

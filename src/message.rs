@@ -6,6 +6,8 @@ use std::fmt;
 use serde::de::Error as _;
 use serde_json::{Map, Value};
 
+use crate::error::FieldError;
+
 /// The author of a message.
 ///
 /// Any string is a valid role; the five that chat APIs define are variants,
@@ -213,59 +215,40 @@ impl ToolCall {
         }
     }
 
-    fn from_json(value: Value) -> std::result::Result<Self, String> {
+    fn from_json(value: Value) -> std::result::Result<Self, FieldError> {
+        const STRING: &str = "a string";
         let Value::Object(mut map) = value else {
-            return Err(format!("a tool call must be an object, not {}", kind_of(&value)));
+            return Err(FieldError::wrong("", "an object", &value));
         };
         let id = match map.remove("id") {
             Some(Value::String(s)) => s,
-            Some(other) => return Err(format!("tool call id must be a string, not {}", kind_of(&other))),
-            None => return Err("tool call has no id".into()),
+            Some(other) => return Err(FieldError::wrong("id", STRING, &other)),
+            None => return Err(FieldError::missing("id", STRING)),
         };
         let kind = match map.remove("type") {
             None | Some(Value::Null) => "function".to_owned(),
             Some(Value::String(s)) => s,
-            Some(other) => {
-                return Err(format!(
-                    "tool call type must be a string, not {}",
-                    kind_of(&other)
-                ));
-            }
+            Some(other) => return Err(FieldError::wrong("type", STRING, &other)),
         };
         let mut call = ToolCall::new(id, "", "");
         call.kind = kind;
         let (payload_key, args_key) = call.payload_keys();
-        let (mut inner, args_key) = match map.remove(payload_key) {
-            Some(Value::Object(inner)) => (inner, args_key),
-            Some(other) => {
-                return Err(format!(
-                    "tool call {payload_key} must be an object, not {}",
-                    kind_of(&other)
-                ));
-            }
+        let (mut inner, args_key, path) = match map.remove(payload_key) {
+            Some(Value::Object(inner)) => (inner, args_key.to_owned(), format!("{payload_key}.")),
+            Some(other) => return Err(FieldError::wrong(payload_key, "an object", &other)),
             // rollmem's flat shape: name and arguments beside the id.
-            None => (std::mem::take(&mut map), "arguments"),
+            None => (std::mem::take(&mut map), "arguments".to_owned(), String::new()),
         };
+        let at = |key: &str| format!("{path}{key}");
         call.name = match inner.remove("name") {
             Some(Value::String(s)) => s,
-            Some(other) => {
-                return Err(format!(
-                    "tool call name must be a string, not {}",
-                    kind_of(&other)
-                ));
-            }
-            None => return Err(format!("tool call {} has no name", call.id)),
+            Some(other) => return Err(FieldError::wrong(at("name"), STRING, &other)),
+            None => return Err(FieldError::missing(at("name"), STRING)),
         };
-        call.arguments = match inner.remove(args_key) {
+        call.arguments = match inner.remove(&args_key) {
             Some(Value::String(s)) => s,
             None | Some(Value::Null) => String::new(),
-            Some(other) => {
-                return Err(format!(
-                    "tool call {} {args_key} must be a string, not {}",
-                    call.id,
-                    kind_of(&other)
-                ));
-            }
+            Some(other) => return Err(FieldError::wrong(at(&args_key), STRING, &other)),
         };
         if map.is_empty() {
             // Flat shape: whatever is left beside name and arguments is call-level.
@@ -573,14 +556,14 @@ impl Message {
         value
     }
 
-    pub(crate) fn parse(value: Value) -> std::result::Result<Self, String> {
+    pub(crate) fn parse(value: Value) -> std::result::Result<Self, FieldError> {
         let Value::Object(mut map) = value else {
-            return Err(format!("a message must be an object, not {}", kind_of(&value)));
+            return Err(FieldError::wrong("", "an object", &value));
         };
         let role = match map.remove("role") {
             Some(Value::String(s)) => Role::from(s),
-            Some(other) => return Err(format!("role must be a string, not {}", kind_of(&other))),
-            None => return Err("message has no role".into()),
+            Some(other) => return Err(FieldError::wrong("role", "a string", &other)),
+            None => return Err(FieldError::missing("role", "a string")),
         };
         let mut m = Message::new(role, "");
         m.content = match map.remove("content") {
@@ -592,9 +575,10 @@ impl Message {
             }
             None => None,
             Some(other) => {
-                return Err(format!(
-                    "content must be a string, an array of parts or null, not {}",
-                    kind_of(&other)
+                return Err(FieldError::wrong(
+                    "content",
+                    "a string, an array of parts or null",
+                    &other,
                 ));
             }
         };
@@ -604,13 +588,13 @@ impl Message {
                 m.tool_calls = calls
                     .into_iter()
                     .enumerate()
-                    .map(|(i, c)| ToolCall::from_json(c).map_err(|e| format!("tool_calls[{i}]: {e}")))
+                    .map(|(i, c)| ToolCall::from_json(c).map_err(|e| e.within(&format!("tool_calls[{i}]"))))
                     .collect::<std::result::Result<_, _>>()?;
             }
             Some(empty @ (Value::Array(_) | Value::Null)) => {
                 map.insert("tool_calls".into(), empty);
             }
-            Some(other) => return Err(format!("tool_calls must be an array, not {}", kind_of(&other))),
+            Some(other) => return Err(FieldError::wrong("tool_calls", "an array", &other)),
             None => {}
         }
         m.tool_call_id = optional_string(&mut map, "tool_call_id")?;
@@ -625,7 +609,10 @@ impl Message {
 
 /// Takes `key` out of `map` as an optional string; a `null` stays in `map`
 /// so that it is written back.
-fn optional_string(map: &mut Map<String, Value>, key: &str) -> std::result::Result<Option<String>, String> {
+fn optional_string(
+    map: &mut Map<String, Value>,
+    key: &str,
+) -> std::result::Result<Option<String>, FieldError> {
     match map.remove(key) {
         None => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
@@ -633,19 +620,7 @@ fn optional_string(map: &mut Map<String, Value>, key: &str) -> std::result::Resu
             map.insert(key.into(), Value::Null);
             Ok(None)
         }
-        Some(other) => Err(format!("{key} must be a string, not {}", kind_of(&other))),
-    }
-}
-
-/// "a number", "an object" ...: for error messages.
-pub(crate) fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
+        Some(other) => Err(FieldError::wrong(key, "a string", &other)),
     }
 }
 

@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 
 use crate::count::TokenCounter;
-use crate::error::{Error, Result};
+use crate::error::{ConfigError, Error, Result};
 use crate::ledger::{self, LedgerPattern};
 use crate::message::{Content, Message, Role};
 
@@ -239,8 +239,13 @@ impl FoldPolicy {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn ledger_pattern(mut self, pattern: &str) -> Result<Self> {
-        let compiled = LedgerPattern::new(pattern)
-            .map_err(|e| Error::config(format!("ledger pattern {pattern:?}: {e}")))?;
+        let compiled = LedgerPattern::new(pattern).map_err(|e| {
+            Error::InvalidConfig(ConfigError::Invalid {
+                setting: "ledger_pattern",
+                value: pattern.to_owned(),
+                source: Box::new(e),
+            })
+        })?;
         self.ledger_patterns.push(compiled);
         Ok(self)
     }
@@ -500,23 +505,19 @@ impl FoldPolicy {
     /// Checks the settings.
     pub(crate) fn validate(&self) -> Result<()> {
         if self.summary_prefix.trim().is_empty() {
-            return Err(Error::config(
-                "summary_prefix must not be empty: it marks the summary for the next compaction",
-            ));
+            // It marks the summary for the next compaction.
+            return Err(Error::InvalidConfig(ConfigError::Empty {
+                setting: "summary_prefix",
+            }));
         }
         if matches!(self.summary_role, Role::Assistant | Role::Tool) {
-            return Err(Error::config(format!(
-                "summary_role cannot be {}: a summary must not open the history as a response",
-                self.summary_role
-            )));
+            return Err(Error::InvalidConfig(ConfigError::NotAllowed {
+                setting: "summary_role",
+                value: self.summary_role.to_string(),
+                why: "a summary must not open the history as a response",
+            }));
         }
-        if self.ledger_percent > 100 {
-            return Err(Error::config(format!(
-                "ledger_percent ({}) must be at most 100",
-                self.ledger_percent
-            )));
-        }
-        Ok(())
+        ConfigError::at_most("ledger_percent", usize::from(self.ledger_percent), 100, None)
     }
 }
 

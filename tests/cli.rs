@@ -116,7 +116,7 @@ fn bad_input_exits_1_with_nothing_on_stdout() {
         ),
         (
             b"[{\"role\":\"user\",\"content\":\"a\"},{\"content\":\"b\"}]",
-            "error: message 1: message has no role",
+            "error: message 1: role is missing",
         ),
         (
             b"[{\"role\": 3, \"content\": \"a\"}]",
@@ -132,7 +132,7 @@ fn bad_input_exits_1_with_nothing_on_stdout() {
         ),
         (
             b"[{\"role\": \"user\", \"content\": \"\xff\xfe\"}]",
-            "error: invalid input: input is not valid UTF-8",
+            "error: invalid input: not valid UTF-8",
         ),
     ];
     for (input, expected) in cases {
@@ -156,7 +156,7 @@ fn bad_usage_exits_2() {
     let cases: [(&[&str], &str); 5] = [
         (
             &["compact", "--budget", "0"],
-            "error: invalid configuration: budget must be at least 1 token",
+            "error: invalid configuration: budget (0) must be at least 1",
         ),
         (
             &["compact", "--budget", "abc"],
@@ -164,11 +164,11 @@ fn bad_usage_exits_2() {
         ),
         (
             &["compact", "--budget", "10", "--keep-recent", "11"],
-            "error: invalid configuration: keep_recent (11)",
+            "error: invalid configuration: keep_recent (11) must be at most 10",
         ),
         (
             &["compact", "--budget", "10", "--tokenizer", "nope"],
-            "error: tokenizer: unknown model \"nope\"",
+            "error: tokenizer: unknown tokenizer or model \"nope\"",
         ),
         (&["frobnicate"], "error: unrecognized subcommand"),
     ];

@@ -123,7 +123,8 @@ proptest! {
 /// Every way in names the message at fault: text, value, reader and serde.
 #[test]
 fn every_entry_point_names_the_bad_message() {
-    let text = r#"{"model": "m", "messages": [{"role": "user", "content": "a"}, {"role": "user", "content": 7}]}"#;
+    let text =
+        r#"{"model": "m", "messages": [{"role": "user", "content": "a"}, {"role": "user", "content": 7}]}"#;
     let value: serde_json::Value = serde_json::from_str(text).unwrap();
     let errors = [
         chatfold::History::from_json_str(text).unwrap_err(),
@@ -131,7 +132,10 @@ fn every_entry_point_names_the_bad_message() {
         chatfold::History::from_reader(text.as_bytes()).unwrap_err(),
     ];
     for e in &errors {
-        assert!(matches!(e, chatfold::Error::InvalidMessage { index: 1, .. }), "{e}");
+        assert!(
+            matches!(e, chatfold::Error::InvalidMessage { index: 1, .. }),
+            "{e}"
+        );
     }
     let serde = serde_json::from_value::<chatfold::History>(value).unwrap_err();
     assert!(serde.to_string().starts_with("message 1:"), "{serde}");
@@ -143,6 +147,12 @@ fn every_entry_point_names_the_bad_message() {
     assert_eq!(history.field("stream"), Some(&serde_json::json!(false)));
     assert_eq!(history.field("messages"), None);
     let bare = chatfold::History::from(history.messages.clone());
-    assert_eq!(bare.to_json(), serde_json::json!([{"role": "user", "content": "a"}]));
-    assert_eq!(history.to_json_with(&[]).to_string(), r#"{"model":"m","messages":[],"stream":false}"#);
+    assert_eq!(
+        bare.to_json(),
+        serde_json::json!([{"role": "user", "content": "a"}])
+    );
+    assert_eq!(
+        history.to_json_with(&[]).to_string(),
+        r#"{"model":"m","messages":[],"stream":false}"#
+    );
 }

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use chatfold::{
     AnthropicSummarizer, ClearToolResults, Compaction, Compactor, Error, Extractive, Fate, FileCache,
-    FoldPolicy, Heuristic, History, HttpSummarizer, OpenAiSummarizer, Plan, RedisCache, Summarizer,
-    SummaryCache, SummaryRequest, Tiktoken, TokenCounter,
+    FoldPolicy, History, HttpSummarizer, NamedCounter, OpenAiSummarizer, Plan, RedisCache, Summarizer,
+    SummaryCache, SummaryRequest, TokenCounter,
 };
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
@@ -196,43 +196,14 @@ impl From<Error> for Failure {
             Error::BudgetUnreachable { .. } => 4,
             _ => 2,
         };
+        // Each error says what failed; its source, why.
         let mut message = e.to_string();
         let mut source = std::error::Error::source(&e);
         while let Some(s) = source {
-            let text = s.to_string();
-            if !message.contains(&text) {
-                let _ = write!(message, ": {text}");
-            }
+            let _ = write!(message, ": {s}");
             source = s.source();
         }
         Failure::new(code, message)
-    }
-}
-
-/// The counter chosen with --tokenizer.
-#[derive(Clone, Copy, Debug)]
-enum Counter {
-    Heuristic,
-    Tiktoken(Tiktoken),
-}
-
-impl Counter {
-    fn from_name(name: &str) -> Result<Self, Failure> {
-        if name == "heuristic" {
-            return Ok(Counter::Heuristic);
-        }
-        Tiktoken::from_name(name)
-            .map(Counter::Tiktoken)
-            .map_err(Failure::from)
-    }
-}
-
-impl TokenCounter for Counter {
-    fn count(&self, text: &str) -> usize {
-        match self {
-            Counter::Heuristic => Heuristic.count(text),
-            Counter::Tiktoken(t) => t.count(text),
-        }
     }
 }
 
@@ -308,8 +279,8 @@ fn unchanged(input: &Input, pretty: bool) -> Result<Vec<u8>, Failure> {
     }
 }
 
-fn compactor(args: &BudgetArgs) -> Result<Compactor<Counter>, Failure> {
-    let counter = Counter::from_name(&args.input.tokenizer)?;
+fn compactor(args: &BudgetArgs) -> Result<Compactor<NamedCounter>, Failure> {
+    let counter = args.input.tokenizer.parse::<NamedCounter>()?;
     let mut c = Compactor::new(args.budget).counter(counter).policy(
         FoldPolicy::new()
             .ledger(!args.no_ledger)
@@ -332,10 +303,10 @@ fn compactor(args: &BudgetArgs) -> Result<Compactor<Counter>, Failure> {
 /// `compactor` with the cache the flags name, its keys in the summarizer's
 /// namespace.
 fn cached(
-    compactor: Compactor<Counter>,
+    compactor: Compactor<NamedCounter>,
     args: &CacheArgs,
     summarize: &SummarizeArgs,
-) -> Result<Compactor<Counter>, Failure> {
+) -> Result<Compactor<NamedCounter>, Failure> {
     let store: Arc<dyn SummaryCache> = match (&args.cache_dir, &args.cache_redis) {
         (Some(dir), _) => Arc::new(FileCache::new(dir)),
         (None, Some(url)) => Arc::new(RedisCache::new(url)?),
@@ -357,14 +328,14 @@ fn cached(
 
 /// The summarizer the flags chose.
 enum Chosen {
-    Extractive(Extractive<Counter>),
+    Extractive(Extractive<NamedCounter>),
     Shell(ShellSummarizer),
     OpenAi(OpenAiSummarizer),
     Anthropic(AnthropicSummarizer),
 }
 
 impl Chosen {
-    fn new(args: &SummarizeArgs, counter: Counter) -> Result<Chosen, Failure> {
+    fn new(args: &SummarizeArgs, counter: NamedCounter) -> Result<Chosen, Failure> {
         let timeout = match args.summarize_timeout {
             Some(secs) if secs > 0.0 && Duration::try_from_secs_f64(secs).is_ok() => {
                 Some(Duration::from_secs_f64(secs))
@@ -698,7 +669,7 @@ fn compact(all: &CompactArgs) -> Result<(), Failure> {
 }
 
 fn count(args: &InputArgs) -> Result<(), Failure> {
-    let counter = Counter::from_name(&args.tokenizer)?;
+    let counter = args.tokenizer.parse::<NamedCounter>()?;
     let input = read_input(args.input.as_deref())?;
     write_stdout(format!("{}\n", counter.count_messages(&input.history.messages)).as_bytes())
 }
@@ -707,7 +678,7 @@ fn explain(args: &BudgetArgs) -> Result<(), Failure> {
     let compactor = compactor(args)?.count_all(true);
     let input = read_input(args.input.input.as_deref())?;
     let messages = &input.history.messages;
-    let plan: Plan<'_, '_, Counter> = compactor.plan(messages)?;
+    let plan: Plan<'_, '_, NamedCounter> = compactor.plan(messages)?;
     let mut out = String::new();
     let report = plan.report();
     let total =

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use redis::Commands as _;
 
 use crate::cache::SummaryCache;
-use crate::error::{Error, Result};
+use crate::error::{ConfigError, Error, Result};
 
 /// A [`SummaryCache`] in Redis (feature `redis`): stateless servers behind
 /// a load balancer share their folds, so a conversation folded by one is
@@ -68,7 +68,17 @@ impl RedisCache {
     ///
     /// [`Error::InvalidConfig`] when `url` is not a Redis URL.
     pub fn new(url: &str) -> Result<Self> {
-        let client = redis::Client::open(url).map_err(|e| Error::config(format!("redis URL: {e}")))?;
+        let client = redis::Client::open(url).map_err(|e| {
+            Error::InvalidConfig(ConfigError::Invalid {
+                setting: "redis_url",
+                // Without a password it may hold.
+                value: match (url.split_once("://"), url.rsplit_once('@')) {
+                    (Some((scheme, _)), Some((_, host))) => format!("{scheme}://***@{host}"),
+                    _ => url.to_owned(),
+                },
+                source: Box::new(e),
+            })
+        })?;
         Ok(RedisCache {
             client,
             prefix: "chatfold:".to_owned(),

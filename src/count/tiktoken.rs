@@ -7,7 +7,7 @@ use tiktoken_rs::CoreBPE;
 use tiktoken_rs::tokenizer::{Tokenizer, get_tokenizer};
 
 use super::{MESSAGE_OVERHEAD, TokenCounter};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, TokenizerError};
 use crate::message::Message;
 
 /// Texts longer than this are counted in pieces cut where the tokenizer's
@@ -77,12 +77,13 @@ impl Tiktoken {
         match get_tokenizer(model) {
             Some(Tokenizer::O200kBase | Tokenizer::O200kHarmony) => Self::o200k_base(),
             Some(Tokenizer::Cl100kBase) => Self::cl100k_base(),
-            Some(other) => Err(Error::Tokenizer(format!(
-                "model {model:?} uses {other:?}, which is not a chat encoding (use o200k_base or cl100k_base)"
-            ))),
-            None => Err(Error::Tokenizer(format!(
-                "unknown model {model:?} (use o200k_base, cl100k_base or an OpenAI model name)"
-            ))),
+            Some(other) => Err(Error::Tokenizer(TokenizerError::NotChat {
+                model: model.to_owned(),
+                encoding: format!("{other:?}"),
+            })),
+            None => Err(Error::Tokenizer(TokenizerError::Unknown {
+                name: model.to_owned(),
+            })),
         }
     }
 
@@ -111,7 +112,10 @@ impl Tiktoken {
     ) -> Result<Self> {
         match cell.get_or_init(|| build().map_err(|e| e.to_string())) {
             Ok(bpe) => Ok(Tiktoken { bpe, name }),
-            Err(e) => Err(Error::Tokenizer(format!("cannot load {name}: {e}"))),
+            Err(reason) => Err(Error::Tokenizer(TokenizerError::Load {
+                name,
+                reason: reason.clone(),
+            })),
         }
     }
 }

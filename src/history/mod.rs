@@ -8,7 +8,7 @@ use std::io::Read;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, InputError, JsonError, Result};
 use crate::message::Message;
 
 mod stream;
@@ -174,9 +174,7 @@ fn outcome(
     match (parsed, failure.into_inner()) {
         (_, Some(error)) => Err(error),
         (Ok(history), None) => Ok(history),
-        (Err(e), None) => Err(Error::InvalidInput {
-            reason: format!("not valid JSON: {e}"),
-        }),
+        (Err(e), None) => Err(Error::InvalidInput(InputError::Json(JsonError::from_serde(&e)))),
     }
 }
 
@@ -186,14 +184,10 @@ struct Top<'f> {
 }
 
 impl Top<'_> {
-    fn wrong<E: de::Error>(&self, found: &str) -> E {
+    fn wrong<E: de::Error>(&self, found: &'static str) -> E {
         fail(
             self.failure,
-            Error::InvalidInput {
-                reason: format!(
-                    "expected an array of messages or an object with a \"messages\" array, not {found}"
-                ),
-            },
+            Error::InvalidInput(InputError::NotAHistory { found }),
         )
     }
 }
@@ -319,12 +313,10 @@ impl<'de> Visitor<'de> for Nested<'_> {
 }
 
 impl Nested<'_> {
-    fn wrong<E: de::Error>(&self, found: &str) -> E {
+    fn wrong<E: de::Error>(&self, found: &'static str) -> E {
         fail(
             self.failure,
-            Error::InvalidInput {
-                reason: format!("\"messages\" must be an array, not {found}"),
-            },
+            Error::InvalidInput(InputError::MessagesNotArray { found }),
         )
     }
 }
@@ -341,7 +333,13 @@ impl List<'_> {
         while let Some(value) = seq.next_element::<Value>()? {
             match Message::parse(value) {
                 Ok(m) => out.push(m),
-                Err(reason) => return Err(fail(self.failure, Error::message(out.len(), reason))),
+                Err(problem) => {
+                    let error = Error::InvalidMessage {
+                        index: out.len(),
+                        problem,
+                    };
+                    return Err(fail(self.failure, error));
+                }
             }
         }
         Ok(out)
@@ -371,9 +369,9 @@ mod tests {
         assert_eq!(History::from_reader(split).unwrap().messages[0].text(), "日本");
         let bad = Chunks(vec![b"[{\"role\":\"user\",\"content\":\"\xff\"}]".to_vec()]);
         let err = History::from_reader(bad).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "invalid input: input is not valid UTF-8 (byte 27)"
+        assert!(
+            matches!(err, Error::InvalidInput(InputError::NotUtf8 { byte: 27 })),
+            "{err}"
         );
     }
 }

@@ -10,7 +10,7 @@ use std::io::Read;
 
 use serde_json::Value;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, InputError, JsonError, Result};
 use crate::history::History;
 use crate::message::Message;
 
@@ -50,16 +50,17 @@ struct Input<R> {
     batches: bool,
 }
 
-fn utf8(offset: u64) -> Error {
-    Error::InvalidInput {
-        reason: format!("input is not valid UTF-8 (byte {offset})"),
-    }
+fn utf8(byte: u64) -> Error {
+    Error::InvalidInput(InputError::NotUtf8 { byte })
 }
 
-fn io(e: &std::io::Error) -> Error {
-    Error::InvalidInput {
-        reason: format!("cannot read input: {e}"),
-    }
+fn io(e: std::io::Error) -> Error {
+    Error::InvalidInput(InputError::Io(e))
+}
+
+/// Not JSON: the input ends where a message should be.
+fn at_end() -> Error {
+    Error::InvalidInput(InputError::Json(JsonError::at_end()))
 }
 
 impl<R: Read> Input<R> {
@@ -107,7 +108,7 @@ impl<R: Read> Input<R> {
                 String::from_utf8(bytes).unwrap_or_default()
             }
         };
-        read.map_err(|e| io(&e))?;
+        read.map_err(io)?;
         Ok(grown)
     }
 
@@ -184,7 +185,7 @@ impl<R: Read> Input<R> {
     /// Everything not consumed, read to the end and checked.
     fn rest(mut self) -> Result<String> {
         let mut bytes = std::mem::take(&mut self.raw);
-        self.reader.read_to_end(&mut bytes).map_err(|e| io(&e))?;
+        self.reader.read_to_end(&mut bytes).map_err(io)?;
         let start = self.offset + self.text.len() as u64;
         let tail =
             String::from_utf8(bytes).map_err(|bad| utf8(start + bad.utf8_error().valid_up_to() as u64))?;
@@ -231,38 +232,17 @@ fn ends(bytes: &[u8]) -> Option<usize> {
     None
 }
 
-/// The error a text gives that starts with `prefix` bytes (on one line)
-/// and goes on with the input from `(line, column)`, moved to the input's
-/// line and column.
-fn moved(reason: &str, prefix: usize, line: usize, column: usize) -> String {
-    let Some((message, position)) = reason.rsplit_once(" at line ") else {
-        return reason.to_owned();
-    };
-    let Some((l, c)) = position.split_once(" column ") else {
-        return reason.to_owned();
-    };
-    let (Ok(l), Ok(c)) = (l.parse::<usize>(), c.parse::<usize>()) else {
-        return reason.to_owned();
-    };
-    let (line, column) = if l == 1 {
-        (line, (column + c).saturating_sub(prefix))
-    } else {
-        (line + l - 1, c)
-    };
-    format!("{message} at line {line} column {column}")
-}
-
 /// What parsing `text` (which starts with `prefix` bytes of our own) as a
 /// history gives, with positions moved to the input's.
 fn as_history(text: &str, prefix: usize, line: usize, column: usize, index: usize) -> Result<History> {
     History::from_json_str(text).map_err(|e| match e {
-        Error::InvalidMessage { index: i, reason } => Error::InvalidMessage {
+        Error::InvalidMessage { index: i, problem } => Error::InvalidMessage {
             index: index + i,
-            reason,
+            problem,
         },
-        Error::InvalidInput { reason } => Error::InvalidInput {
-            reason: moved(&reason, prefix, line, column),
-        },
+        Error::InvalidInput(InputError::Json(json)) => {
+            Error::InvalidInput(InputError::Json(json.moved(prefix, line, column)))
+        }
         other => other,
     })
 }
@@ -366,9 +346,7 @@ fn tail<R: Read>(input: Input<R>, prefix: &[u8], index: usize) -> Error {
     let first = index.saturating_sub(usize::from(prefix.starts_with(PLACEHOLDER)));
     match as_history(&text, prefix.len(), line, column, first) {
         Err(e) => e,
-        Ok(_) => Error::InvalidInput {
-            reason: "not valid JSON: unexpected end of input".to_owned(),
-        },
+        Ok(_) => at_end(),
     }
 }
 
@@ -386,11 +364,11 @@ fn element<R: Read>(input: &mut Input<R>, index: usize) -> Result<Message> {
                 let text = format!("[{}", &input.text[input.at..]);
                 return Err(match as_history(&text, 1, line, column, index) {
                     Err(e) => e,
-                    Ok(_) => Error::message(index, "not valid JSON"),
+                    Ok(_) => at_end(),
                 });
             }
             None if input.fill()? => {}
-            None => return Err(Error::message(index, "the input ends before the message")),
+            None => return Err(at_end()),
         }
     };
     let message = if depth(&value) >= DEEP {
@@ -400,9 +378,9 @@ fn element<R: Read>(input: &mut Input<R>, index: usize) -> Result<Message> {
         let history = as_history(&text, 1, line, column, index)?;
         history.messages.into_iter().next()
     } else {
-        Some(Message::parse(value).map_err(|reason| Error::message(index, reason))?)
+        Some(Message::parse(value).map_err(|problem| Error::InvalidMessage { index, problem })?)
     };
-    let message = message.ok_or_else(|| Error::message(index, "a message must be an object"))?;
+    let message = message.ok_or_else(at_end)?;
     input.consume(len);
     Ok(message)
 }

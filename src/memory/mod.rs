@@ -62,7 +62,7 @@ use std::borrow::Cow;
 use std::future::Future;
 
 use crate::count::{Heuristic, TokenCounter};
-use crate::error::{BoxError, Error, Result};
+use crate::error::{BoxError, ConfigError, Result};
 use crate::message::Message;
 use crate::policy::{DEFAULT_POLICY, FoldPolicy};
 use crate::summarize::{AsyncSummarizer, Summarizer, SummaryRequest};
@@ -383,9 +383,6 @@ pub(crate) fn new_summary<C: TokenCounter + ?Sized>(
     Ok(policy.finish(&text, entries, limit, counter).body)
 }
 
-pub(crate) fn check_positive(name: &str, value: usize) -> Result<()> {
-    if value == 0 {
-        return Err(Error::config(format!("{name} must be at least 1")));
-    }
-    Ok(())
+pub(crate) fn check_positive(name: &'static str, value: usize) -> Result<()> {
+    ConfigError::at_least(name, value, 1)
 }

@@ -2,8 +2,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::error::{Error, Result};
-use crate::message::{Message, kind_of};
+use crate::error::{Error, FieldError, JsonError, Result, StateError};
+use crate::message::Message;
 use crate::policy::FoldPolicy;
 
 /// The saved-state version chatfold writes.
@@ -114,40 +114,30 @@ impl State {
     /// [`Error::InvalidState`] for an unknown version, a summary that is not a
     /// string, a buffer that is not an array, or a malformed message in it.
     pub fn from_json(value: Value) -> Result<Self> {
-        let invalid = |reason: String| Error::InvalidState { reason };
+        let invalid = |field: FieldError| Error::InvalidState(StateError::Field(field));
         let Value::Object(mut map) = value else {
-            return Err(invalid(format!("expected an object, not {}", kind_of(&value))));
+            return Err(invalid(FieldError::wrong("", "an object", &value)));
         };
         match map.get("version").and_then(Value::as_u64) {
             Some(1 | 2) => {}
             _ => {
-                let version = map.get("version").map_or("missing".to_owned(), Value::to_string);
-                return Err(invalid(format!(
-                    "unsupported version {version} (chatfold reads versions 1 and 2)"
-                )));
+                let found = map.get("version").map(Value::to_string);
+                return Err(Error::InvalidState(StateError::Version { found }));
             }
         }
         let summary = match map.remove("summary") {
             None | Some(Value::Null) => String::new(),
             Some(Value::String(s)) => s,
-            Some(other) => {
-                return Err(invalid(format!(
-                    "summary must be a string, not {}",
-                    kind_of(&other)
-                )));
-            }
+            Some(other) => return Err(invalid(FieldError::wrong("summary", "a string", &other))),
         };
         let mut messages = |key: &str| match map.remove(key) {
             None | Some(Value::Null) => Ok(Vec::new()),
             Some(Value::Array(items)) => items
                 .into_iter()
                 .enumerate()
-                .map(|(i, v)| Message::parse(v).map_err(|e| invalid(format!("{key} message {i}: {e}"))))
+                .map(|(i, v)| Message::parse(v).map_err(|e| invalid(e.within(&format!("{key}[{i}]")))))
                 .collect::<Result<_>>(),
-            Some(other) => Err(invalid(format!(
-                "{key} must be an array, not {}",
-                kind_of(&other)
-            ))),
+            Some(other) => Err(invalid(FieldError::wrong(key, "an array", &other))),
         };
         let buffer = messages("buffer")?;
         let system = messages("system")?;
@@ -164,9 +154,8 @@ impl State {
     ///
     /// [`Error::InvalidState`] when the text is not JSON, and as [`from_json`](Self::from_json).
     pub fn from_json_str(json: &str) -> Result<Self> {
-        let value = serde_json::from_str(json).map_err(|e| Error::InvalidState {
-            reason: format!("not valid JSON: {e}"),
-        })?;
+        let value = serde_json::from_str(json)
+            .map_err(|e| Error::InvalidState(StateError::Json(JsonError::from_serde(&e))))?;
         State::from_json(value)
     }
 }

@@ -12,7 +12,7 @@ use std::task::{Context, Poll, Waker};
 use super::{Memory, State, check_positive, fold_request, new_summary};
 use crate::clear::ClearToolResults;
 use crate::count::{Heuristic, TokenCounter};
-use crate::error::{BoxError, Error, Result};
+use crate::error::{BoxError, ConfigError, Error, Result};
 use crate::message::Message;
 use crate::policy::FoldPolicy;
 use crate::summarize::AsyncSummarizer;
@@ -160,12 +160,11 @@ impl<C> TieredSettings<C> {
         if let Some(tokens) = self.chunk_tokens {
             check_positive("chunk_tokens", tokens)?;
         }
-        if self.hard_limit_tokens < self.soft_limit_tokens {
-            return Err(Error::config(format!(
-                "hard_limit_tokens ({}) must not be below soft_limit_tokens ({})",
-                self.hard_limit_tokens, self.soft_limit_tokens
-            )));
-        }
+        ConfigError::at_least(
+            "hard_limit_tokens",
+            self.hard_limit_tokens,
+            self.soft_limit_tokens,
+        )?;
         self.policy.validate()
     }
 }
@@ -204,7 +203,7 @@ pub struct Stats {
     /// Tool results replaced by a placeholder
     /// ([`clear_tool_results`](TieredSettings::clear_tool_results)).
     pub results_cleared: u64,
-    /// The last fold error, as text.
+    /// The last fold error and its causes, as text (`summarizer failed: ...`).
     pub last_error: Option<String>,
     /// The view's tokens after each of the last 256 adds, oldest first: the
     /// sawtooth profile.
@@ -601,7 +600,7 @@ impl Tiers {
         let stats = &mut self.stats;
         stats.folds_failed += 1;
         stats.consecutive_failures += 1;
-        stats.last_error = Some(error.to_string());
+        stats.last_error = Some(crate::error::with_sources(error));
         let failures = stats.consecutive_failures;
         if settings.fallback_truncate && failures >= settings.max_failures {
             stats.messages_dropped += n as u64;

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use crate::error::{Error, Result};
+use crate::error::{ConfigError, Error, Result};
 use crate::summarize::SummaryRequest;
 
 /// What an LLM summarizer says to the model: a system prompt and a user
@@ -106,18 +106,17 @@ impl Prompt {
                     Piece::Slot("transcript") => has_transcript = true,
                     Piece::Slot(_) | Piece::Text(_) => {}
                     Piece::Unknown(name) => {
-                        return Err(Error::config(format!(
-                            "prompt: {name} is not a slot (the slots are {})",
-                            SLOTS.map(|s| format!("{{{s}}}")).join(", ")
-                        )));
+                        return Err(Error::InvalidConfig(ConfigError::UnknownSlot {
+                            slot: name.trim_start_matches('{').trim_end_matches('}').to_owned(),
+                        }));
                     }
                 }
             }
         }
         if !has_transcript {
-            return Err(Error::config(
-                "prompt: neither template has the {transcript} slot",
-            ));
+            return Err(Error::InvalidConfig(ConfigError::MissingSlot {
+                slot: "transcript",
+            }));
         }
         Ok(prompt)
     }

@@ -48,3 +48,26 @@ pub fn conversation(turns: usize) -> Vec<Message> {
     }
     h
 }
+
+/// An error's structure, not its wording: the variant and the fields a
+/// caller would match on (which message, which field, which line).
+#[allow(dead_code)]
+pub fn shape(e: &chatfold::Error) -> String {
+    use chatfold::{Error, FieldError, InputError, StateError};
+    let field = |f: &FieldError| match f.found() {
+        None => format!("{} missing ({})", f.field(), f.expected()),
+        Some(found) => format!("{} {found} ({})", f.field(), f.expected()),
+    };
+    match e {
+        Error::InvalidInput(InputError::Json(j)) => format!("json {}:{}", j.line(), j.column()),
+        Error::InvalidInput(InputError::NotUtf8 { byte }) => format!("utf8 {byte}"),
+        Error::InvalidInput(InputError::NotAHistory { found }) => format!("not a history: {found}"),
+        Error::InvalidInput(InputError::MessagesNotArray { found }) => format!("messages: {found}"),
+        Error::InvalidMessage { index, problem } => format!("message {index}: {}", field(problem)),
+        Error::InvalidState(StateError::Json(j)) => format!("state json {}:{}", j.line(), j.column()),
+        Error::InvalidState(StateError::Version { found }) => format!("state version {found:?}"),
+        Error::InvalidState(StateError::Field(f)) => format!("state: {}", field(f)),
+        Error::InvalidConfig(c) => format!("config {c:?}"),
+        other => format!("{other:?}"),
+    }
+}
