@@ -67,6 +67,12 @@ impl Role {
         }
     }
 
+    /// True for `assistant` and `tool`: roles that answer, which must not
+    /// open a history (nor a summary's place in it).
+    pub(crate) fn is_response(&self) -> bool {
+        matches!(self, Role::Assistant | Role::Tool)
+    }
+
     /// True for `system` and `developer`: roles whose messages are never folded.
     pub fn is_pinned(&self) -> bool {
         matches!(self, Role::System | Role::Developer)
@@ -472,19 +478,7 @@ impl Message {
             None => Cow::Borrowed(""),
             Some(Content::Text(s)) => Cow::Borrowed(s),
             Some(Content::Parts(parts)) => {
-                let mut texts = parts.iter().filter_map(Part::as_text);
-                match (texts.next(), texts.next()) {
-                    (None, _) => Cow::Borrowed(""),
-                    (Some(one), None) => Cow::Borrowed(one),
-                    (Some(a), Some(b)) => {
-                        let mut s = format!("{a}\n{b}");
-                        for t in texts {
-                            s.push('\n');
-                            s.push_str(t);
-                        }
-                        Cow::Owned(s)
-                    }
-                }
+                join_lines(parts.iter().filter_map(Part::as_text)).unwrap_or(Cow::Borrowed(""))
             }
         }
     }
@@ -622,6 +616,22 @@ fn optional_string(
         }
         Some(other) => Err(FieldError::wrong(key, "a string", &other)),
     }
+}
+
+/// `pieces` joined by newlines, borrowed when there is one; `None` for none.
+/// How texts become one text everywhere: a message's parts, summary pieces.
+pub(crate) fn join_lines<'a, T: Into<Cow<'a, str>>>(pieces: impl IntoIterator<Item = T>) -> Option<Cow<'a, str>> {
+    let mut pieces = pieces.into_iter().map(Into::into);
+    let first = pieces.next()?;
+    let Some(second) = pieces.next() else {
+        return Some(first);
+    };
+    let mut text = first.into_owned();
+    for piece in std::iter::once(second).chain(pieces) {
+        text.push('\n');
+        text.push_str(&piece);
+    }
+    Some(Cow::Owned(text))
 }
 
 impl serde::Serialize for Message {

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use crate::count::TokenCounter;
 use crate::error::{ConfigError, Error, Result};
 use crate::ledger::{self, LedgerPattern};
-use crate::message::{Content, Message, Role};
+use crate::message::{Content, Message, Role, join_lines};
 
 /// The prefix chatfold starts its summary message with, and recognises it by.
 pub const DEFAULT_SUMMARY_PREFIX: &str = "Summary of earlier conversation:\n";
@@ -335,14 +335,9 @@ impl FoldPolicy {
         allowance: usize,
         counter: &C,
     ) -> Begun<'a> {
-        let joined = |parts: Vec<Cow<'a, str>>| match parts.len() {
-            0 => None,
-            1 => parts.into_iter().next(),
-            _ => Some(Cow::Owned(parts.join("\n"))),
-        };
         if !self.ledger {
             return Begun {
-                prose: joined(previous.to_vec()),
+                prose: join_lines(previous.iter().cloned()),
                 entries: Vec::new(),
                 allowance,
             };
@@ -371,7 +366,7 @@ impl FoldPolicy {
         proses.reverse();
         let share = self.ledger_share(allowance);
         let old: Vec<&str> = old.iter().map(|e| &**e).collect();
-        let prose_text = proses.iter().map(|p| &**p).collect::<Vec<_>>().join("\n");
+        let prose_text = join_lines(proses.iter().map(|p| &**p)).unwrap_or_default();
         let entries = ledger::candidates(
             folded,
             &prose_text,
@@ -385,7 +380,7 @@ impl FoldPolicy {
         let section = self.pack(&refs, share, counter).1;
         let reserve = section.min(allowance.saturating_sub(self.min_summary_tokens));
         Begun {
-            prose: joined(proses),
+            prose: join_lines(proses),
             entries,
             allowance: allowance.saturating_sub(reserve),
         }
@@ -510,7 +505,7 @@ impl FoldPolicy {
                 setting: "summary_prefix",
             }));
         }
-        if matches!(self.summary_role, Role::Assistant | Role::Tool) {
+        if self.summary_role.is_response() {
             return Err(Error::InvalidConfig(ConfigError::NotAllowed {
                 setting: "summary_role",
                 value: self.summary_role.to_string(),

@@ -114,7 +114,7 @@ pub(crate) fn units(messages: &[Message]) -> Vec<Range<usize>> {
 /// An assistant turn or a tool result (any message answering a call, as
 /// rollmem counts it): a turn that must not open a history.
 fn is_response_like(message: &Message) -> bool {
-    matches!(message.role, Role::Assistant | Role::Tool) || message.tool_call_id.is_some()
+    message.role.is_response() || message.tool_call_id.is_some()
 }
 
 /// What a `system` or `developer` message is to alignment.

@@ -231,7 +231,7 @@ fn summarize_command_failures_exit_3() {
             "cat > /dev/null",
             "--summarize-timeout",
             "10",
-            "error: summarizer failed: summarize command printed nothing",
+            "error: summarizer returned an empty summary",
         ),
         (
             "sleep 10",

@@ -170,7 +170,7 @@ impl<R: Read> Input<R> {
         loop {
             let ws = self.text.as_bytes()[self.at..]
                 .iter()
-                .take_while(|b| matches!(b, b' ' | b'\n' | b'\r' | b'\t'))
+                .take_while(|&&b| is_space(b))
                 .count();
             self.consume(ws);
             if let Some(&b) = self.text.as_bytes().get(self.at) {
@@ -207,13 +207,18 @@ impl<R: Read> Input<R> {
     }
 }
 
+/// JSON's whitespace.
+fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\n' | b'\r' | b'\t')
+}
+
 /// Where the last message in `bytes` that another follows ends: the last
 /// `}` followed by `,` and `{` (with whitespace between), searched from the
 /// end. A guess, which parsing checks: a message array that parses is read
 /// as the whole input would read it, wherever the guess put its end.
 fn ends(bytes: &[u8]) -> Option<usize> {
     let skip_back = |mut i: usize| {
-        while i > 0 && matches!(bytes[i - 1], b' ' | b'\n' | b'\r' | b'\t') {
+        while i > 0 && is_space(bytes[i - 1]) {
             i -= 1;
         }
         i
@@ -273,7 +278,7 @@ fn read_in(reader: impl Read, chunk: usize) -> Result<History> {
         let bytes = input.text.as_bytes();
         if let Some(i) = bytes
             .iter()
-            .position(|b| !matches!(b, b' ' | b'\n' | b'\r' | b'\t'))
+            .position(|&b| !is_space(b))
         {
             break Some(i);
         }

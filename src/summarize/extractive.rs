@@ -60,8 +60,10 @@ impl<C: TokenCounter> Extractive<C> {
 impl<C: TokenCounter> Summarizer for Extractive<C> {
     type Error = std::convert::Infallible;
 
-    /// Lines are made newest first and only until the allowance is spent, so
-    /// the cost follows the summary's size, not the number of folded turns.
+    /// Lines are made and counted newest first, and only until the allowance
+    /// is spent; the folded turns are still walked once for each tier (what
+    /// people said, then tool calls and results), so the cost grows with the
+    /// number of folded turns, and the counting with the summary's size.
     fn summarize(&self, request: &SummaryRequest<'_>) -> Result<String, Self::Error> {
         let previous: Vec<&str> = request
             .previous_summary()
