@@ -159,7 +159,7 @@ impl Compactor<Heuristic> {
     /// let exact = c.clone().counter(chatfold::Tiktoken::o200k_base()?);
     /// assert_ne!(c.counter.count_messages(&history), exact.counter.count_messages(&history));
     /// # }
-    /// 
+    ///
     /// assert_eq!(c.budget, 8000);
     /// assert_eq!(c.keep_recent, None);
     /// assert_eq!(c.effective_keep_recent(), 4000);
@@ -355,132 +355,50 @@ impl<C: TokenCounter> Compactor<C> {
         })
     }
 
-    /// [`plan`](Self::plan) on the history as it is (after any clearing).
+    /// [`plan`](Self::plan) on the history as it is (after any clearing), in
+    /// four phases: scan the headers, prove the history over budget, walk
+    /// back over the kept part, decide the summary's allowance.
     fn decide<'a, 'c>(&'c self, messages: &'a [Message]) -> Result<Plan<'a, 'c, C>> {
         let counter = &self.counter;
         let n = messages.len();
-        let priming = counter.reply_priming();
         let mut counts = Counts::new(n);
         let mut count = |i: usize| counts.get_or_count(i, || counter.count_message(&messages[i]));
 
-        // One pass over the headers finds previous summaries, pinned messages
-        // (always part of the output), tool calls, and a lower bound on the
-        // tokens that may prove the history over budget without counting it.
-        let (mut summaries, mut pinned_at, mut callers) = (Vec::new(), Vec::new(), Vec::new());
-        let mut at_least = priming;
-        for (i, m) in messages.iter().enumerate() {
-            if self.policy.is_summary(m) {
-                summaries.push(i);
-            } else if m.role.is_pinned() {
-                pinned_at.push(i);
-            }
-            if !m.tool_calls.is_empty() {
-                callers.push(i);
-            }
-            if at_least <= self.budget {
-                at_least = at_least.saturating_add(counter.count_message_at_least(m));
-            }
-        }
-
-        // Otherwise count from the end until the history is known to be over budget.
-        let mut total = priming;
-        let mut counted_all = false;
-        if !self.count_all && at_least > self.budget {
-            total = at_least;
-        } else {
-            for i in (0..n).rev() {
-                total = total.saturating_add(count(i));
-                if total > self.budget && !self.count_all {
-                    break;
-                }
-                counted_all = i == 0;
-            }
-            counted_all |= n == 0;
-        }
-        let mut plan = Plan {
-            messages: Cow::Borrowed(messages),
-            compactor: self,
-            report: Report {
-                len: n,
-                cut: 0,
-                reason: CutReason::Fits,
-                aligned_from: None,
-                allowance: 0,
-                hoisted: Vec::new(),
-                previous: Vec::new(),
-                counts: Counts::new(0),
-                ledger: Vec::new(),
-                ledger_dropped: Vec::new(),
-                cleared: Vec::new(),
-                reused: None,
-                folds: 0,
-            },
-            tokens_before: counted_all.then_some(total),
-            fixed_tokens: total,
-            summary_limit: 0,
-            begun: OnceLock::new(),
-            reuse: None,
-            chunks: Vec::new(),
-            chains: Vec::new(),
-        };
+        let headers = self.scan_headers(messages);
+        let (total, counted_all) = self.prove_over_budget(messages, headers.at_least, &mut count);
+        let mut plan = Plan::whole(messages, self, counted_all.then_some(total), total);
         if total <= self.budget {
             plan.report.counts = counts;
             return Ok(plan);
         }
 
-        let after = summaries.last().map_or(0, |i| i + 1);
-        let pinned = pinned_at
+        // Only what follows the last previous summary is a candidate to keep.
+        let after = headers.summaries.last().map_or(0, |i| i + 1);
+        let pinned = headers
+            .pinned_at
             .iter()
             .fold(0usize, |sum, &i| sum.saturating_add(count(i)));
-        let summary_overhead = self.policy.overhead(counter);
-        let min_summary = summary_overhead.saturating_add(self.policy.min_summary_tokens);
-        let fixed = priming.saturating_add(pinned);
+        let fixed = counter.reply_priming().saturating_add(pinned);
+        let min_summary = self
+            .policy
+            .overhead(counter)
+            .saturating_add(self.policy.min_summary_tokens);
         let room = self.budget.saturating_sub(fixed).saturating_sub(min_summary);
-        let keep_recent = self.effective_keep_recent();
 
-        // Walk back over whole units after the previous summary, adding up
-        // all kept tokens (for keep_recent) and the non-pinned ones (for the
-        // room beside the pinned messages and the summary).
-        let (mut kept, mut latest_loose) = (Kept::default(), None::<usize>);
-        let mut refused_by_budget = false;
-        let units = units::Backward::new(messages, &callers, after);
-        let cut = units::cut(messages, units, units::Pinned::LookPast, |unit| {
-            // The latest unit is kept whatever it costs. An older one may be
-            // refused by the lower bound without counting it (a long tool
-            // result, say), else by exact counts as soon as they pass a limit.
-            let limits = latest_loose.is_some().then_some((room, keep_recent));
-            let at_least = &mut |i| counter.count_message_at_least(&messages[i]);
-            let counted = match limits {
-                Some(_) => kept
-                    .add(messages, unit.clone(), limits, at_least)
-                    .and_then(|_| kept.add(messages, unit, limits, &mut count)),
-                None => kept.add(messages, unit, limits, &mut count),
-            };
-            match counted {
-                Ok(next) => {
-                    latest_loose.get_or_insert(next.loose - kept.loose);
-                    kept = next;
-                    true
-                }
-                Err(by_room) => {
-                    refused_by_budget = by_room;
-                    false
-                }
-            }
-        });
-        let mut start = cut.start;
+        let walk = self.walk_kept(messages, &headers.callers, after, room, &mut count);
+        let mut start = walk.cut.start;
         plan.report.cut = start;
-        plan.report.aligned_from = cut.aligned_from;
-        plan.report.reason = match (cut.stop, refused_by_budget) {
+        plan.report.aligned_from = walk.cut.aligned_from;
+        plan.report.reason = match (walk.cut.stop, walk.refused) {
             (Stop::Start, _) => CutReason::Start,
-            (Stop::Limit, true) => CutReason::Budget,
-            (Stop::Limit, false) => CutReason::KeepRecent,
+            (Stop::Limit, Some(Refusal::Room)) => CutReason::Budget,
+            (Stop::Limit, _) => CutReason::KeepRecent,
         };
         // With a cache, a cut it has a summary for may be kept instead, and
         // otherwise the longest cached prefix is extended.
-        if let Some(cache) = self.cache.as_ref().filter(|_| summaries.is_empty()) {
+        if let Some(cache) = self.cache.as_ref().filter(|_| headers.summaries.is_empty()) {
             let (reused_at, reuse, chains) =
-                self.reuse(messages, &callers, after, start, room, &mut count, cache);
+                self.reuse(messages, &headers.callers, after, start, room, &mut count, cache);
             if reused_at != start {
                 start = reused_at;
                 plan.report.cut = start;
@@ -492,49 +410,166 @@ impl<C: TokenCounter> Compactor<C> {
             plan.chains = chains;
         }
         // Before the cut: hoisted pinned messages, previous summaries, the rest folded.
-        plan.report.hoisted = pinned_at.into_iter().take_while(|&i| i < start).collect();
-        plan.report.previous = summaries;
+        plan.report.hoisted = headers.pinned_at.into_iter().take_while(|&i| i < start).collect();
+        plan.report.previous = headers.summaries;
         // Alignment only ever drops units, so the kept part is re-summed.
         let kept_loose: usize = (start..n)
             .filter(|&i| !messages[i].role.is_pinned())
             .fold(0, |sum, i| sum.saturating_add(count(i)));
         plan.fixed_tokens = fixed.saturating_add(kept_loose);
-
         let reachable = fixed
-            .saturating_add(latest_loose.unwrap_or(0))
+            .saturating_add(walk.latest_loose)
             .saturating_add(min_summary)
             <= self.budget;
-        if plan.folds() {
-            // Strict mode fails here only when even an empty summary cannot fit;
-            // otherwise a short enough summary may still make it, and `apply` decides.
-            let least = plan.fixed_tokens.saturating_add(summary_overhead);
-            if self.strict && least > self.budget {
-                return Err(Error::BudgetUnreachable {
-                    budget: self.budget,
-                    required: least,
-                });
+        self.decide_allowance(&mut plan, reachable, &mut count)?;
+        plan.report.counts = counts;
+        Ok(plan)
+    }
+
+    /// Phase 1: one pass over the headers finds previous summaries, pinned
+    /// messages (always part of the output), tool calls, and a lower bound
+    /// on the tokens that may prove the history over budget without
+    /// counting it.
+    fn scan_headers(&self, messages: &[Message]) -> Headers {
+        let mut headers = Headers {
+            summaries: Vec::new(),
+            pinned_at: Vec::new(),
+            callers: Vec::new(),
+            at_least: self.counter.reply_priming(),
+        };
+        for (i, m) in messages.iter().enumerate() {
+            if self.policy.is_summary(m) {
+                headers.summaries.push(i);
+            } else if m.role.is_pinned() {
+                headers.pinned_at.push(i);
             }
-            let room = if reachable {
-                self.budget.saturating_sub(plan.fixed_tokens)
-            } else {
-                min_summary
+            if !m.tool_calls.is_empty() {
+                headers.callers.push(i);
+            }
+            if headers.at_least <= self.budget {
+                headers.at_least = headers
+                    .at_least
+                    .saturating_add(self.counter.count_message_at_least(m));
+            }
+        }
+        headers
+    }
+
+    /// Phase 2: the history's tokens, or as many as prove it over budget
+    /// (the lower bound, or counts from the end), and whether every message
+    /// was counted.
+    fn prove_over_budget(
+        &self,
+        messages: &[Message],
+        at_least: usize,
+        count: &mut dyn FnMut(usize) -> usize,
+    ) -> (usize, bool) {
+        if !self.count_all && at_least > self.budget {
+            return (at_least, false);
+        }
+        let mut total = self.counter.reply_priming();
+        for i in (0..messages.len()).rev() {
+            total = total.saturating_add(count(i));
+            if total > self.budget && !self.count_all {
+                return (total, false);
+            }
+        }
+        (total, true)
+    }
+
+    /// Phase 3: the walk back over whole units after `after`, adding up all
+    /// kept tokens (for `keep_recent`) and the non-pinned ones (for the
+    /// `room` beside the pinned messages and the summary). The latest unit
+    /// is kept whatever it costs; an older one may be refused by the lower
+    /// bound without counting it (a long tool result, say), else by exact
+    /// counts as soon as they pass a limit.
+    fn walk_kept(
+        &self,
+        messages: &[Message],
+        callers: &[usize],
+        after: usize,
+        room: usize,
+        count: &mut dyn FnMut(usize) -> usize,
+    ) -> Walk {
+        let limits = Limits {
+            room,
+            keep_recent: self.effective_keep_recent(),
+        };
+        let (mut kept, mut units_kept) = (Kept::default(), 0usize);
+        let (mut latest_loose, mut refused) = (0, None);
+        let units = units::Backward::new(messages, callers, after);
+        let cut = units::cut(messages, units, units::Pinned::LookPast, |unit| {
+            let limits = (units_kept > 0).then_some(limits);
+            let at_least = &mut |i| self.counter.count_message_at_least(&messages[i]);
+            let added = match limits {
+                Some(_) => kept
+                    .add(messages, unit.clone(), limits, at_least)
+                    .and_then(|_| kept.add(messages, unit, limits, &mut *count)),
+                None => kept.add(messages, unit, limits, &mut *count),
             };
-            plan.report.allowance = self.policy.cap(room.saturating_sub(summary_overhead));
-            plan.summary_limit = summary_overhead.saturating_add(plan.report.allowance);
-            let from = plan.reuse.as_ref().map_or(0, |r| r.at);
-            plan.chunks = self.chunks(messages, from..start, plan.report.allowance, &mut count);
-            plan.report.folds = plan.chunks.len();
-            plan.report.counts = counts;
-        } else if self.strict {
+            match added {
+                Ok(next) => {
+                    if units_kept == 0 {
+                        latest_loose = next.loose;
+                    }
+                    units_kept += 1;
+                    kept = next;
+                    true
+                }
+                Err(why) => {
+                    refused = Some(why);
+                    false
+                }
+            }
+        });
+        Walk {
+            cut,
+            latest_loose,
+            refused,
+        }
+    }
+
+    /// Phase 4: when the plan folds, the summary's allowance (all the room
+    /// left beside the kept part, or the minimum when even the latest unit
+    /// leaves none) and the chunks it is folded in; the strict mode's
+    /// refusals.
+    fn decide_allowance(
+        &self,
+        plan: &mut Plan<'_, '_, C>,
+        reachable: bool,
+        count: &mut dyn FnMut(usize) -> usize,
+    ) -> Result<()> {
+        let summary_overhead = self.policy.overhead(&self.counter);
+        if !plan.folds() {
             // Nothing can be folded: the history stays as it is, over budget.
+            return match self.strict {
+                true => Err(Error::BudgetUnreachable {
+                    budget: self.budget,
+                    required: plan.fixed_tokens,
+                }),
+                false => Ok(()),
+            };
+        }
+        // Strict mode fails here only when even an empty summary cannot fit;
+        // otherwise a short enough summary may still make it, and `apply` decides.
+        let least = plan.fixed_tokens.saturating_add(summary_overhead);
+        if self.strict && least > self.budget {
             return Err(Error::BudgetUnreachable {
                 budget: self.budget,
-                required: plan.fixed_tokens,
+                required: least,
             });
-        } else {
-            plan.report.counts = counts;
         }
-        Ok(plan)
+        let room = match reachable {
+            true => self.budget.saturating_sub(plan.fixed_tokens),
+            false => summary_overhead.saturating_add(self.policy.min_summary_tokens),
+        };
+        plan.report.allowance = self.policy.cap(room.saturating_sub(summary_overhead));
+        plan.summary_limit = summary_overhead.saturating_add(plan.report.allowance);
+        let from = plan.reuse.as_ref().map_or(0, |r| r.at);
+        let (messages, allowance) = (plan.messages.as_ref(), plan.report.allowance);
+        plan.chunks = self.chunks(messages, from..plan.report.cut, allowance, count);
+        plan.report.folds = plan.chunks.len();
+        Ok(())
     }
 
     /// Where a cache lets the cut be, the cached summary it reuses, and the
@@ -792,23 +827,60 @@ impl<C: TokenCounter> Compactor<C> {
 
 /// Tokens of the kept part: all of them (against `keep_recent`) and the
 /// non-pinned ones (against the room beside pinned messages and the summary).
-#[derive(Clone, Copy, Debug, Default)]
+/// What one pass over the messages' headers finds (phase 1).
+struct Headers {
+    /// Previous chatfold summaries.
+    summaries: Vec<usize>,
+    /// Pinned messages (system, developer) that are not summaries.
+    pinned_at: Vec<usize>,
+    /// Messages with tool calls.
+    callers: Vec<usize>,
+    /// A lower bound on the history's tokens, summed while at most the budget.
+    at_least: usize,
+}
+
+/// The kept part the walk back found (phase 3).
+struct Walk {
+    cut: units::Cut,
+    /// Tokens of the latest unit's messages that are not pinned.
+    latest_loose: usize,
+    /// Why the walk stopped at an older unit, if one refused it.
+    refused: Option<Refusal>,
+}
+
+/// Why an older unit is not kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Refusal {
+    /// It leaves too little room beside the pinned messages for the summary.
+    Room,
+    /// It passes `keep_recent`.
+    KeepRecent,
+}
+
+/// The limits an older unit must stay within.
+#[derive(Clone, Copy)]
+struct Limits {
+    room: usize,
+    keep_recent: usize,
+}
+
+/// Tokens of the kept part: all of them, and those not pinned.
+#[derive(Clone, Copy, Default)]
 struct Kept {
     all: usize,
     loose: usize,
 }
 
 impl Kept {
-    /// The kept part with `unit` added, its messages' tokens by `tokens`, newest
-    /// first; with `limits` (room, keep_recent), `Err(by_room)` as soon as one is
-    /// passed.
+    /// The kept part with `unit` added, its messages' tokens by `tokens`,
+    /// newest first; with `limits`, refused as soon as one is passed.
     fn add(
         self,
         messages: &[Message],
         unit: std::ops::Range<usize>,
-        limits: Option<(usize, usize)>,
+        limits: Option<Limits>,
         tokens: &mut dyn FnMut(usize) -> usize,
-    ) -> std::result::Result<Kept, bool> {
+    ) -> std::result::Result<Kept, Refusal> {
         let mut next = self;
         for i in unit.rev() {
             let t = tokens(i);
@@ -816,12 +888,12 @@ impl Kept {
             if !messages[i].role.is_pinned() {
                 next.loose = next.loose.saturating_add(t);
             }
-            if let Some((room, keep_recent)) = limits {
-                if next.loose > room {
-                    return Err(true);
+            if let Some(limits) = limits {
+                if next.loose > limits.room {
+                    return Err(Refusal::Room);
                 }
-                if next.all > keep_recent {
-                    return Err(false);
+                if next.all > limits.keep_recent {
+                    return Err(Refusal::KeepRecent);
                 }
             }
         }
@@ -905,6 +977,44 @@ pub struct Plan<'a, 'c, C> {
 struct Reuse {
     at: usize,
     text: String,
+}
+
+impl<'a, 'c, C> Plan<'a, 'c, C> {
+    /// The plan that keeps everything: `tokens` counted (all of them, as
+    /// `tokens_before`, when known).
+    fn whole(
+        messages: &'a [Message],
+        compactor: &'c Compactor<C>,
+        tokens_before: Option<usize>,
+        tokens: usize,
+    ) -> Self {
+        Plan {
+            messages: Cow::Borrowed(messages),
+            compactor,
+            report: Report {
+                len: messages.len(),
+                cut: 0,
+                reason: CutReason::Fits,
+                aligned_from: None,
+                allowance: 0,
+                hoisted: Vec::new(),
+                previous: Vec::new(),
+                counts: Counts::new(0),
+                ledger: Vec::new(),
+                ledger_dropped: Vec::new(),
+                cleared: Vec::new(),
+                reused: None,
+                folds: 0,
+            },
+            tokens_before,
+            fixed_tokens: tokens,
+            summary_limit: 0,
+            begun: OnceLock::new(),
+            reuse: None,
+            chunks: Vec::new(),
+            chains: Vec::new(),
+        }
+    }
 }
 
 impl<'a, C: TokenCounter> Plan<'a, '_, C> {

@@ -620,7 +620,9 @@ fn optional_string(
 
 /// `pieces` joined by newlines, borrowed when there is one; `None` for none.
 /// How texts become one text everywhere: a message's parts, summary pieces.
-pub(crate) fn join_lines<'a, T: Into<Cow<'a, str>>>(pieces: impl IntoIterator<Item = T>) -> Option<Cow<'a, str>> {
+pub(crate) fn join_lines<'a, T: Into<Cow<'a, str>>>(
+    pieces: impl IntoIterator<Item = T>,
+) -> Option<Cow<'a, str>> {
     let mut pieces = pieces.into_iter().map(Into::into);
     let first = pieces.next()?;
     let Some(second) = pieces.next() else {

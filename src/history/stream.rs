@@ -276,10 +276,7 @@ fn read_in(reader: impl Read, chunk: usize) -> Result<History> {
     // The first byte that is not whitespace, nothing consumed yet.
     let first = loop {
         let bytes = input.text.as_bytes();
-        if let Some(i) = bytes
-            .iter()
-            .position(|&b| !is_space(b))
-        {
+        if let Some(i) = bytes.iter().position(|&b| !is_space(b)) {
             break Some(i);
         }
         if !input.fill()? {
