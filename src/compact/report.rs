@@ -1,0 +1,246 @@
+//! What a compaction did: the result, the report of each message's fate
+//! and the reason for the cut, and the token counts behind them.
+
+use std::borrow::Cow;
+
+use crate::message::Message;
+
+/// What happens to one input message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Fate {
+    /// Kept verbatim, in place, in the recent part.
+    Kept,
+    /// A system or developer message from before the cut, kept verbatim ahead
+    /// of the summary.
+    Hoisted,
+    /// Folded into the summary.
+    Folded,
+    /// A previous chatfold summary, passed to the summarizer as the running summary.
+    PreviousSummary,
+}
+
+/// Why the kept part starts where it does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CutReason {
+    /// The history fits the budget: nothing is cut.
+    Fits,
+    /// Keeping the next older unit would pass `keep_recent`.
+    KeepRecent,
+    /// Keeping the next older unit would leave too little room for the summary.
+    Budget,
+    /// Every turn after the previous summary (or from the start) is kept.
+    Start,
+    /// The cache has a summary of exactly the messages before this cut, and
+    /// keeping them stays within `keep_recent_max` and the budget.
+    Reused,
+}
+
+/// Token counts of the messages counted so far: a suffix counted from the
+/// end, and any others (pinned messages) on the side.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct Counts {
+    pub(super) len: usize,
+    /// `suffix[k]`: tokens of message `len - 1 - k`.
+    pub(super) suffix: Vec<usize>,
+    pub(super) side: std::collections::BTreeMap<usize, usize>,
+}
+
+impl Counts {
+    pub(super) fn new(len: usize) -> Self {
+        Counts {
+            len,
+            ..Counts::default()
+        }
+    }
+
+    pub(super) fn get(&self, i: usize) -> Option<usize> {
+        match self.len.checked_sub(i + 1) {
+            Some(k) if k < self.suffix.len() => Some(self.suffix[k]),
+            _ => self.side.get(&i).copied(),
+        }
+    }
+
+    pub(super) fn get_or_count(&mut self, i: usize, count: impl FnOnce() -> usize) -> usize {
+        if let Some(t) = self.get(i) {
+            return t;
+        }
+        let t = count();
+        if self.len.checked_sub(i + 1) == Some(self.suffix.len()) {
+            self.suffix.push(t);
+        } else {
+            self.side.insert(i, t);
+        }
+        t
+    }
+}
+
+/// The result of a compaction.
+///
+/// # Examples
+///
+/// ```
+/// use chatfold::{Compactor, Extractive, Message};
+/// use std::borrow::Cow;
+///
+/// let short = [Message::user("hi")];
+/// let result = Compactor::new(1000).compact(&short, &Extractive::new())?;
+/// assert!(matches!(result.messages, Cow::Borrowed(_))); // unchanged, not copied
+/// assert!(!result.summarized);
+/// assert_eq!(result.tokens_before, Some(result.tokens_after));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Compaction<'a> {
+    /// The compacted history: borrowed when unchanged.
+    pub messages: Cow<'a, [Message]>,
+    /// Whether a summary was made.
+    pub summarized: bool,
+    /// Tokens in the input, when they were all counted (the history fit, or
+    /// [`Compactor::count_all`] was set). `None` means "over the budget".
+    pub tokens_before: Option<usize>,
+    /// Tokens in the output, exact.
+    pub tokens_after: usize,
+    /// Whether the output is over the budget (the budget was unreachable).
+    pub over_budget: bool,
+    /// Whether the summary was cut to fit its allowance.
+    pub summary_truncated: bool,
+    /// What happened to each input message, and why.
+    pub report: Report,
+}
+
+/// What a compaction did with each input message, and why.
+///
+/// # Examples
+///
+/// ```
+/// use chatfold::{Compactor, CutReason, Fate, Message, SummaryRequest};
+///
+/// let mut history = vec![Message::system("Be brief.")];
+/// history.extend((0..40).map(|i| Message::user(format!("message number {i}"))));
+/// let result = Compactor::new(100).compact(&history, &|_: &SummaryRequest<'_>| {
+///     Ok::<_, std::convert::Infallible>("forty numbered messages".to_owned())
+/// })?;
+/// let report = &result.report;
+/// assert_eq!(report.fate(0), Some(Fate::Hoisted));
+/// assert_eq!(report.fate(1), Some(Fate::Folded));
+/// assert_eq!(report.fate(40), Some(Fate::Kept));
+/// assert_eq!(report.indices(Fate::Kept).next(), Some(report.cut()));
+/// assert_eq!(report.reason(), CutReason::KeepRecent);
+/// assert!(report.tokens(40).is_some()); // kept messages are counted
+/// assert_eq!(report.tokens(1), None); // folded ones are not
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Report {
+    pub(super) len: usize,
+    pub(super) cut: usize,
+    pub(super) reason: CutReason,
+    pub(super) aligned_from: Option<usize>,
+    pub(super) allowance: usize,
+    pub(super) hoisted: Vec<usize>,
+    pub(super) previous: Vec<usize>,
+    pub(super) counts: Counts,
+    pub(super) ledger: Vec<String>,
+    pub(super) ledger_dropped: Vec<String>,
+    pub(super) cleared: Vec<usize>,
+    pub(super) reused: Option<usize>,
+    pub(super) folds: usize,
+}
+
+impl Report {
+    /// How many leading messages a cached summary covered, when one was
+    /// reused (equal to [`cut`](Self::cut) when no summarizer ran).
+    pub fn reused(&self) -> Option<usize> {
+        self.reused
+    }
+
+    /// How many summarizer calls the folded part takes: one, more with
+    /// [`Compactor::max_fold_input_tokens`], none when a cached summary
+    /// covers it or nothing is folded.
+    pub fn folds(&self) -> usize {
+        self.folds
+    }
+
+    /// How many input messages there were.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the input was empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Index of the first message of the kept part (the input's length when
+    /// nothing is kept; 0 when the history fit).
+    pub fn cut(&self) -> usize {
+        self.cut
+    }
+
+    /// Why the kept part starts there.
+    pub fn reason(&self) -> CutReason {
+        self.reason
+    }
+
+    /// Where the cut was before alignment moved it forward, if it did.
+    pub fn aligned_from(&self) -> Option<usize> {
+        self.aligned_from
+    }
+
+    /// The summary text's allowance in tokens (0 when nothing was folded).
+    pub fn allowance(&self) -> usize {
+        self.allowance
+    }
+
+    /// The fate of input message `index` (`None` past the end).
+    pub fn fate(&self, index: usize) -> Option<Fate> {
+        Some(if index >= self.len {
+            return None;
+        } else if index >= self.cut {
+            Fate::Kept
+        } else if self.previous.binary_search(&index).is_ok() {
+            Fate::PreviousSummary
+        } else if self.hoisted.binary_search(&index).is_ok() {
+            Fate::Hoisted
+        } else {
+            Fate::Folded
+        })
+    }
+
+    /// The fate of every input message, in order.
+    pub fn fates(&self) -> impl Iterator<Item = Fate> + '_ {
+        (0..self.len).filter_map(|i| self.fate(i))
+    }
+
+    /// Input indices with the given fate, in order.
+    pub fn indices(&self, fate: Fate) -> impl Iterator<Item = usize> + '_ {
+        (0..self.len).filter(move |&i| self.fate(i) == Some(fate))
+    }
+
+    /// The ledger entries listed in the summary, newest first (empty when
+    /// nothing was folded or the ledger is off).
+    pub fn ledger(&self) -> &[String] {
+        &self.ledger
+    }
+
+    /// Identifiers found in the folded turns that did not fit in the ledger's
+    /// share of the summary (nor stand in its prose).
+    pub fn ledger_dropped(&self) -> &[String] {
+        &self.ledger_dropped
+    }
+
+    /// Input indices of the tool results whose content was replaced by a
+    /// placeholder ([`Compactor::clear_tool_results`]), in order.
+    pub fn cleared(&self) -> &[usize] {
+        &self.cleared
+    }
+
+    /// Tokens of input message `index`, if it was counted: kept and hoisted
+    /// messages always are, folded ones only with [`Compactor::count_all`].
+    pub fn tokens(&self, index: usize) -> Option<usize> {
+        self.counts.get(index)
+    }
+}
