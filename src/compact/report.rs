@@ -99,7 +99,7 @@ pub struct Compaction<'a> {
     /// Whether a summary was made.
     pub summarized: bool,
     /// Tokens in the input, when they were all counted (the history fit, or
-    /// [`Compactor::count_all`] was set). `None` means "over the budget".
+    /// [`Compactor::count_all`](super::Compactor::count_all) was set). `None` means "over the budget".
     pub tokens_before: Option<usize>,
     /// Tokens in the output, exact.
     pub tokens_after: usize,
@@ -158,7 +158,7 @@ impl Report {
     }
 
     /// How many summarizer calls the folded part takes: one, more with
-    /// [`Compactor::max_fold_input_tokens`], none when a cached summary
+    /// [`Compactor::max_fold_input_tokens`](super::Compactor::max_fold_input_tokens), none when a cached summary
     /// covers it or nothing is folded.
     pub fn folds(&self) -> usize {
         self.folds
@@ -233,13 +233,13 @@ impl Report {
     }
 
     /// Input indices of the tool results whose content was replaced by a
-    /// placeholder ([`Compactor::clear_tool_results`]), in order.
+    /// placeholder ([`Compactor::clear_tool_results`](super::Compactor::clear_tool_results)), in order.
     pub fn cleared(&self) -> &[usize] {
         &self.cleared
     }
 
     /// Tokens of input message `index`, if it was counted: kept and hoisted
-    /// messages always are, folded ones only with [`Compactor::count_all`].
+    /// messages always are, folded ones only with [`Compactor::count_all`](super::Compactor::count_all).
     pub fn tokens(&self, index: usize) -> Option<usize> {
         self.counts.get(index)
     }

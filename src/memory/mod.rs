@@ -144,7 +144,7 @@ pub trait Remember: Memory {
     ///
     /// # Errors
     ///
-    /// [`Error::Summarize`] or [`Error::EmptySummary`] when a fold's summarizer
+    /// [`Error::Summarize`](crate::Error::Summarize) or [`Error::EmptySummary`](crate::Error::EmptySummary) when a fold's summarizer
     /// fails; the memory is unchanged and the next add retries the fold.
     fn add_message(&mut self, message: Message) -> Result<()>;
 
@@ -198,7 +198,7 @@ pub trait AsyncRemember: Memory {
     ///
     /// # Errors
     ///
-    /// [`Error::Summarize`] or [`Error::EmptySummary`] when this call's fold
+    /// [`Error::Summarize`](crate::Error::Summarize) or [`Error::EmptySummary`](crate::Error::EmptySummary) when this call's fold
     /// failed; the message stays in the buffer and the next add retries the fold.
     fn add_message(&self, message: Message) -> impl Future<Output = Result<()>> + Send;
 
