@@ -10,12 +10,15 @@ use crate::clear::ClearToolResults;
 use crate::count::{Heuristic, TokenCounter};
 use crate::error::{ConfigError, Error, Result};
 use crate::message::Message;
-use crate::policy::{Begun, FoldPolicy};
-use crate::summarize::{AsyncSummarizer, Summarizer, SummaryRequest};
+use crate::policy::FoldPolicy;
+use crate::summarize::{AsyncSummarizer, Summarizer};
 use crate::units::{self, Stop};
 
+mod plan;
 mod report;
 
+pub use plan::Plan;
+use plan::Reuse;
 use report::Counts;
 pub use report::{Compaction, CutReason, Fate, Report};
 
@@ -830,8 +833,6 @@ impl<C: TokenCounter> Compactor<C> {
     }
 }
 
-/// Tokens of the kept part: all of them (against `keep_recent`) and the
-/// non-pinned ones (against the room beside pinned messages and the summary).
 /// What one pass over the messages' headers finds (phase 1).
 struct Headers {
     /// Previous chatfold summaries.
@@ -869,7 +870,8 @@ struct Limits {
     keep_recent: usize,
 }
 
-/// Tokens of the kept part: all of them, and those not pinned.
+/// Tokens of the kept part: all of them (against `keep_recent`) and the
+/// non-pinned ones (against the room beside pinned messages and the summary).
 #[derive(Clone, Copy, Default)]
 struct Kept {
     all: usize,
@@ -903,296 +905,6 @@ impl Kept {
             }
         }
         Ok(next)
-    }
-}
-
-/// A decision about a history, before any summarizer runs.
-///
-/// Made by [`Compactor::plan`]; [`folded`](Plan::folded) is what to summarize
-/// and [`apply`](Plan::apply) builds the result from the summary.
-///
-/// # Examples
-///
-/// ```
-/// use chatfold::{Compactor, Fate, Message};
-///
-/// let history: Vec<Message> = (0..30).map(|i| Message::user(format!("message {i}"))).collect();
-/// let compactor = Compactor::new(80);
-/// let plan = compactor.plan(&history)?;
-/// let request = plan.folded().expect("over budget: something to fold");
-/// assert_eq!(request.messages().next(), Some(&history[0]));
-/// assert_eq!(plan.report().fate(0), Some(Fate::Folded));
-/// let result = plan.apply("Thirty numbered messages.")?;
-/// assert!(result.tokens_after <= 80);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug)]
-pub struct Plan<'a, 'c, C> {
-    messages: Cow<'a, [Message]>,
-    compactor: &'c Compactor<C>,
-    report: Report,
-    tokens_before: Option<usize>,
-    /// Tokens of everything in the output but the summary.
-    fixed_tokens: usize,
-    summary_limit: usize,
-    begun: OnceLock<Begun<'static>>,
-    /// A cached summary of the messages before `reuse.at`.
-    reuse: Option<Reuse>,
-    /// The folded part, one range per summarizer call (none when a cached
-    /// summary covers it all).
-    chunks: Vec<Range<usize>>,
-    /// With a cache: the hash chain before each message up to the cut.
-    chains: Vec<Chain>,
-}
-
-/// A cached summary of a prefix of the history.
-#[derive(Clone, Debug)]
-struct Reuse {
-    at: usize,
-    text: String,
-}
-
-impl<'a, 'c, C> Plan<'a, 'c, C> {
-    /// The plan that keeps everything: `tokens` counted (all of them, as
-    /// `tokens_before`, when known).
-    fn whole(
-        messages: &'a [Message],
-        compactor: &'c Compactor<C>,
-        tokens_before: Option<usize>,
-        tokens: usize,
-    ) -> Self {
-        Plan {
-            messages: Cow::Borrowed(messages),
-            compactor,
-            report: Report {
-                len: messages.len(),
-                cut: 0,
-                reason: CutReason::Fits,
-                aligned_from: None,
-                allowance: 0,
-                hoisted: Vec::new(),
-                previous: Vec::new(),
-                counts: Counts::new(0),
-                ledger: Vec::new(),
-                ledger_dropped: Vec::new(),
-                cleared: Vec::new(),
-                reused: None,
-                folds: 0,
-            },
-            tokens_before,
-            fixed_tokens: tokens,
-            summary_limit: 0,
-            begun: OnceLock::new(),
-            reuse: None,
-            chunks: Vec::new(),
-            chains: Vec::new(),
-        }
-    }
-}
-
-impl<'a, C: TokenCounter> Plan<'a, '_, C> {
-    /// Whether the plan folds anything (and so needs a summary): something
-    /// before the cut that is not a hoisted pinned message.
-    pub fn folds(&self) -> bool {
-        self.report.cut > self.report.hoisted.len()
-    }
-
-    /// What to summarize: the previous summary and the folded messages, with
-    /// the allowance. `None` when nothing is folded. The messages are
-    /// borrowed; nothing is copied.
-    ///
-    /// This is the whole folded part in one request, for callers that drive
-    /// the plan themselves; [`Compactor::compact`] also folds it in chunks
-    /// ([`Compactor::max_fold_input_tokens`]) and reuses a cached summary
-    /// ([`cached_summary`](Self::cached_summary), [`Compactor::cache`]).
-    pub fn folded(&self) -> Option<SummaryRequest<'_>> {
-        if !self.folds() {
-            return None;
-        }
-        let begun = self.begun();
-        let (before_cut, skip) = self.folded_part();
-        Some(
-            SummaryRequest::skipping(begun.prose.clone(), before_cut, skip, begun.allowance)
-                .with_ledger(begun.entries.clone()),
-        )
-    }
-
-    /// The messages before the cut, and the (sorted) indices among them that
-    /// are not folded: hoisted messages and previous summaries.
-    fn folded_part(&self) -> (&[Message], Vec<usize>) {
-        let report = &self.report;
-        let mut skip: Vec<usize> = report.hoisted.iter().chain(&report.previous).copied().collect();
-        skip.sort_unstable();
-        (&self.messages[..report.cut], skip)
-    }
-
-    /// The previous summaries' prose and the ledger's candidates, found once.
-    fn begun(&self) -> &Begun<'static> {
-        self.begun.get_or_init(|| {
-            let compactor = self.compactor;
-            let policy = &compactor.policy;
-            let previous: Vec<Cow<'_, str>> = self
-                .report
-                .previous
-                .iter()
-                .filter_map(|&i| policy.summary_text(&self.messages[i]))
-                .collect();
-            let (before_cut, skip) = self.folded_part();
-            let folded = SummaryRequest::skipping(None, before_cut, skip, 0);
-            let begun = policy.begin(
-                &previous,
-                folded.messages(),
-                self.report.allowance,
-                &compactor.counter,
-            );
-            Begun {
-                prose: begun.prose.map(|p| Cow::Owned(p.into_owned())),
-                entries: begun.entries,
-                allowance: begun.allowance,
-            }
-        })
-    }
-
-    /// The summary a cache holds for exactly the folded part, when it holds
-    /// one: pass it to [`apply`](Self::apply) and call no summarizer.
-    pub fn cached_summary(&self) -> Option<&str> {
-        self.reuse
-            .as_ref()
-            .filter(|r| self.folds() && r.at == self.report.cut)
-            .map(|r| r.text.as_str())
-    }
-
-    /// The summarizer calls this plan makes, one per chunk, each extending
-    /// the previous one's summary (what `compact` and `compact_async` run).
-    fn folding(&self) -> Folding<'_, 'a, C> {
-        Folding {
-            plan: self,
-            next: 0,
-            summary: None,
-        }
-    }
-
-    /// Keeps `summary` in the cache as the summary of `messages[..at]`.
-    fn remember(&self, at: usize, summary: &str) {
-        if let (Some(cache), Some(chain)) = (&self.compactor.cache, self.chains.get(at)) {
-            cache.store.put(&chain.key(), chain.value(at, summary));
-        }
-    }
-
-    /// What the plan does with each message, and why.
-    pub fn report(&self) -> &Report {
-        &self.report
-    }
-
-    /// Builds the result around `summary` (ignored when nothing is folded).
-    /// A summary over its allowance is cut to fit.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::EmptySummary`] when the summary is empty or blank;
-    /// [`Error::BudgetUnreachable`] in strict mode if the result is over budget.
-    pub fn apply(self, summary: impl Into<String>) -> Result<Compaction<'a>> {
-        let compactor = self.compactor;
-        if !self.folds() {
-            return Ok(Compaction {
-                messages: self.messages,
-                summarized: false,
-                tokens_before: self.tokens_before,
-                tokens_after: self.fixed_tokens,
-                over_budget: self.fixed_tokens > compactor.budget,
-                summary_truncated: false,
-                report: self.report,
-            });
-        }
-        let policy = &compactor.policy;
-        let text = policy.accept(summary.into())?;
-        let fitted = policy.finish(
-            &text,
-            &self.begun().entries,
-            self.summary_limit,
-            &compactor.counter,
-        );
-        let (message, summary_tokens, summary_truncated) = (fitted.message, fitted.tokens, fitted.truncated);
-        let mut report = self.report;
-        report.ledger = fitted.kept;
-        report.ledger_dropped = fitted.dropped;
-        let tokens_after = self.fixed_tokens.saturating_add(summary_tokens);
-        let over_budget = tokens_after > compactor.budget;
-        if over_budget && compactor.strict {
-            return Err(Error::BudgetUnreachable {
-                budget: compactor.budget,
-                required: tokens_after,
-            });
-        }
-        let cut = report.cut;
-        let mut out = Vec::with_capacity(report.hoisted.len() + 1 + self.messages.len() - cut);
-        out.extend(report.hoisted.iter().map(|&i| self.messages[i].clone()));
-        out.push(message);
-        out.extend_from_slice(&self.messages[cut..]);
-        Ok(Compaction {
-            messages: Cow::Owned(out),
-            summarized: true,
-            tokens_before: self.tokens_before,
-            tokens_after,
-            over_budget,
-            summary_truncated,
-            report,
-        })
-    }
-}
-
-/// A plan's summarizer calls, in order: each chunk of the folded part with
-/// the summary so far as the previous summary.
-struct Folding<'p, 'a, C> {
-    plan: &'p Plan<'a, 'p, C>,
-    next: usize,
-    /// The latest chunk's summary.
-    summary: Option<String>,
-}
-
-impl<C: TokenCounter> Folding<'_, '_, C> {
-    /// The next call, if any.
-    fn request(&self) -> Option<SummaryRequest<'_>> {
-        let plan = self.plan;
-        let chunk = plan.chunks.get(self.next)?.clone();
-        let begun = plan.begun();
-        let previous = match (&self.summary, &plan.reuse) {
-            (Some(text), _) | (None, Some(Reuse { text, .. })) => Some(Cow::Borrowed(text.as_str())),
-            (None, None) => begun.prose.clone(),
-        };
-        let report = &plan.report;
-        let mut skip: Vec<usize> = report
-            .hoisted
-            .iter()
-            .chain(&report.previous)
-            .filter(|&&i| chunk.contains(&i))
-            .map(|&i| i - chunk.start)
-            .collect();
-        skip.sort_unstable();
-        Some(
-            SummaryRequest::skipping(previous, &plan.messages[chunk], skip, begun.allowance)
-                .with_ledger(begun.entries.clone()),
-        )
-    }
-
-    /// Takes the answer to the latest request.
-    fn answer(&mut self, summary: String) -> Result<()> {
-        let text = self.plan.compactor.policy.accept(summary)?;
-        if let Some(chunk) = self.plan.chunks.get(self.next) {
-            self.plan.remember(chunk.end, &text);
-        }
-        self.summary = Some(text);
-        self.next += 1;
-        Ok(())
-    }
-
-    /// The summary of the whole folded part.
-    fn finish(self) -> String {
-        match (self.summary, &self.plan.reuse) {
-            (Some(text), _) => text,
-            (None, Some(reuse)) => reuse.text.clone(),
-            (None, None) => String::new(),
-        }
     }
 }
 
