@@ -153,6 +153,13 @@ impl Part {
     pub fn as_json(&self) -> &Value {
         &self.0
     }
+
+    /// The `key` field of a part of type `kind`, when it is a string.
+    fn field_of(&self, kind: &str, key: &str) -> Option<&str> {
+        (self.kind() == Some(kind))
+            .then(|| self.0.get(key).and_then(Value::as_str))
+            .flatten()
+    }
 }
 
 /// A message's content: a string or an array of parts.
@@ -480,6 +487,71 @@ impl Message {
             Some(Content::Parts(parts)) => {
                 join_lines(parts.iter().filter_map(Part::as_text)).unwrap_or(Cow::Borrowed(""))
             }
+        }
+    }
+
+    /// The ids of the tool calls the message makes: its
+    /// [`tool_calls`](Message::tool_calls), and each `tool_use` block in its
+    /// content (Anthropic's form).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::{Message, Part, ToolCall};
+    ///
+    /// let openai = Message::assistant_tool_calls(vec![ToolCall::new("c1", "f", "{}")]);
+    /// assert_eq!(openai.call_ids().collect::<Vec<_>>(), ["c1"]);
+    /// let block = serde_json::json!({"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}});
+    /// let anthropic = Message::assistant("").with_parts(vec![Part::text("Looking."), Part::from_json(block)]);
+    /// assert_eq!(anthropic.call_ids().collect::<Vec<_>>(), ["toolu_1"]);
+    /// ```
+    pub fn call_ids(&self) -> impl Iterator<Item = &str> {
+        let blocks = self.parts().iter().filter_map(|p| p.field_of("tool_use", "id"));
+        self.tool_calls.iter().map(|c| c.id.as_str()).chain(blocks)
+    }
+
+    /// The ids of the tool calls the message answers: the `tool_call_id` of
+    /// a `tool` message, and each `tool_result` block's `tool_use_id`
+    /// (Anthropic's form, in a user message).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::{Message, Part};
+    ///
+    /// assert_eq!(Message::tool("42", "c1").answered_ids().collect::<Vec<_>>(), ["c1"]);
+    /// let block = |id: &str| Part::from_json(serde_json::json!({"type": "tool_result", "tool_use_id": id, "content": "42"}));
+    /// let results = Message::user("").with_parts(vec![block("toolu_1"), block("toolu_2")]);
+    /// assert_eq!(results.answered_ids().collect::<Vec<_>>(), ["toolu_1", "toolu_2"]);
+    /// ```
+    pub fn answered_ids(&self) -> impl Iterator<Item = &str> {
+        let id = self.tool_call_id.as_deref().filter(|_| self.role == Role::Tool);
+        let blocks = self
+            .parts()
+            .iter()
+            .filter_map(|p| p.field_of("tool_result", "tool_use_id"));
+        id.into_iter().chain(blocks)
+    }
+
+    /// Whether the message makes a tool call ([`call_ids`](Self::call_ids)).
+    pub fn makes_calls(&self) -> bool {
+        !self.tool_calls.is_empty() || self.parts().iter().any(|p| p.kind() == Some("tool_use"))
+    }
+
+    /// Whether the message must not open a history: an assistant turn, or a
+    /// tool result (a `tool` message, any message with a `tool_call_id`, or
+    /// one holding `tool_result` blocks), which needs its call before it.
+    pub fn is_response(&self) -> bool {
+        self.role.is_response()
+            || self.tool_call_id.is_some()
+            || self.parts().iter().any(|p| p.kind() == Some("tool_result"))
+    }
+
+    /// The content's parts; none for text or no content.
+    fn parts(&self) -> &[Part] {
+        match &self.content {
+            Some(Content::Parts(parts)) => parts,
+            _ => &[],
         }
     }
 

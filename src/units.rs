@@ -2,19 +2,22 @@
 //!
 //! A *unit* is a run of messages that is kept or dropped whole:
 //!
-//! - an assistant message with `tool_calls`, every `tool` message that answers
-//!   one of its calls, and everything between them (interleaved messages, and
-//!   other tool exchanges that overlap it, transitively);
-//! - any other message on its own, including an *orphan* result (a `tool`
-//!   message whose `tool_call_id` no earlier call has).
+//! - a message that makes tool calls (OpenAI's `tool_calls`, or Anthropic's
+//!   `tool_use` blocks), every message that answers one of them (a `tool`
+//!   message, or a user message's `tool_result` blocks, which may answer
+//!   several), and everything between them (interleaved messages, and other
+//!   tool exchanges that overlap it, transitively);
+//! - any other message on its own, including an *orphan* result (one whose
+//!   call id no earlier call has).
 //!
 //! A result answers the nearest earlier call with its id, so a reused id
 //! starts a new exchange. A call nobody answers ends its unit at itself.
 //!
 //! A *cut* keeps a suffix of whole units. It is *aligned* when the first
 //! message it keeps (looking past pinned ones where they are hoisted, see
-//! [`Pinned`]) is not response-like (an assistant turn, or a
-//! tool result: a `tool` message or any message with a `tool_call_id`):
+//! [`Pinned`]) is not response-like ([`Message::is_response`]: an assistant
+//! turn, or a tool result: a `tool` message, a `tool_call_id`, or
+//! `tool_result` blocks):
 //! Anthropic requires a user turn first, OpenAI rejects a tool result without
 //! its call. When the suffix chosen by size opens with a response-like turn,
 //! the cut moves forward to the next unit that does not, if there is one; if
@@ -27,12 +30,12 @@
 
 use std::ops::Range;
 
-use crate::message::{Message, Role};
+use crate::message::Message;
 
 /// Indices of the messages that carry tool calls, in order.
 pub(crate) fn callers(messages: &[Message]) -> Vec<usize> {
     (0..messages.len())
-        .filter(|&i| !messages[i].tool_calls.is_empty())
+        .filter(|&i| messages[i].makes_calls())
         .collect()
 }
 
@@ -60,21 +63,21 @@ impl<'m> Backward<'m> {
         }
     }
 
-    /// Index of the call message that the result at `j` answers, if it is a
-    /// result and its call is at or after the floor.
-    fn call_of(&self, j: usize) -> Option<usize> {
-        let m = &self.messages[j];
-        if m.role != Role::Tool {
-            return None;
-        }
-        let id = m.tool_call_id.as_deref()?;
+    /// Index of the earliest call message that the message at `j` answers
+    /// (it may answer several calls), among the calls at or after the floor.
+    fn earliest_call_of(&self, j: usize) -> Option<usize> {
         let earlier = &self.callers[..self.callers.partition_point(|&c| c < j)];
-        earlier
-            .iter()
-            .rev()
-            .copied()
-            .take_while(|&c| c >= self.floor)
-            .find(|&c| self.messages[c].tool_calls.iter().any(|t| t.id == id))
+        self.messages[j]
+            .answered_ids()
+            .filter_map(|id| {
+                earlier
+                    .iter()
+                    .rev()
+                    .copied()
+                    .take_while(|&c| c >= self.floor)
+                    .find(|&c| self.messages[c].call_ids().any(|call| call == id))
+            })
+            .min()
     }
 }
 
@@ -93,7 +96,7 @@ impl Iterator for Backward<'_> {
         let mut k = end;
         while k > start {
             k -= 1;
-            if let Some(call) = self.call_of(k) {
+            if let Some(call) = self.earliest_call_of(k) {
                 start = start.min(call);
             }
         }
@@ -109,12 +112,6 @@ pub(crate) fn units(messages: &[Message]) -> Vec<Range<usize>> {
     let mut units: Vec<Range<usize>> = Backward::new(messages, &callers, 0).collect();
     units.reverse();
     units
-}
-
-/// An assistant turn or a tool result (any message answering a call, as
-/// rollmem counts it): a turn that must not open a history.
-fn is_response_like(message: &Message) -> bool {
-    message.role.is_response() || message.tool_call_id.is_some()
 }
 
 /// What a `system` or `developer` message is to alignment.
@@ -138,7 +135,7 @@ fn opens_with_response(messages: &[Message], start: usize, pinned: Pinned) -> bo
     messages[start..]
         .iter()
         .find(|m| pinned == Pinned::Ordinary || !m.role.is_pinned())
-        .is_some_and(is_response_like)
+        .is_some_and(Message::is_response)
 }
 
 /// Why the cut stopped where it did, before alignment.
@@ -293,6 +290,48 @@ mod tests {
 
     fn ranges(messages: &[Message]) -> Vec<(usize, usize)> {
         units(messages).into_iter().map(|r| (r.start, r.end)).collect()
+    }
+
+    /// Anthropic's form: `tool_use` blocks in the assistant message,
+    /// `tool_result` blocks in user messages.
+    fn blocks(kind: &str, ids: &[&str]) -> Message {
+        use crate::message::Part;
+        let parts = ids
+            .iter()
+            .map(|id| {
+                Part::from_json(match kind {
+                    "tool_use" => serde_json::json!({"type": "tool_use", "id": id, "name": "f", "input": {}}),
+                    _ => serde_json::json!({"type": "tool_result", "tool_use_id": id, "content": "ok"}),
+                })
+            })
+            .collect();
+        let role = if kind == "tool_use" { "assistant" } else { "user" };
+        Message::new(role, "").with_parts(parts)
+    }
+
+    #[test]
+    fn tool_blocks_make_units_as_tool_calls_do() {
+        let h = [
+            Message::user("q"),
+            blocks("tool_use", &["a", "b"]),
+            blocks("tool_result", &["a"]),
+            Message::user("meanwhile"),
+            blocks("tool_result", &["b"]),
+            Message::assistant("done"),
+            blocks("tool_result", &["nobody"]),
+        ];
+        // The call, both results (one user message apart) and what is
+        // between; an orphan result block is a unit of its own.
+        assert_eq!(ranges(&h), [(0, 1), (1, 5), (5, 6), (6, 7)]);
+        // A user message of results does not open a kept part.
+        assert!(!is_aligned(&h, 2, Pinned::Ordinary));
+        assert!(is_aligned(&h, 0, Pinned::Ordinary));
+        let several = [
+            Message::user("q"),
+            blocks("tool_use", &["x", "y"]),
+            blocks("tool_result", &["y", "x"]),
+        ];
+        assert_eq!(ranges(&several), [(0, 1), (1, 3)]);
     }
 
     #[test]

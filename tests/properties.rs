@@ -51,6 +51,18 @@ proptest! {
         check_rules(&c, &h, &summary);
     }
 
+    /// The same rules with tool exchanges in Anthropic's form: `tool_use`
+    /// blocks in assistant messages, `tool_result` blocks in user messages
+    /// (several per message, split around interleaved turns, orphans).
+    #[test]
+    fn rules_hold_over_anthropic_tool_blocks(
+        h in chatfold::testing::Histories::new().max_turns(40).form(chatfold::testing::Form::Anthropic).strategy(),
+        (budget, keep, strict) in config(),
+        summary in summary_text(),
+    ) {
+        check_rules(&compactor(budget, keep, strict), &h, &summary);
+    }
+
     /// Rule 7 for a stateless server: compact, append new turns, feed the
     /// result back, again and again: one running summary, within budget.
     #[test]

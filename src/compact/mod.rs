@@ -451,7 +451,7 @@ impl<C: TokenCounter> Compactor<C> {
             } else if m.role.is_pinned() {
                 headers.pinned_at.push(i);
             }
-            if !m.tool_calls.is_empty() {
+            if m.makes_calls() {
                 headers.callers.push(i);
             }
             if headers.at_least <= self.budget {

@@ -361,7 +361,7 @@ enum Shown {
 
 impl Tiers {
     fn push(&mut self, message: Message, tokens: usize) {
-        if !message.tool_calls.is_empty() {
+        if message.makes_calls() {
             self.callers.push(self.buffer.len());
         }
         self.buffer.push(message);

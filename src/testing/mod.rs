@@ -145,6 +145,21 @@ pub struct Histories {
     tool_weight: u32,
     long_chars: usize,
     off: Vec<Oddity>,
+    form: Form,
+}
+
+/// How tool exchanges are written in a generated history.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Form {
+    /// OpenAI's: `tool_calls` on the assistant message, one `tool` message
+    /// per result.
+    #[default]
+    OpenAi,
+    /// Anthropic's: `tool_use` blocks in the assistant message, `tool_result`
+    /// blocks in user messages (the first result alone, the rest together
+    /// after any interleaved turn; an orphan is a user message with one).
+    Anthropic,
 }
 
 impl Default for Histories {
@@ -161,7 +176,15 @@ impl Histories {
             tool_weight: 3,
             long_chars: 200,
             off: Vec::new(),
+            form: Form::OpenAi,
         }
+    }
+
+    /// How tool exchanges are written (default [`Form::OpenAi`]).
+    #[must_use]
+    pub fn form(mut self, form: Form) -> Self {
+        self.form = form;
+        self
     }
 
     /// At most `turns` turns (a tool turn is several messages).
@@ -278,8 +301,9 @@ impl Histories {
 
     /// Histories of up to [`max_turns`](Self::max_turns) turns.
     pub fn strategy(&self) -> BoxedStrategy<Vec<Message>> {
+        let form = self.form;
         prop::collection::vec(self.turn(), 0..self.max_turns.max(1))
-            .prop_map(|turns| render(&turns))
+            .prop_map(move |turns| render_in(&turns, form))
             .boxed()
     }
 }
@@ -316,15 +340,33 @@ pub fn identifier_text() -> impl Strategy<Value = String> {
 
 /// Renders turns as messages, with call ids unique across the history.
 pub fn render(turns: &[Turn]) -> Vec<Message> {
+    render_in(turns, Form::OpenAi)
+}
+
+/// Renders `turns` with tool exchanges in `form`.
+pub fn render_in(turns: &[Turn], form: Form) -> Vec<Message> {
     let mut out = Vec::new();
     let mut next_id = 0usize;
     for turn in turns {
-        render_one(turn, &mut out, &mut next_id);
+        render_one(turn, &mut out, &mut next_id, form);
     }
     out
 }
 
-fn render_one(turn: &Turn, out: &mut Vec<Message>, next_id: &mut usize) {
+/// A user message holding a `tool_result` block for each of `ids`.
+fn tool_results<'i>(ids: impl IntoIterator<Item = &'i String>) -> Message {
+    let blocks = ids
+        .into_iter()
+        .map(|id| {
+            Part::from_json(serde_json::json!({
+                "type": "tool_result", "tool_use_id": id, "content": format!("result for {id}")
+            }))
+        })
+        .collect();
+    Message::user("").with_parts(blocks)
+}
+
+fn render_one(turn: &Turn, out: &mut Vec<Message>, next_id: &mut usize, form: Form) {
     match turn {
         Turn::System(t) => out.push(Message::system(t.clone())),
         Turn::Developer(t) => out.push(Message::developer(t.clone())),
@@ -345,7 +387,11 @@ fn render_one(turn: &Turn, out: &mut Vec<Message>, next_id: &mut usize) {
         Turn::Custom(role, t) => out.push(Message::new(Role::from(role.as_str()), t.clone())),
         Turn::Orphan(t) => {
             *next_id += 1;
-            out.push(Message::tool(t.clone(), format!("orphan{next_id}")));
+            let id = format!("orphan{next_id}");
+            out.push(match form {
+                Form::OpenAi => Message::tool(t.clone(), id),
+                Form::Anthropic => tool_results([&id]),
+            });
         }
         Turn::Tools {
             calls,
@@ -358,16 +404,36 @@ fn render_one(turn: &Turn, out: &mut Vec<Message>, next_id: &mut usize) {
                     format!("call_{next_id}")
                 })
                 .collect();
+            let results: Vec<&String> = answered.iter().filter_map(|&i| ids.get(i)).collect();
+            if form == Form::Anthropic {
+                let mut blocks = vec![Part::text("Let me look that up.")];
+                blocks.extend(ids.iter().map(|id| {
+                    Part::from_json(serde_json::json!({
+                        "type": "tool_use", "id": id, "name": "lookup", "input": {"q": id}
+                    }))
+                }));
+                out.push(Message::assistant("").with_parts(blocks));
+                if let Some((first, rest)) = results.split_first() {
+                    out.push(tool_results([*first]));
+                    if let Some(extra) = interleave {
+                        render_one(extra, out, next_id, form);
+                    }
+                    if !rest.is_empty() {
+                        out.push(tool_results(rest.iter().copied()));
+                    }
+                }
+                return;
+            }
             let tool_calls = ids
                 .iter()
                 .map(|id| ToolCall::new(id.clone(), "lookup", format!(r#"{{"q":"{id}"}}"#)))
                 .collect();
             out.push(Message::assistant_tool_calls(tool_calls));
-            for (k, id) in answered.iter().filter_map(|&i| ids.get(i)).enumerate() {
+            for (k, id) in results.into_iter().enumerate() {
                 out.push(Message::tool(format!("result for {id}"), id.clone()));
                 if k == 0 {
                     if let Some(extra) = interleave {
-                        render_one(extra, out, next_id);
+                        render_one(extra, out, next_id, form);
                     }
                 }
             }

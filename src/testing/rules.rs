@@ -170,22 +170,20 @@ impl Found {
     }
 }
 
-/// Index of the call a tool result answers: the nearest earlier assistant
-/// message carrying a call with its id.
-fn answered_call(history: &[Message], j: usize) -> Option<usize> {
-    let id = history[j].tool_call_id.as_deref()?;
-    if history[j].role != Role::Tool {
-        return None;
-    }
-    (0..j)
-        .rev()
-        .find(|&i| history[i].tool_calls.iter().any(|c| c.id == id))
+/// Indices of the calls the message at `j` answers (a tool message's
+/// `tool_call_id`, a user message's `tool_result` blocks): for each id, the
+/// nearest earlier message making a call with it (`tool_calls`, or
+/// `tool_use` blocks).
+fn answered_calls(history: &[Message], j: usize) -> impl Iterator<Item = usize> + '_ {
+    history[j]
+        .answered_ids()
+        .filter_map(move |id| (0..j).rev().find(|&i| history[i].call_ids().any(|c| c == id)))
 }
 
 /// Whether `b` is a unit boundary of `history`: no tool call before it has
 /// a result at or after it.
 pub fn is_boundary(history: &[Message], b: usize) -> bool {
-    (b..history.len()).all(|j| answered_call(history, j).is_none_or(|i| i >= b))
+    (b..history.len()).all(|j| answered_calls(history, j).all(|i| i >= b))
 }
 
 /// Where the last unit of `history` starts (0 for an empty history).
@@ -200,12 +198,14 @@ fn is_pinned(m: &Message) -> bool {
     matches!(m.role, Role::System | Role::Developer)
 }
 
-/// The first non-pinned message from `b` on is an assistant turn or a tool result.
+/// The first non-pinned message from `b` on is an assistant turn or a tool
+/// result (a `tool` message, a `tool_call_id`, or `tool_result` blocks).
 fn opens_with_response(history: &[Message], b: usize) -> bool {
-    history[b..]
-        .iter()
-        .find(|m| !is_pinned(m))
-        .is_some_and(|m| matches!(m.role, Role::Assistant | Role::Tool) || m.tool_call_id.is_some())
+    history[b..].iter().find(|m| !is_pinned(m)).is_some_and(|m| {
+        matches!(m.role, Role::Assistant | Role::Tool)
+            || m.tool_call_id.is_some()
+            || m.answered_ids().next().is_some()
+    })
 }
 
 fn total<C: TokenCounter>(counter: &C, messages: &[Message]) -> usize {
