@@ -1,6 +1,6 @@
 //! Token counting: the [`TokenCounter`] trait and the counters shipped.
 
-use crate::message::Message;
+use crate::message::{Content, Message, Part};
 
 #[cfg(feature = "tiktoken")]
 mod tiktoken;
@@ -49,6 +49,13 @@ pub trait TokenCounter {
         }
         let calls = message.tool_calls.len().saturating_mul(TOOL_CALL_OVERHEAD);
         total = total.saturating_add(calls);
+        if let Some(Content::Parts(parts)) = &message.content {
+            // Anthropic's tool calls carry their arguments as a JSON object.
+            let inputs = parts.iter().filter_map(Part::tool_input);
+            total = inputs.fold(total, |sum, input| {
+                sum.saturating_add(self.count(&input.to_string()))
+            });
+        }
         message
             .text_pieces()
             .fold(total, |sum, piece| sum.saturating_add(self.count(piece)))
@@ -233,6 +240,26 @@ mod tests {
         let image = Part::from_json(serde_json::json!({"type": "image_url", "image_url": {"url": "x"}}));
         let m = Message::user("").with_parts(vec![Part::text("a"), image, Part::text("b")]);
         assert_eq!(one.count_message(&m), 3 + 1 + 2);
+    }
+
+    #[test]
+    fn anthropic_blocks_count_their_texts_and_tool_inputs() {
+        let chars = |t: &str| t.chars().count();
+        let block = |v: serde_json::Value| Part::from_json(v);
+        let assistant = Message::assistant("").with_parts(vec![
+            block(serde_json::json!({"type": "thinking", "thinking": "hmm", "signature": "SIG"})),
+            block(serde_json::json!({"type": "text", "text": "ok"})),
+            block(serde_json::json!({"type": "tool_use", "id": "t1", "name": "f", "input": {"q": 1}})),
+        ]);
+        // framing 3 + role 9 + thinking 3 + text 2 + id 2 + name 1 + input `{"q":1}` 7
+        assert_eq!(chars.count_message(&assistant), 3 + 9 + 3 + 2 + 2 + 1 + 7);
+        let results = Message::user("").with_parts(vec![
+            block(serde_json::json!({"type": "tool_result", "tool_use_id": "t1", "content": "four"})),
+            block(serde_json::json!({"type": "tool_result", "tool_use_id": "t2",
+                "content": [{"type": "text", "text": "abc"}, {"type": "image", "source": {}}]})),
+        ]);
+        // framing 3 + role 4 + ids 2 + 2 + contents 4 + 3
+        assert_eq!(chars.count_message(&results), 3 + 4 + 2 + 4 + 2 + 3);
     }
 
     #[test]

@@ -154,6 +154,44 @@ impl Part {
         &self.0
     }
 
+    /// The texts in the part that count as tokens, borrowed: its `text`;
+    /// for Anthropic's blocks, a `thinking` block's thinking, a tool call's
+    /// id and name (`tool_use`, `server_tool_use`), and a `tool_result`'s
+    /// `tool_use_id` and content (a string, or its blocks' texts). A tool
+    /// call's `input`, an object, is counted as JSON by
+    /// [`TokenCounter::count_message`](crate::TokenCounter::count_message).
+    pub(crate) fn text_pieces(&self) -> Vec<&str> {
+        let get = |key: &str| self.0.get(key).and_then(Value::as_str);
+        let mut pieces: Vec<&str> = self.as_text().into_iter().collect();
+        match self.kind() {
+            Some("thinking") => pieces.extend(get("thinking")),
+            Some("tool_use" | "server_tool_use" | "mcp_tool_use") => {
+                pieces.extend([get("id"), get("name")].into_iter().flatten())
+            }
+            Some("tool_result") => {
+                pieces.extend(get("tool_use_id"));
+                match self.0.get("content") {
+                    Some(Value::String(s)) => pieces.push(s),
+                    Some(Value::Array(blocks)) => pieces.extend(
+                        blocks
+                            .iter()
+                            .filter_map(|b| b.get("text").and_then(Value::as_str)),
+                    ),
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+        pieces
+    }
+
+    /// A tool call block's `input` (Anthropic's `tool_use` and its kin).
+    pub(crate) fn tool_input(&self) -> Option<&Value> {
+        matches!(self.kind(), Some("tool_use" | "server_tool_use" | "mcp_tool_use"))
+            .then(|| self.0.get("input"))
+            .flatten()
+    }
+
     /// The `key` field of a part of type `kind`, when it is a string.
     fn field_of(&self, kind: &str, key: &str) -> Option<&str> {
         (self.kind() == Some(kind))
@@ -556,8 +594,9 @@ impl Message {
     }
 
     /// Every piece of text that counts toward the message's tokens, except the
-    /// role and the name: the content's text (each part separately), each tool
-    /// call's id, name and arguments, and `tool_call_id`.
+    /// role and the name: the content's text (each part separately, with the
+    /// texts of Anthropic's thinking, tool call and tool result blocks), each
+    /// tool call's id, name and arguments, and `tool_call_id`.
     pub fn text_pieces(&self) -> impl Iterator<Item = &str> {
         let (text, parts): (Option<&str>, &[Part]) = match &self.content {
             None => (None, &[]),
@@ -569,7 +608,7 @@ impl Message {
             .iter()
             .flat_map(|c| [c.id.as_str(), c.name.as_str(), c.arguments.as_str()]);
         text.into_iter()
-            .chain(parts.iter().filter_map(Part::as_text))
+            .chain(parts.iter().flat_map(Part::text_pieces))
             .chain(calls)
             .chain(self.tool_call_id.as_deref())
     }
