@@ -368,6 +368,61 @@ pub enum InputError {
         /// What it is.
         found: &'static str,
     },
+    /// A field of the body other than the messages (Anthropic's `system`:
+    /// `system[2].text`) is missing or has the wrong type.
+    #[error(transparent)]
+    Field(FieldError),
+    /// A body with marks of both formats (Anthropic's and OpenAI's).
+    #[error("the body mixes formats: {anthropic} is Anthropic's, {openai} is OpenAI's")]
+    MixedFormats {
+        /// The first mark of Anthropic's format.
+        anthropic: FormatMark,
+        /// The first mark of OpenAI's format.
+        openai: FormatMark,
+    },
+    /// A body in one format where the other was asked for.
+    #[error("the body is in {found}'s format, not {expected}'s: {mark}")]
+    WrongFormat {
+        /// The format asked for.
+        expected: crate::Format,
+        /// The format the body is in.
+        found: crate::Format,
+        /// What says so.
+        mark: FormatMark,
+    },
+}
+
+/// Where a body shows its format: a message (by index) or the body itself,
+/// and what (`a \`tool_use\` block`, `the role \`tool\``).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FormatMark {
+    message: Option<usize>,
+    what: String,
+}
+
+impl FormatMark {
+    pub(crate) fn new(message: Option<usize>, what: String) -> Self {
+        FormatMark { message, what }
+    }
+
+    /// The index of the message with the mark; `None` for the body itself.
+    pub fn message(&self) -> Option<usize> {
+        self.message
+    }
+
+    /// What the mark is.
+    pub fn what(&self) -> &str {
+        &self.what
+    }
+}
+
+impl fmt::Display for FormatMark {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.message {
+            Some(i) => write!(f, "{} in message {i}", self.what),
+            None => f.write_str(&self.what),
+        }
+    }
 }
 
 /// Why saved state cannot be read.

@@ -91,9 +91,10 @@ pub use compact::{Compaction, Compactor, CutReason, Fate, Plan, Report};
 pub use count::Tiktoken;
 pub use count::{Heuristic, NamedCounter, TokenCounter};
 pub use error::{
-    BoxError, ConfigError, Error, FieldError, InputError, JsonError, Result, StateError, TokenizerError,
+    BoxError, ConfigError, Error, FieldError, FormatMark, InputError, JsonError, Result, StateError,
+    TokenizerError,
 };
-pub use history::History;
+pub use history::{Format, History};
 pub use ledger::{LEDGER_HEADING, LedgerPattern};
 pub use message::{Content, CustomRole, Message, Part, Role, ToolCall};
 pub use policy::{DEFAULT_SUMMARY_PREFIX, FoldPolicy};

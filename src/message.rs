@@ -773,13 +773,32 @@ impl fmt::Display for Message {
         }
         let text = self.text();
         write!(f, ": {text}")?;
-        for (i, call) in self.tool_calls.iter().enumerate() {
-            let gap = if i == 0 && text.is_empty() { "" } else { " " };
+        let mut gap = if text.is_empty() { "" } else { " " };
+        for call in &self.tool_calls {
             write!(
                 f,
                 "{gap}[tool call {}: {}({})]",
                 call.id, call.name, call.arguments
             )?;
+            gap = " ";
+        }
+        // Anthropic's tool calls and results, as blocks in the content.
+        for part in self.parts() {
+            let get = |key: &str| part.as_json().get(key).and_then(Value::as_str).unwrap_or("");
+            if let Some(input) = part.tool_input() {
+                write!(f, "{gap}[tool call {}: {}({input})]", get("id"), get("name"))?;
+            } else if part.kind() == Some("tool_result") {
+                let result: Vec<&str> = part.text_pieces().into_iter().skip(1).collect();
+                write!(
+                    f,
+                    "{gap}[tool result {}: {}]",
+                    get("tool_use_id"),
+                    result.join(" ")
+                )?;
+            } else {
+                continue;
+            }
+            gap = " ";
         }
         Ok(())
     }

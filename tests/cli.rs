@@ -664,3 +664,60 @@ fn max_fold_input_tokens_folds_in_several_calls() {
     assert_eq!(report["folds"], n);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `--format anthropic` on a Claude request body: the summary joins the
+/// caller's `system` blocks, the conversation opens with a user turn, and
+/// every other field comes back as it was.
+#[test]
+fn an_anthropic_body_is_compacted_in_its_own_format() {
+    let body = include_str!("../examples/anthropic_request.json");
+    let out = run(
+        &[
+            "compact",
+            "--budget",
+            "200",
+            "--keep-recent",
+            "80",
+            "--format",
+            "anthropic",
+            "--summarize-cmd",
+            "echo Day one planned.",
+        ],
+        body.as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let got: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sent: serde_json::Value = serde_json::from_str(body).unwrap();
+    let system = got["system"].as_array().unwrap();
+    assert_eq!(system[..2], sent["system"].as_array().unwrap()[..]);
+    assert_eq!(system.len(), 3);
+    assert!(system[2]["text"].as_str().unwrap().ends_with("Day one planned."));
+    assert_eq!(got["messages"][0]["role"], "user");
+    assert_eq!(got["tools"], sent["tools"]);
+    assert_eq!(
+        got["messages"].as_array().unwrap().last(),
+        sent["messages"].as_array().unwrap().last()
+    );
+
+    // Asked for the wrong format, or given a malformed body: exit 1, and
+    // the message says where.
+    let out = run(
+        &["compact", "--budget", "200", "--format", "openai"],
+        body.as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("anthropic"), "{}", stderr(&out));
+    let bad = br#"{"system": "s", "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": [{"type": "text", "text": "t"}, {"type": "tool_use", "id": 7}]}]}"#;
+    let out = run(&["compact", "--budget", "200"], bad);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("message 1: content[1].id"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(
+        &["compact", "--budget", "200", "--format", "claude"],
+        body.as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use chatfold::{
     AnthropicSummarizer, ClearToolResults, Compaction, Compactor, Error, Extractive, Fate, FileCache,
-    FoldPolicy, History, HttpSummarizer, NamedCounter, OpenAiSummarizer, Plan, RedisCache, Summarizer,
-    SummaryCache, SummaryRequest, TokenCounter,
+    FoldPolicy, Format, History, HttpSummarizer, NamedCounter, OpenAiSummarizer, Plan, RedisCache,
+    Summarizer, SummaryCache, SummaryRequest, TokenCounter,
 };
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
@@ -120,6 +120,10 @@ struct InputArgs {
     /// heuristic (4 characters a token), o200k_base, cl100k_base, or an OpenAI model name.
     #[arg(long, default_value = "o200k_base")]
     tokenizer: String,
+    /// The request format: openai or anthropic (default: what the body says;
+    /// OpenAI's when it says neither).
+    #[arg(long)]
+    format: Option<String>,
     /// The history (default: standard input).
     input: Option<PathBuf>,
 }
@@ -244,7 +248,16 @@ impl<R: Read> Read for Keep<R> {
     }
 }
 
-fn read_input(path: Option<&Path>) -> Result<Input, Failure> {
+fn read_input(args: &InputArgs) -> Result<Input, Failure> {
+    let format = args.format.as_deref().map(str::parse::<Format>).transpose()?;
+    let mut input = read_from(args.input.as_deref())?;
+    if let Some(format) = format {
+        input.history = input.history.into_format(format)?;
+    }
+    Ok(input)
+}
+
+fn read_from(path: Option<&Path>) -> Result<Input, Failure> {
     match path {
         Some(p) => {
             let file = std::fs::File::open(p)
@@ -629,7 +642,7 @@ fn compact(all: &CompactArgs) -> Result<(), Failure> {
     // The tokenizer's tables are built while the input is read.
     let (input, compactor) = std::thread::scope(|scope| {
         let building = scope.spawn(|| compactor(args));
-        let input = read_input(args.input.input.as_deref());
+        let input = read_input(&args.input);
         let compactor = building
             .join()
             .unwrap_or_else(|_| Err(Failure::new(2, "cannot build the tokenizer")));
@@ -668,13 +681,13 @@ fn compact(all: &CompactArgs) -> Result<(), Failure> {
 
 fn count(args: &InputArgs) -> Result<(), Failure> {
     let counter = args.tokenizer.parse::<NamedCounter>()?;
-    let input = read_input(args.input.as_deref())?;
+    let input = read_input(args)?;
     write_stdout(format!("{}\n", counter.count_messages(&input.history.messages)).as_bytes())
 }
 
 fn explain(args: &BudgetArgs) -> Result<(), Failure> {
     let compactor = compactor(args)?.count_all(true);
-    let input = read_input(args.input.input.as_deref())?;
+    let input = read_input(&args.input)?;
     let messages = &input.history.messages;
     let plan: Plan<'_, '_, NamedCounter> = compactor.plan(messages)?;
     let mut out = String::new();

@@ -8,10 +8,14 @@ use std::io::Read;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use crate::error::{Error, InputError, JsonError, Result};
-use crate::message::Message;
+use crate::error::{Error, FormatMark, InputError, JsonError, Result};
+use crate::message::{Message, Role};
 
+mod format;
 mod stream;
+
+pub use format::Format;
+use format::System;
 
 /// A history as read from JSON: a bare array of messages, or a Chat
 /// Completions request body (an object with a `messages` array), whose other
@@ -47,20 +51,29 @@ mod stream;
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct History {
-    /// The messages.
+    /// The messages; in Anthropic's format, the top-level `system` first, as
+    /// system messages.
     pub messages: Vec<Message>,
-    /// The request body's fields, in order, `messages` among them as a
-    /// `null` that marks its place; `None` for a bare array.
+    /// The request body's fields, in order, `messages` (and Anthropic's
+    /// `system`) among them as a `null` that marks its place; `None` for a
+    /// bare array.
     body: Option<Map<String, Value>>,
+    format: Format,
+    /// What in the input said its format, if anything did.
+    mark: Option<FormatMark>,
+    /// How Anthropic's `system` was written.
+    system: System,
 }
 
 /// The body's field that holds the messages.
 const MESSAGES: &str = "messages";
+/// Anthropic's top-level system prompt.
+const SYSTEM: &str = "system";
 
 impl From<Vec<Message>> for History {
-    /// A bare array of `messages`.
+    /// A bare array of `messages`, in OpenAI's format.
     fn from(messages: Vec<Message>) -> Self {
-        History { messages, body: None }
+        History::bare(messages)
     }
 }
 
@@ -73,7 +86,7 @@ impl History {
     /// nor an object with a `messages` array; [`Error::InvalidMessage`] with
     /// the index of the first malformed message.
     pub fn from_json_str(json: &str) -> Result<Self> {
-        read(&mut serde_json::Deserializer::from_str(json))
+        parse_str(json)?.settle()
     }
 
     /// Reads a history from a JSON value.
@@ -84,7 +97,7 @@ impl History {
     pub fn from_json_value(value: Value) -> Result<Self> {
         let failure = RefCell::new(None);
         let parsed = Top { failure: &failure }.deserialize(value);
-        outcome(parsed, failure)
+        outcome(parsed, failure)?.settle()
     }
 
     /// Reads a history from JSON bytes (a file, standard input), which must
@@ -103,15 +116,74 @@ impl History {
     /// As [`from_json_str`](Self::from_json_str), and [`Error::InvalidInput`]
     /// when reading fails or the bytes are not UTF-8.
     pub fn from_reader(reader: impl Read) -> Result<Self> {
-        stream::read(reader)
+        stream::read(reader)?.settle()
+    }
+
+    /// A bare array, in OpenAI's format.
+    fn bare(messages: Vec<Message>) -> Self {
+        History {
+            messages,
+            body: None,
+            format: Format::OpenAi,
+            mark: None,
+            system: System::Absent,
+        }
+    }
+
+    /// The format the marks in what was read say ([`Format`]), Anthropic's
+    /// `system` lifted into leading system messages.
+    fn settle(mut self) -> Result<Self> {
+        if let Some((format, mark)) = format::detect(self.body.as_ref(), &self.messages)? {
+            self.format = format;
+            self.mark = Some(mark);
+        }
+        if self.format == Format::Anthropic {
+            format::check_blocks(&self.messages)?;
+            if let Some(body) = &mut self.body {
+                let (form, mut system) = format::lift_system(body)?;
+                self.system = form;
+                system.append(&mut self.messages);
+                self.messages = system;
+            }
+        }
+        Ok(self)
+    }
+
+    /// The history read as `format`: as it is when it is in that format, or
+    /// has no mark of either (plain user and assistant text reads the same
+    /// in both).
+    ///
+    /// # Errors
+    ///
+    /// [`InputError::WrongFormat`] when the body's marks say the other one.
+    pub fn into_format(mut self, format: Format) -> Result<Self> {
+        if self.format == format {
+            return Ok(self);
+        }
+        if let Some(mark) = &self.mark {
+            return Err(Error::InvalidInput(InputError::WrongFormat {
+                expected: format,
+                found: self.format,
+                mark: mark.clone(),
+            }));
+        }
+        self.format = format;
+        Ok(self)
+    }
+
+    /// The format the history was read in: Anthropic's when the body has a
+    /// top-level `system` or any Anthropic block, else OpenAI's.
+    pub fn format(&self) -> Format {
+        self.format
     }
 
     /// A field of the request body other than `messages` (`model`,
-    /// `temperature` ...); `None` for a bare array.
+    /// `temperature` ...; Anthropic's `system` is in the messages); `None`
+    /// for a bare array.
     pub fn field(&self, name: &str) -> Option<&Value> {
         self.body
             .as_ref()
-            .filter(|_| name != MESSAGES)
+            .filter(|_| name != MESSAGES && !(self.format == Format::Anthropic && name == SYSTEM))
             .and_then(|body| body.get(name))
     }
 
@@ -124,21 +196,35 @@ impl History {
     /// The history's JSON with `messages` in place of its own: how a
     /// compaction's result is written back into the request it came from.
     pub fn to_json_with(&self, messages: &[Message]) -> Value {
+        let (system, messages) = match (&self.body, self.format) {
+            (Some(_), Format::Anthropic) => {
+                // The leading system messages (the caller's and the summary) go
+                // back into `system`.
+                let n = messages.iter().take_while(|m| m.role == Role::System).count();
+                messages.split_at(n)
+            }
+            _ => (&[][..], messages),
+        };
         let mut list = Some(Value::Array(messages.iter().map(Message::to_json).collect()));
-        match &self.body {
-            None => list.unwrap_or_default(),
-            Some(body) => Value::Object(
-                body.iter()
-                    .map(|(k, v)| {
-                        let v = match k.as_str() {
-                            MESSAGES => list.take().unwrap_or_default(),
-                            _ => v.clone(),
-                        };
-                        (k.clone(), v)
-                    })
-                    .collect(),
-            ),
+        let Some(body) = &self.body else {
+            return list.unwrap_or_default();
+        };
+        let mut system = format::system_value(self.system, system);
+        let mut out: Map<String, Value> = body
+            .iter()
+            .filter_map(|(k, v)| {
+                let v = match k.as_str() {
+                    MESSAGES => list.take().unwrap_or_default(),
+                    SYSTEM if self.format == Format::Anthropic => system.take()?,
+                    _ => v.clone(),
+                };
+                Some((k.clone(), v))
+            })
+            .collect();
+        if let Some(system) = system {
+            out.insert(SYSTEM.to_owned(), system);
         }
+        Value::Object(out)
     }
 }
 
@@ -151,11 +237,17 @@ impl serde::Serialize for History {
 /// As [`History::from_json_str`]: an error names the message's index.
 impl<'de> serde::Deserialize<'de> for History {
     fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
-        Top {
+        let history = Top {
             failure: &RefCell::new(None),
         }
-        .deserialize(deserializer)
+        .deserialize(deserializer)?;
+        history.settle().map_err(de::Error::custom)
     }
+}
+
+/// Reads a history from a JSON string, as it is (no format settled).
+fn parse_str(json: &str) -> Result<History> {
+    read(&mut serde_json::Deserializer::from_str(json))
 }
 
 fn read<'de, R: serde_json::de::Read<'de>>(de: &mut serde_json::Deserializer<R>) -> Result<History> {
@@ -246,7 +338,7 @@ impl<'de> Visitor<'de> for Top<'_> {
             failure: self.failure,
         }
         .visit_seq(seq)?;
-        Ok(History { messages, body: None })
+        Ok(History::bare(messages))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<History, A::Error> {
@@ -265,8 +357,8 @@ impl<'de> Visitor<'de> for Top<'_> {
         }
         match messages {
             Some(messages) => Ok(History {
-                messages,
                 body: Some(body),
+                ..History::bare(messages)
             }),
             None => Err(self.wrong("an object without \"messages\"")),
         }

@@ -240,7 +240,7 @@ fn ends(bytes: &[u8]) -> Option<usize> {
 /// What parsing `text` (which starts with `prefix` bytes of our own) as a
 /// history gives, with positions moved to the input's.
 fn as_history(text: &str, prefix: usize, line: usize, column: usize, index: usize) -> Result<History> {
-    History::from_json_str(text).map_err(|e| match e {
+    super::parse_str(text).map_err(|e| match e {
         Error::InvalidMessage { index: i, problem } => Error::InvalidMessage {
             index: index + i,
             problem,
@@ -285,7 +285,7 @@ fn read_in(reader: impl Read, chunk: usize) -> Result<History> {
     };
     match first {
         Some(i) if input.text.as_bytes()[i] == b'[' => input.consume(i + 1),
-        _ => return History::from_json_str(&input.rest()?),
+        _ => return super::parse_str(&input.rest()?),
     }
     let mut messages = Vec::new();
     loop {
@@ -330,7 +330,7 @@ fn read_in(reader: impl Read, chunk: usize) -> Result<History> {
     if input.peek()?.is_some() {
         return Err(tail(input, b"[]", messages.len()));
     }
-    Ok(History { messages, body: None })
+    Ok(History::from(messages))
 }
 
 /// The error where the array goes wrong outside a message: what the rest

@@ -1,0 +1,229 @@
+//! Anthropic Messages request bodies: read and written back losslessly, and
+//! compacted into requests Anthropic accepts, again and again.
+
+use chatfold::{Compactor, Error, Extractive, Format, History, InputError, Message, SummaryRequest};
+use serde_json::{Value, json};
+
+const SAMPLE: &str = include_str!("../examples/anthropic_request.json");
+
+#[test]
+fn a_request_body_reads_and_writes_back_unchanged() {
+    let history = History::from_json_str(SAMPLE).unwrap();
+    assert_eq!(history.format(), Format::Anthropic);
+    // The two system blocks lead, as system messages; the conversation follows.
+    assert_eq!(history.messages.len(), 2 + 7);
+    assert_eq!(
+        history.messages[0].text(),
+        "You are a travel agent for Seoul trips."
+    );
+    assert_eq!(history.field("model"), Some(&json!("claude-sonnet-4-5")));
+    assert_eq!(history.field("system"), None);
+    let original: Value = serde_json::from_str(SAMPLE).unwrap();
+    assert_eq!(history.to_json(), original);
+    // A string system prompt stays a string.
+    let text =
+        json!({"system": "Be brief.", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 5});
+    let history = History::from_json_value(text.clone()).unwrap();
+    assert_eq!(history.format(), Format::Anthropic);
+    assert_eq!(history.to_json(), text);
+}
+
+#[test]
+fn tool_use_and_its_results_are_one_unit() {
+    let history = History::from_json_str(SAMPLE).unwrap();
+    // Messages 3 (tool_use x2) and 4 (their results) travel together.
+    assert_eq!(
+        history.messages[3].call_ids().collect::<Vec<_>>(),
+        ["toolu_01A", "toolu_01B"]
+    );
+    assert_eq!(
+        history.messages[4].answered_ids().collect::<Vec<_>>(),
+        ["toolu_01A", "toolu_01B"]
+    );
+    assert!(history.messages[4].is_response());
+    for cut in 0..=history.messages.len() {
+        let kept = &history.messages[cut..];
+        let split = kept.first().is_some_and(|m| m.answered_ids().next().is_some());
+        assert!(
+            !split || !chatfold::testing::is_boundary(&history.messages, cut),
+            "cut {cut}"
+        );
+    }
+}
+
+#[test]
+fn mixed_and_wrong_formats_are_refused_with_their_marks() {
+    let mixed = json!({"system": "s", "messages": [{"role": "user", "content": "q"}, {"role": "tool", "tool_call_id": "c", "content": "r"}]});
+    let err = History::from_json_value(mixed).unwrap_err();
+    let Error::InvalidInput(InputError::MixedFormats { anthropic, openai }) = &err else {
+        panic!("{err}");
+    };
+    assert_eq!((anthropic.message(), openai.message()), (None, Some(1)));
+
+    let openai = json!([{"role": "system", "content": "s"}, {"role": "user", "content": "q"}]);
+    let err = History::from_json_value(openai)
+        .unwrap()
+        .into_format(Format::Anthropic)
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidInput(InputError::WrongFormat { .. })),
+        "{err}"
+    );
+    // Plain text reads the same in both: it takes the format asked for.
+    let plain = json!({"messages": [{"role": "user", "content": "q"}]});
+    let history = History::from_json_value(plain).unwrap();
+    assert_eq!(history.format(), Format::OpenAi);
+    assert_eq!(
+        history.into_format(Format::Anthropic).unwrap().format(),
+        Format::Anthropic
+    );
+
+    let bad_block = json!({"system": "s", "messages": [{"role": "user", "content": [{"type": "tool_result", "content": "x"}]}]});
+    let err = History::from_json_value(bad_block).unwrap_err();
+    let Error::InvalidMessage { index: 0, problem } = &err else {
+        panic!("{err}")
+    };
+    assert_eq!(
+        (problem.field(), problem.found()),
+        ("content[0].tool_use_id", None)
+    );
+
+    let bad_system = json!({"system": [{"type": "text", "text": 3}], "messages": []});
+    let err = History::from_json_value(bad_system).unwrap_err();
+    let Error::InvalidInput(InputError::Field(field)) = &err else {
+        panic!("{err}")
+    };
+    assert_eq!(field.field(), "system[0].text");
+}
+
+/// Turn `i` of a trip-planning conversation: a question, a tool exchange
+/// (two calls, both answered in the next user message, as Anthropic
+/// requires), and an answer.
+fn turn(i: usize) -> Vec<Value> {
+    vec![
+        json!({"role": "user", "content": format!("Day {i}: what should I see? Budget {i}0,000 KRW.")}),
+        json!({"role": "assistant", "content": [
+            {"type": "thinking", "thinking": format!("Plan day {i}."), "signature": format!("sig{i}")},
+            {"type": "tool_use", "id": format!("toolu_{i}a"), "name": "search", "input": {"q": format!("day {i} sights")}},
+            {"type": "tool_use", "id": format!("toolu_{i}b"), "name": "search", "input": {"q": format!("day {i} food")}}
+        ]}),
+        json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": format!("toolu_{i}a"), "content": format!("Palace {i}, museum {i}, market {i}.")},
+            {"type": "tool_result", "tool_use_id": format!("toolu_{i}b"), "content": [{"type": "text", "text": format!("Noodles at stall {i}.")}]}
+        ]}),
+        json!({"role": "assistant", "content": format!("Day {i}: palace {i} in the morning, noodles at stall {i}.")}),
+    ]
+}
+
+/// What Anthropic checks of a request: the first turn is a user turn
+/// without tool results, every `tool_result` answers a `tool_use` of the
+/// assistant message just before it, and every `tool_use` is answered in
+/// the next message.
+fn assert_anthropic_accepts(body: &Value) {
+    let messages = body["messages"].as_array().unwrap();
+    let blocks = |m: &Value, kind: &str, key: &str| -> Vec<String> {
+        m["content"]
+            .as_array()
+            .map(|b| {
+                b.iter()
+                    .filter(|b| b["type"] == kind)
+                    .map(|b| b[key].as_str().unwrap().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let first = &messages[0];
+    assert_eq!(first["role"], "user", "{body}");
+    assert!(blocks(first, "tool_result", "tool_use_id").is_empty(), "{body}");
+    for (i, m) in messages.iter().enumerate() {
+        assert!(
+            m["role"] == "user" || m["role"] == "assistant",
+            "message {i}: {m}"
+        );
+        let results = blocks(m, "tool_result", "tool_use_id");
+        if !results.is_empty() {
+            let calls = blocks(&messages[i - 1], "tool_use", "id");
+            assert!(
+                results.iter().all(|r| calls.contains(r)),
+                "message {i}: {results:?} vs {calls:?}"
+            );
+        }
+        let calls = blocks(m, "tool_use", "id");
+        if !calls.is_empty() && i + 1 < messages.len() {
+            let answered = blocks(&messages[i + 1], "tool_result", "tool_use_id");
+            assert!(
+                calls.iter().all(|c| answered.contains(c)),
+                "message {i}: {calls:?} unanswered"
+            );
+        }
+    }
+}
+
+/// A stateless server compacting before each of 300 requests, the client
+/// sending back what it got plus one more turn: one summary, in `system`
+/// after the caller's blocks (their `cache_control` kept), within budget,
+/// and never a request Anthropic would reject.
+#[test]
+fn the_stateless_loop_keeps_one_summary_and_valid_requests() {
+    let system = json!([
+        {"type": "text", "text": "You are a travel agent.", "cache_control": {"type": "ephemeral"}},
+        {"type": "text", "text": "Quote prices in KRW."}
+    ]);
+    let compactor = Compactor::new(1500).keep_recent(600);
+    let summarize = |r: &SummaryRequest<'_>| {
+        Ok::<_, std::convert::Infallible>(format!(
+            "Planned {} messages of the trip so far.",
+            r.messages().len()
+        ))
+    };
+    let mut body = json!({"model": "claude-sonnet-4-5", "max_tokens": 512, "system": system, "messages": []});
+    let mut summaries = 0;
+    for i in 0..300 {
+        let turns = turn(i);
+        body["messages"].as_array_mut().unwrap().extend(turns);
+        let history = History::from_json_value(body.clone()).unwrap();
+        assert_eq!(history.format(), Format::Anthropic);
+        let result = compactor.compact(&history.messages, &summarize).unwrap();
+        assert!(
+            result.tokens_after <= 1500,
+            "request {i}: {} tokens",
+            result.tokens_after
+        );
+        body = history.to_json_with(&result.messages);
+        assert_anthropic_accepts(&body);
+        let blocks = body["system"].as_array().unwrap();
+        assert_eq!(
+            blocks[..2],
+            system.as_array().unwrap()[..],
+            "request {i}: the caller's blocks"
+        );
+        let summary_blocks = blocks[2..].len();
+        assert!(summary_blocks <= 1, "request {i}: {body}");
+        if summary_blocks == 1 {
+            summaries += 1;
+            let text = blocks[2]["text"].as_str().unwrap();
+            assert!(text.starts_with(&*compactor.policy.summary_prefix), "{text}");
+        }
+    }
+    assert!(summaries > 250, "the conversation was folded: {summaries}");
+}
+
+#[test]
+fn the_summary_can_lead_as_a_user_turn_instead() {
+    let mut messages = Vec::new();
+    for i in 0..30 {
+        messages.extend(turn(i));
+    }
+    let body = json!({"system": "Be brief.", "messages": messages});
+    let history = History::from_json_value(body).unwrap();
+    let policy = chatfold::FoldPolicy::new().summary_role("user");
+    let result = Compactor::new(800)
+        .policy(policy.clone())
+        .compact(&history.messages, &Extractive::new())
+        .unwrap();
+    let out = history.to_json_with(&result.messages);
+    assert_eq!(out["system"], "Be brief.");
+    let first: Message = serde_json::from_value(out["messages"][0].clone()).unwrap();
+    assert!(policy.is_summary(&first));
+    assert_anthropic_accepts(&out);
+}
