@@ -85,8 +85,9 @@ pub enum Error {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
-    /// `setting` is `value`, below its least allowed value `min`.
-    #[error("{setting} ({value}) must be at least {min}")]
+    /// `setting` is `value`, below its least allowed value `min` (the value
+    /// of the setting named `limit`, when another setting bounds it).
+    #[error("{setting} ({value}) must be at least {min}{}", limit.map(|l| format!(" (the {l})")).unwrap_or_default())]
     TooSmall {
         /// The setting, as its field or method is named (`budget`).
         setting: &'static str,
@@ -94,6 +95,8 @@ pub enum ConfigError {
         value: usize,
         /// The least it may be.
         min: usize,
+        /// The setting whose value `min` is, if any (`keep_recent`).
+        limit: Option<&'static str>,
     },
     /// `setting` is `value`, above `max` (the value of the setting named
     /// `limit`, when another setting bounds it).
@@ -139,15 +142,15 @@ pub enum ConfigError {
         slot: &'static str,
     },
     /// `setting` could not be used (a pattern that does not compile, a URL
-    /// that does not parse): the [`source`](std::error::Error::source) says why.
-    #[error("{setting} {value:?} is not valid")]
+    /// that does not parse), for the reason `source` gives.
+    #[error("{setting} {value:?} is not valid: {source}")]
     Invalid {
         /// The setting.
         setting: &'static str,
-        /// The value given.
+        /// The value given (a URL without what may be a password).
         value: String,
-        /// Why.
-        #[source]
+        /// Why (also shown in Display; not a `source()`, so that a printed
+        /// chain says it once).
         source: BoxError,
     },
 }
@@ -166,12 +169,18 @@ impl ConfigError {
     }
 
     /// `setting` must be at least `min`, if it is below.
-    pub(crate) fn at_least(setting: &'static str, value: usize, min: usize) -> Result<(), Error> {
+    pub(crate) fn at_least(
+        setting: &'static str,
+        value: usize,
+        min: usize,
+        limit: Option<&'static str>,
+    ) -> Result<(), Error> {
         if value < min {
             return Err(Error::InvalidConfig(ConfigError::TooSmall {
                 setting,
                 value,
                 min,
+                limit,
             }));
         }
         Ok(())
@@ -353,9 +362,10 @@ pub enum InputError {
         /// Offset of the first byte that is not UTF-8.
         byte: u64,
     },
-    /// Reading failed.
-    #[error("cannot read the input")]
-    Io(#[source] std::io::Error),
+    /// Reading failed (the error is in Display, not a `source()`, so that a
+    /// printed chain says it once).
+    #[error("cannot read the input: {0}")]
+    Io(std::io::Error),
     /// JSON, but neither an array nor an object with a `messages` array.
     #[error("expected an array of messages or an object with a \"messages\" array, not {found}")]
     NotAHistory {
@@ -521,6 +531,7 @@ mod tests {
                 setting: "budget",
                 value: 0,
                 min: 1,
+                limit: None,
             }),
             Error::InvalidMessage {
                 index: 3,

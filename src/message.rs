@@ -582,7 +582,10 @@ impl Message {
     pub fn is_response(&self) -> bool {
         self.role.is_response()
             || self.tool_call_id.is_some()
-            || self.parts().iter().any(|p| p.kind() == Some("tool_result"))
+            || self
+                .parts()
+                .iter()
+                .any(|p| p.field_of("tool_result", "tool_use_id").is_some())
     }
 
     /// The content's parts; none for text or no content.

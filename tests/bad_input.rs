@@ -161,7 +161,7 @@ fn bad_configuration_is_refused_before_anything_runs() {
     let cases = [
         (
             Compactor::new(0),
-            "config TooSmall { setting: \"budget\", value: 0, min: 1 }",
+            "config TooSmall { setting: \"budget\", value: 0, min: 1, limit: None }",
         ),
         (
             Compactor::new(10).keep_recent(11),

@@ -71,10 +71,12 @@ impl RedisCache {
         let client = redis::Client::open(url).map_err(|e| {
             Error::InvalidConfig(ConfigError::Invalid {
                 setting: "redis_url",
-                // Without a password it may hold.
-                value: match (url.split_once("://"), url.rsplit_once('@')) {
-                    (Some((scheme, _)), Some((_, host))) => format!("{scheme}://***@{host}"),
-                    _ => url.to_owned(),
+                // Only the scheme: the rest may hold a password.
+                value: match url.split_once(':') {
+                    Some((scheme, _)) if scheme.chars().all(|c| c.is_ascii_alphanumeric() || c == '+') => {
+                        format!("{scheme}:…")
+                    }
+                    _ => "…".to_owned(),
                 },
                 source: Box::new(e),
             })

@@ -310,13 +310,13 @@ impl<C> Compactor<C> {
 
     fn validate(&self) -> Result<()> {
         let keep_recent = self.effective_keep_recent();
-        ConfigError::at_least("budget", self.budget, 1)?;
+        ConfigError::at_least("budget", self.budget, 1, None)?;
         ConfigError::at_most("keep_recent", keep_recent, self.budget, Some("budget"))?;
         if let Some(max) = self.keep_recent_max {
-            ConfigError::at_least("keep_recent_max", max, keep_recent)?;
+            ConfigError::at_least("keep_recent_max", max, keep_recent, Some("keep_recent"))?;
         }
         if let Some(tokens) = self.max_fold_input_tokens {
-            ConfigError::at_least("max_fold_input_tokens", tokens, 1)?;
+            ConfigError::at_least("max_fold_input_tokens", tokens, 1, None)?;
         }
         self.policy.validate()
     }

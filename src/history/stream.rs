@@ -214,8 +214,10 @@ fn is_space(b: u8) -> bool {
 
 /// Where the last message in `bytes` that another follows ends: the last
 /// `}` followed by `,` and `{` (with whitespace between), searched from the
-/// end. A guess, which parsing checks: a message array that parses is read
-/// as the whole input would read it, wherever the guess put its end.
+/// end, preferring one where the `{` opens with `"role"` (the usual first
+/// key; nested objects in a message, such as tool calls or parts, seldom
+/// have it). A guess, which parsing checks: a message array that parses is
+/// read as the whole input would read it, wherever the guess put its end.
 fn ends(bytes: &[u8]) -> Option<usize> {
     let skip_back = |mut i: usize| {
         while i > 0 && is_space(bytes[i - 1]) {
@@ -223,18 +225,29 @@ fn ends(bytes: &[u8]) -> Option<usize> {
         }
         i
     };
-    let mut open = bytes.len();
+    let opens_with_role = |open: usize| {
+        let rest = &bytes[open + 1..];
+        let key = rest
+            .iter()
+            .position(|&b| !is_space(b))
+            .map_or(rest, |i| &rest[i..]);
+        key.starts_with(b"\"role\"")
+    };
+    let (mut open, mut first) = (bytes.len(), None);
     while let Some(next) = memchr::memrchr(b'{', &bytes[..open]) {
         open = next;
         let comma = skip_back(open);
         if comma > 0 && bytes[comma - 1] == b',' {
             let close = skip_back(comma - 1);
             if close > 0 && bytes[close - 1] == b'}' {
-                return Some(close);
+                if opens_with_role(open) {
+                    return Some(close);
+                }
+                first = first.or(Some(close));
             }
         }
     }
-    None
+    first
 }
 
 /// What parsing `text` (which starts with `prefix` bytes of our own) as a
@@ -417,6 +430,9 @@ mod tests {
         // Inside a string: a wrong guess, which parsing refuses.
         assert_eq!(ends(br#"{"content":"x}, {y"}, {"#), Some(20));
         assert_eq!(ends(br#"{"content":"x}, {y"}]"#), Some(14));
+        // A message that opens with "role" wins over a nested object after it.
+        let nested = br#"{"role":"a"}, {"role":"b","tool_calls":[{"id":"1"},{"id":"2"#;
+        assert_eq!(ends(nested), Some(12));
         let text = br#"[{"role":"user","content":"z"}, {"role":"user","content":"x}, {y"}]"#;
         let history = read_in(&text[..], CHUNK).unwrap();
         let texts: Vec<String> = history.messages.iter().map(|m| m.text().into_owned()).collect();

@@ -384,5 +384,5 @@ pub(crate) fn new_summary<C: TokenCounter + ?Sized>(
 }
 
 pub(crate) fn check_positive(name: &'static str, value: usize) -> Result<()> {
-    ConfigError::at_least(name, value, 1)
+    ConfigError::at_least(name, value, 1, None)
 }

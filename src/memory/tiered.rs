@@ -164,6 +164,7 @@ impl<C> TieredSettings<C> {
             "hard_limit_tokens",
             self.hard_limit_tokens,
             self.soft_limit_tokens,
+            Some("soft_limit_tokens"),
         )?;
         self.policy.validate()
     }
