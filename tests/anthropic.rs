@@ -227,3 +227,29 @@ fn the_summary_can_lead_as_a_user_turn_instead() {
     assert!(policy.is_summary(&first));
     assert_anthropic_accepts(&out);
 }
+
+/// No Claude tokenizer runs offline. On the published counts
+/// (`tests/fixtures/anthropic_counts.json`, each with its source), o200k
+/// comes closer than the heuristic, which is why the CLI's default
+/// (`o200k_base`) stays for Anthropic bodies and README says so.
+#[cfg(feature = "tiktoken")]
+#[test]
+fn o200k_is_the_closer_approximation_on_published_claude_counts() {
+    use chatfold::{Heuristic, Tiktoken, TokenCounter};
+    let fixture: Value = serde_json::from_str(include_str!("fixtures/anthropic_counts.json")).unwrap();
+    let o200k = Tiktoken::o200k_base().unwrap();
+    let (mut heuristic_off, mut o200k_off) = (0, 0);
+    for case in fixture["cases"].as_array().unwrap() {
+        let history = History::from_json_value(case["request"].clone())
+            .and_then(|h| h.into_format(Format::Anthropic))
+            .unwrap();
+        let claude = case["input_tokens"].as_u64().unwrap() as usize;
+        heuristic_off += Heuristic.count_messages(&history.messages).abs_diff(claude);
+        o200k_off += o200k.count_messages(&history.messages).abs_diff(claude);
+    }
+    println!("off by: o200k {o200k_off}, heuristic {heuristic_off}");
+    assert!(
+        o200k_off <= heuristic_off,
+        "o200k off by {o200k_off}, heuristic by {heuristic_off}"
+    );
+}

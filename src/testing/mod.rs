@@ -156,8 +156,8 @@ pub enum Form {
     /// per result.
     #[default]
     OpenAi,
-    /// Anthropic's: `tool_use` blocks in the assistant message, `tool_result`
-    /// blocks in user messages (the first result alone, the rest together
+    /// Anthropic's: a thinking block and `tool_use` blocks in the assistant
+    /// message, `tool_result` blocks in user messages (the first result alone, the rest together
     /// after any interleaved turn; an orphan is a user message with one).
     Anthropic,
 }
@@ -406,7 +406,12 @@ fn render_one(turn: &Turn, out: &mut Vec<Message>, next_id: &mut usize, form: Fo
                 .collect();
             let results: Vec<&String> = answered.iter().filter_map(|&i| ids.get(i)).collect();
             if form == Form::Anthropic {
-                let mut blocks = vec![Part::text("Let me look that up.")];
+                let mut blocks = vec![
+                    Part::from_json(serde_json::json!({
+                        "type": "thinking", "thinking": "Which tools answer this?", "signature": "c2lnbmF0dXJl"
+                    })),
+                    Part::text("Let me look that up."),
+                ];
                 blocks.extend(ids.iter().map(|id| {
                     Part::from_json(serde_json::json!({
                         "type": "tool_use", "id": id, "name": "lookup", "input": {"q": id}
