@@ -79,7 +79,65 @@ pub enum Error {
     /// A tokenizer could not be built or is unknown.
     #[error("tokenizer: {0}")]
     Tokenizer(TokenizerError),
+
+    /// A history has something the other format cannot say without loss
+    /// ([`History::convert`](crate::History::convert)).
+    #[error("cannot convert: {0}")]
+    Conversion(ConversionError),
 }
+
+/// What in a history has no lossless form in the other format.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConversionError {
+    message: usize,
+    field: String,
+    what: String,
+    to: crate::Format,
+}
+
+impl ConversionError {
+    pub(crate) fn new(message: usize, field: String, what: String, to: crate::Format) -> Self {
+        ConversionError {
+            message,
+            field,
+            what,
+            to,
+        }
+    }
+
+    /// The index of the message (in [`History::messages`](crate::History::messages)).
+    pub fn message(&self) -> usize {
+        self.message
+    }
+
+    /// The field or block in it (`content[2]`, `content[0].cache_control`,
+    /// `name`).
+    pub fn field(&self) -> &str {
+        &self.field
+    }
+
+    /// What it is (`a \`thinking\` block`).
+    pub fn what(&self) -> &str {
+        &self.what
+    }
+
+    /// The format it could not be converted to.
+    pub fn to(&self) -> crate::Format {
+        self.to
+    }
+}
+
+impl fmt::Display for ConversionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "message {}: {} ({}) has no lossless form in {}'s format",
+            self.message, self.field, self.what, self.to
+        )
+    }
+}
+
+impl std::error::Error for ConversionError {}
 
 /// A setting out of range, or a value a setting cannot take.
 #[derive(Debug, thiserror::Error)]

@@ -91,8 +91,8 @@ pub use compact::{Compaction, Compactor, CutReason, Fate, Plan, Report};
 pub use count::Tiktoken;
 pub use count::{Heuristic, NamedCounter, TokenCounter};
 pub use error::{
-    BoxError, ConfigError, Error, FieldError, FormatMark, InputError, JsonError, Result, StateError,
-    TokenizerError,
+    BoxError, ConfigError, ConversionError, Error, FieldError, FormatMark, InputError, JsonError, Result,
+    StateError, TokenizerError,
 };
 pub use history::{Format, History};
 pub use ledger::{LEDGER_HEADING, LedgerPattern};

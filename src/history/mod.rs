@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use crate::error::{Error, FormatMark, InputError, JsonError, Result};
 use crate::message::{Message, Role};
 
+mod convert;
 mod format;
 mod stream;
 
