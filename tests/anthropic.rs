@@ -331,3 +331,21 @@ fn every_documented_block_type_round_trips() {
         .unwrap();
     assert_anthropic_accepts(&history.to_json_with(&folded.messages));
 }
+
+#[test]
+fn a_model_name_hints_the_format_when_the_structure_does_not() {
+    let claude = json!({"model": "claude-sonnet-4-5", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]});
+    let history = History::from_json_value(claude).unwrap();
+    assert_eq!(
+        (history.format(), history.format_known()),
+        (Format::Anthropic, true)
+    );
+    // A proxy serving Claude in OpenAI's format: the hint gives way.
+    assert_eq!(
+        history.into_format(Format::OpenAi).unwrap().format(),
+        Format::OpenAi
+    );
+    let unknown = History::from_json_value(json!({"model": "llama3", "messages": []})).unwrap();
+    assert!(!unknown.format_known() && unknown.is_body());
+    assert!(!History::from(Vec::new()).is_body());
+}

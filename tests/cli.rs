@@ -721,3 +721,35 @@ fn an_anthropic_body_is_compacted_in_its_own_format() {
     );
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
+
+/// A body that says nothing of its format (plain text turns, an unknown
+/// model) cannot take a summary without `--format`: where it goes differs.
+#[test]
+fn an_unmarked_body_needs_a_format_to_take_a_summary() {
+    let turns: Vec<serde_json::Value> = (0..40)
+        .map(|i| {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            serde_json::json!({"role": role, "content": format!("turn {i} about Seoul")})
+        })
+        .collect();
+    let body = serde_json::json!({"model": "llama3", "messages": turns}).to_string();
+    let args = ["compact", "--budget", "80", "--tokenizer", "heuristic"];
+    let out = run(&args, body.as_bytes());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--format"), "{}", stderr(&out));
+    let out = run(&[&args[..], &["--format", "anthropic"]].concat(), body.as_bytes());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let got: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        got["system"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Summary of earlier conversation:")
+    );
+    let out = run(&[&args[..], &["--format", "openai"]].concat(), body.as_bytes());
+    let got: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(got["messages"][0]["role"], "system");
+    // Small enough to fit: nothing to place, nothing to ask.
+    let out = run(&["compact", "--budget", "100000"], body.as_bytes());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}

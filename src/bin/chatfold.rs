@@ -654,6 +654,15 @@ fn compact(all: &CompactArgs) -> Result<(), Failure> {
     let input = input?;
     let summarizer = Chosen::new(summarize, compactor.counter)?;
     let result = compactor.compact(&input.history.messages, &summarizer)?;
+    if result.summarized && input.history.is_body() && !input.history.format_known() {
+        // The summary's place differs: a system message in `messages`
+        // (OpenAI) or a block of the top-level `system` (Anthropic).
+        return Err(Failure::new(
+            2,
+            "the body does not say its format (no system prompt, content blocks, tool messages or known model): \
+             pass --format openai or --format anthropic",
+        ));
+    }
     let output = if result.summarized {
         to_json(&input.history.to_json_with(&result.messages), pretty)?
     } else {

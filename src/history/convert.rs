@@ -80,6 +80,7 @@ impl History {
             body,
             format: to,
             mark: None,
+            known: true,
             system: match to {
                 Format::Anthropic => System::Blocks,
                 Format::OpenAi => System::Absent,

@@ -10,6 +10,9 @@ use serde_json::{Map, Value};
 use crate::error::{ConfigError, Error, FieldError, FormatMark, InputError, Result};
 use crate::message::{Content, Message, Part, Role};
 
+#[cfg(doc)]
+use super::History;
+
 /// The shape of a request body.
 ///
 /// Both formats read into the same [`Message`]s. Anthropic's content blocks
@@ -182,6 +185,26 @@ pub(super) fn check_blocks(messages: &[Message]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// What a body's `model` suggests, when its structure says nothing: a
+/// `claude-` model is Anthropic's, a `gpt-`, `o1`, `o3`, `o4` or `chatgpt-`
+/// model OpenAI's. A hint only: an OpenAI-compatible proxy may serve
+/// Claude models in OpenAI's format, so [`History::into_format`] may
+/// overrule it.
+pub(super) fn hint(body: Option<&Map<String, Value>>) -> Option<(Format, FormatMark)> {
+    let model = body?.get("model")?.as_str()?;
+    let format = if model.starts_with("claude-") {
+        Format::Anthropic
+    } else if ["gpt-", "o1", "o3", "o4", "chatgpt-"]
+        .iter()
+        .any(|p| model.starts_with(p))
+    {
+        Format::OpenAi
+    } else {
+        return None;
+    };
+    Some((format, FormatMark::new(None, format!("the model `{model}`"))))
 }
 
 /// Takes `system` out of `body` (leaving a `null` to mark its place) as

@@ -60,8 +60,10 @@ pub struct History {
     /// bare array.
     body: Option<Map<String, Value>>,
     format: Format,
-    /// What in the input said its format, if anything did.
+    /// What in the input's structure said its format, if anything did.
     mark: Option<FormatMark>,
+    /// Whether anything said it: the structure, or the model's name.
+    known: bool,
     /// How Anthropic's `system` was written.
     system: System,
 }
@@ -127,6 +129,7 @@ impl History {
             body: None,
             format: Format::OpenAi,
             mark: None,
+            known: false,
             system: System::Absent,
         }
     }
@@ -135,8 +138,9 @@ impl History {
     /// `system` lifted into leading system messages.
     fn settle(mut self) -> Result<Self> {
         if let Some((format, mark)) = format::detect(self.body.as_ref(), &self.messages)? {
-            self.format = format;
-            self.mark = Some(mark);
+            (self.format, self.mark, self.known) = (format, Some(mark), true);
+        } else if let Some((format, _)) = format::hint(self.body.as_ref()) {
+            (self.format, self.known) = (format, true);
         }
         if self.format == Format::Anthropic {
             format::check_blocks(&self.messages)?;
@@ -159,6 +163,7 @@ impl History {
     /// [`InputError::WrongFormat`] when the body's marks say the other one.
     pub fn into_format(mut self, format: Format) -> Result<Self> {
         if self.format == format {
+            self.known = true;
             return Ok(self);
         }
         if let Some(mark) = &self.mark {
@@ -168,8 +173,25 @@ impl History {
                 mark: mark.clone(),
             }));
         }
-        self.format = format;
+        // Only a model's name, or nothing, said the format: nothing was
+        // lifted (a top-level `system` is a mark of the structure).
+        (self.format, self.known) = (format, true);
         Ok(self)
+    }
+
+    /// Whether the history was read from a request body (an object with
+    /// `messages`), not a bare array.
+    pub fn is_body(&self) -> bool {
+        self.body.is_some()
+    }
+
+    /// Whether the input said its format: by its structure (a top-level
+    /// `system`, a block, a tool message ...) or its `model`'s name, or
+    /// [`into_format`](Self::into_format) was told. When not, [`format`](Self::format)
+    /// is OpenAI's, and a summary written into a body may be in the wrong
+    /// place for a Claude request.
+    pub fn format_known(&self) -> bool {
+        self.known
     }
 
     /// The format the history was read in: Anthropic's when the body has a
