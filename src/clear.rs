@@ -98,20 +98,40 @@ impl ClearToolResults {
         messages: &[Message],
         counter: &C,
     ) -> Option<(Vec<Message>, Vec<usize>)> {
-        let results: Vec<usize> = (0..messages.len())
-            .filter(|&i| messages[i].role == Role::Tool || messages[i].tool_call_id.is_some())
+        // Each result: a tool message (no block), or a `tool_result` block
+        // (Anthropic's) of a user message, oldest first.
+        let results: Vec<(usize, Option<usize>)> = (0..messages.len())
+            .flat_map(|i| {
+                let m = &messages[i];
+                let whole = (m.role == Role::Tool || m.tool_call_id.is_some()).then_some((i, None));
+                let blocks = m.parts().iter().enumerate();
+                let blocks = blocks
+                    .filter(|(_, p)| p.kind() == Some("tool_result"))
+                    .map(move |(k, _)| (i, Some(k)));
+                whole.into_iter().chain(blocks)
+            })
             .collect();
         let older = &results[..results.len().saturating_sub(self.keep_recent)];
         let mut cleared = Vec::new();
         let mut out: Option<Vec<Message>> = None;
-        for &i in older {
+        for &(i, block) in older {
             let m = &messages[i];
-            let text = m.text();
+            let (text, id) = match block {
+                None => (m.text(), m.tool_call_id.as_deref()),
+                Some(k) => {
+                    let part = &m.parts()[k];
+                    let id = part
+                        .as_json()
+                        .get("tool_use_id")
+                        .and_then(serde_json::Value::as_str);
+                    (std::borrow::Cow::Owned(part.result_texts().join("\n")), id)
+                }
+            };
             // A token takes at least one byte for every shipped counter.
             if text.len() < self.min_tokens {
                 continue;
             }
-            let name = tool_name(messages, i).unwrap_or("tool");
+            let name = id.and_then(|id| tool_name(messages, i, id)).unwrap_or("tool");
             if self.exclude.iter().any(|e| e == name) {
                 continue;
             }
@@ -119,24 +139,24 @@ impl ClearToolResults {
             if tokens < self.min_tokens {
                 continue;
             }
-            let placeholder = placeholder(name, m.tool_call_id.as_deref(), tokens, &text);
+            let placeholder = placeholder(name, id, tokens, &text);
             let copy = out.get_or_insert_with(|| messages.to_vec());
-            copy[i].content = Some(Content::Text(placeholder));
-            cleared.push(i);
+            match (block, &mut copy[i].content) {
+                (Some(k), Some(Content::Parts(parts))) => parts[k].set_result_content(placeholder),
+                (_, content) => *content = Some(Content::Text(placeholder)),
+            }
+            if cleared.last() != Some(&i) {
+                cleared.push(i);
+            }
         }
         out.map(|messages| (messages, cleared))
     }
 }
 
-/// The name of the tool whose call the result at `i` answers (the nearest
-/// earlier call with its id).
-fn tool_name(messages: &[Message], i: usize) -> Option<&str> {
-    let id = messages[i].tool_call_id.as_deref()?;
-    messages[..i]
-        .iter()
-        .rev()
-        .find_map(|m| m.tool_calls.iter().find(|c| c.id == id))
-        .map(|c| c.name.as_str())
+/// The name of the tool whose call `id` the result at `i` answers (the
+/// nearest earlier call with that id).
+fn tool_name<'m>(messages: &'m [Message], i: usize, id: &str) -> Option<&'m str> {
+    messages[..i].iter().rev().find_map(|m| m.call_name(id))
 }
 
 fn placeholder(name: &str, call: Option<&str>, tokens: usize, text: &str) -> String {

@@ -345,18 +345,35 @@ pub(crate) fn identifiers(text: &str, extra: &[LedgerPattern]) -> Vec<String> {
     out
 }
 
-/// The pieces of a message to read identifiers from: the content's text,
-/// each tool call's arguments, newest (last) first.
+/// The pieces of a message to read identifiers from: the content's text
+/// (with Anthropic's blocks: thinking, a tool result's content, and the
+/// strings in a tool call's `input`), each tool call's arguments, newest
+/// (last) first.
 fn pieces(message: &Message) -> impl Iterator<Item = &str> {
     let calls = message.tool_calls.iter().map(|c| c.arguments.as_str());
-    let content: Vec<&str> = match &message.content {
+    let mut content: Vec<&str> = match &message.content {
         None => Vec::new(),
         Some(crate::message::Content::Text(s)) => vec![s.as_str()],
-        Some(crate::message::Content::Parts(parts)) => {
-            parts.iter().filter_map(crate::message::Part::as_text).collect()
-        }
+        Some(crate::message::Content::Parts(parts)) => parts.iter().flat_map(|p| p.text_pieces()).collect(),
     };
+    for input in message
+        .parts()
+        .iter()
+        .filter_map(crate::message::Part::tool_input)
+    {
+        strings_in(input, &mut content);
+    }
     content.into_iter().chain(calls).rev()
+}
+
+/// Every string inside `value`, in order.
+fn strings_in<'v>(value: &'v serde_json::Value, out: &mut Vec<&'v str>) {
+    match value {
+        serde_json::Value::String(s) => out.push(s),
+        serde_json::Value::Array(items) => items.iter().for_each(|v| strings_in(v, out)),
+        serde_json::Value::Object(map) => map.values().for_each(|v| strings_in(v, out)),
+        _ => {}
+    }
 }
 
 /// A user's own identifier pattern: every match is a ledger entry.

@@ -170,19 +170,34 @@ impl Part {
             }
             Some("tool_result") => {
                 pieces.extend(get("tool_use_id"));
-                match self.0.get("content") {
-                    Some(Value::String(s)) => pieces.push(s),
-                    Some(Value::Array(blocks)) => pieces.extend(
-                        blocks
-                            .iter()
-                            .filter_map(|b| b.get("text").and_then(Value::as_str)),
-                    ),
-                    _ => {}
-                }
+                pieces.extend(self.result_texts());
             }
             _ => {}
         }
         pieces
+    }
+
+    /// A `tool_result` block's content as texts: the string, or its text
+    /// blocks' texts; none for any other part.
+    pub(crate) fn result_texts(&self) -> Vec<&str> {
+        if self.kind() != Some("tool_result") {
+            return Vec::new();
+        }
+        match self.0.get("content") {
+            Some(Value::String(s)) => vec![s.as_str()],
+            Some(Value::Array(blocks)) => blocks
+                .iter()
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Replaces a `tool_result` block's content with `text`.
+    pub(crate) fn set_result_content(&mut self, text: String) {
+        if let Value::Object(map) = &mut self.0 {
+            map.insert("content".to_owned(), Value::String(text));
+        }
     }
 
     /// A tool call block's `input` (Anthropic's `tool_use` and its kin).
@@ -571,6 +586,21 @@ impl Message {
         id.into_iter().chain(blocks)
     }
 
+    /// The name of the tool the message calls with `id`, if it makes that call.
+    pub(crate) fn call_name(&self, id: &str) -> Option<&str> {
+        let openai = self
+            .tool_calls
+            .iter()
+            .find(|c| c.id == id)
+            .map(|c| c.name.as_str());
+        openai.or_else(|| {
+            self.parts()
+                .iter()
+                .find(|p| p.field_of("tool_use", "id") == Some(id))
+                .and_then(|p| p.as_json().get("name").and_then(Value::as_str))
+        })
+    }
+
     /// Whether the message makes a tool call ([`call_ids`](Self::call_ids)).
     pub fn makes_calls(&self) -> bool {
         !self.tool_calls.is_empty() || self.parts().iter().any(|p| p.kind() == Some("tool_use"))
@@ -588,8 +618,9 @@ impl Message {
                 .any(|p| p.field_of("tool_result", "tool_use_id").is_some())
     }
 
-    /// The content's parts; none for text or no content.
-    fn parts(&self) -> &[Part] {
+    /// The content's parts (Anthropic's blocks, OpenAI's content parts);
+    /// empty for text or no content.
+    pub fn parts(&self) -> &[Part] {
         match &self.content {
             Some(Content::Parts(parts)) => parts,
             _ => &[],
@@ -791,7 +822,7 @@ impl fmt::Display for Message {
             if let Some(input) = part.tool_input() {
                 write!(f, "{gap}[tool call {}: {}({input})]", get("id"), get("name"))?;
             } else if part.kind() == Some("tool_result") {
-                let result: Vec<&str> = part.text_pieces().into_iter().skip(1).collect();
+                let result = part.result_texts();
                 write!(
                     f,
                     "{gap}[tool result {}: {}]",

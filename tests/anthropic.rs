@@ -349,3 +349,81 @@ fn a_model_name_hints_the_format_when_the_structure_does_not() {
     assert!(!unknown.format_known() && unknown.is_body());
     assert!(!History::from(Vec::new()).is_body());
 }
+
+/// Old, large `tool_result` blocks are cleared like tool messages: the
+/// block stays, answering its call, with a placeholder naming the tool.
+#[test]
+fn old_tool_result_blocks_are_cleared_in_place() {
+    let mut messages = Vec::new();
+    for i in 0..4 {
+        let mut t = turn(i);
+        t[2]["content"][0]["content"] = json!(format!("log line {i} at /var/log/app{i}.log ").repeat(60));
+        messages.extend(t);
+    }
+    let history = History::from_json_value(json!({"system": "s", "messages": messages})).unwrap();
+    let clearing = chatfold::ClearToolResults::new().keep_recent(2).min_tokens(50);
+    let (cleared, indices) = clearing.clear(&history.messages, &chatfold::Heuristic).unwrap();
+    // The first three turns' results are older than the newest two blocks;
+    // only the long first block of each is cleared.
+    assert_eq!(indices, [3, 7, 11]);
+    let block = &cleared[3].parts()[0];
+    let text = block.as_json()["content"].as_str().unwrap();
+    assert!(
+        text.starts_with("[tool result cleared: search (call toolu_0a)"),
+        "{text}"
+    );
+    assert!(text.contains("/var/log/app0.log"), "{text}");
+    assert_eq!(
+        cleared[3].answered_ids().collect::<Vec<_>>(),
+        ["toolu_0a", "toolu_0b"]
+    );
+    assert_eq!(cleared[15], history.messages[15]);
+    assert_anthropic_accepts(&history.to_json_with(&cleared));
+}
+
+/// The ledger reads identifiers from Anthropic's blocks too: a path that
+/// only a folded `tool_use` input names is kept in the summary.
+#[test]
+fn the_ledger_keeps_identifiers_from_tool_use_inputs() {
+    let mut messages = Vec::new();
+    for i in 0..12 {
+        let mut t = turn(i);
+        t[1]["content"][1]["input"] = json!({"path": format!("/srv/exports/batch{i}.csv")});
+        messages.extend(t);
+    }
+    let history = History::from_json_value(json!({"system": "s", "messages": messages})).unwrap();
+    let vague = |_: &SummaryRequest<'_>| {
+        Ok::<_, std::convert::Infallible>("Several exports were searched.".to_owned())
+    };
+    let result = Compactor::new(700)
+        .keep_recent(150)
+        .compact(&history.messages, &vague)
+        .unwrap();
+    let out = history.to_json_with(&result.messages);
+    let summary = out["system"][1]["text"].as_str().unwrap();
+    assert!(summary.contains("/srv/exports/batch0.csv"), "{summary}");
+}
+
+/// The extractive summarizer reads Anthropic's tool calls and results as
+/// it reads OpenAI's: they are lines of its second tier.
+#[test]
+fn the_extractive_summary_names_tool_calls_and_results_in_blocks() {
+    let mut messages = Vec::new();
+    for i in 0..12 {
+        messages.extend(turn(i));
+    }
+    let history = History::from_json_value(json!({"system": "s", "messages": messages})).unwrap();
+    let result = Compactor::new(900)
+        .keep_recent(100)
+        .compact(&history.messages, &Extractive::new())
+        .unwrap();
+    let summary = history.to_json_with(&result.messages)["system"][1]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        summary.contains(r#"called search({"q":"day 0 sights"})"#),
+        "{summary}"
+    );
+    assert!(summary.contains("Palace 0, museum 0, market 0."), "{summary}");
+}

@@ -132,7 +132,8 @@ enum Tier {
 
 impl Tier {
     fn of(m: &Message) -> Tier {
-        if m.role == crate::message::Role::Tool || (m.text().trim().is_empty() && !m.tool_calls.is_empty()) {
+        let result = m.role == crate::message::Role::Tool || m.answered_ids().next().is_some();
+        if result || (m.text().trim().is_empty() && m.makes_calls()) {
             Tier::Tools
         } else {
             Tier::Conversation
@@ -150,6 +151,24 @@ fn line_for<'x>(m: &Message) -> Option<Cow<'x, str>> {
             line.push_str("; ");
         }
         let _ = write!(line, "called {}({})", call.name, call.arguments);
+    }
+    // Anthropic's tool calls and results, as blocks.
+    for part in m.parts() {
+        let name = |key: &str| {
+            part.as_json()
+                .get(key)
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("")
+        };
+        let piece = match (part.tool_input(), part.kind()) {
+            (Some(input), _) => format!("called {}({input})", name("name")),
+            (None, Some("tool_result")) => opening(&part.result_texts().join("\n")),
+            _ => continue,
+        };
+        if !line.is_empty() && !piece.is_empty() {
+            line.push_str("; ");
+        }
+        line.push_str(&piece);
     }
     if line.is_empty() {
         return None;
