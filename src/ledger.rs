@@ -354,7 +354,7 @@ fn pieces(message: &Message) -> impl Iterator<Item = &str> {
     let mut content: Vec<&str> = match &message.content {
         None => Vec::new(),
         Some(crate::message::Content::Text(s)) => vec![s.as_str()],
-        Some(crate::message::Content::Parts(parts)) => parts.iter().flat_map(|p| p.text_pieces()).collect(),
+        Some(crate::message::Content::Parts(parts)) => parts.iter().flat_map(|p| p.prose()).collect(),
     };
     for input in message
         .parts()

@@ -162,19 +162,27 @@ impl Part {
     /// [`TokenCounter::count_message`](crate::TokenCounter::count_message).
     pub(crate) fn text_pieces(&self) -> Vec<&str> {
         let get = |key: &str| self.0.get(key).and_then(Value::as_str);
-        let mut pieces: Vec<&str> = self.as_text().into_iter().collect();
+        let mut pieces = self.prose();
         match self.kind() {
-            Some("thinking") => pieces.extend(get("thinking")),
             Some("tool_use" | "server_tool_use" | "mcp_tool_use") => {
                 pieces.extend([get("id"), get("name")].into_iter().flatten())
             }
-            Some("tool_result") => {
-                pieces.extend(get("tool_use_id"));
-                pieces.extend(self.result_texts());
-            }
+            Some("tool_result") => pieces.extend(get("tool_use_id")),
             _ => {}
         }
         pieces
+    }
+
+    /// What the part says, without ids: its `text`, a `thinking` block's
+    /// thinking, a `tool_result`'s content. What the ledger reads.
+    pub(crate) fn prose(&self) -> Vec<&str> {
+        let mut prose: Vec<&str> = self.as_text().into_iter().collect();
+        match self.kind() {
+            Some("thinking") => prose.extend(self.0.get("thinking").and_then(Value::as_str)),
+            Some("tool_result") => prose.extend(self.result_texts()),
+            _ => {}
+        }
+        prose
     }
 
     /// A `tool_result` block's content as texts: the string, or its text
