@@ -68,24 +68,20 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 mod cache;
-mod clear;
 mod compact;
 mod count;
 mod error;
+mod fold;
 mod history;
-mod ledger;
 pub mod memory;
 mod message;
-mod policy;
 mod summarize;
 #[cfg(feature = "proptest")]
 pub mod testing;
-mod units;
 
 #[cfg(feature = "redis")]
 pub use cache::RedisCache;
 pub use cache::{CacheStats, FileCache, MemoryCache, SummaryCache};
-pub use clear::ClearToolResults;
 pub use compact::{Compaction, Compactor, CutReason, Fate, Plan, Report};
 #[cfg(feature = "tiktoken")]
 pub use count::Tiktoken;
@@ -94,10 +90,9 @@ pub use error::{
     BoxError, ConfigError, ConversionError, Error, FieldError, FormatMark, InputError, JsonError, Result,
     StateError, TokenizerError,
 };
+pub use fold::{ClearToolResults, DEFAULT_SUMMARY_PREFIX, FoldPolicy, LEDGER_HEADING, LedgerPattern};
 pub use history::{Format, History};
-pub use ledger::{LEDGER_HEADING, LedgerPattern};
 pub use message::{Content, CustomRole, Message, Part, Role, ToolCall};
-pub use policy::{DEFAULT_SUMMARY_PREFIX, FoldPolicy};
 #[cfg(feature = "anthropic")]
 pub use summarize::{Anthropic, AnthropicSummarizer};
 pub use summarize::{AsyncSummarizer, Extractive, Prompt, Ready, Summarizer, SummaryRequest};

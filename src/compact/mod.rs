@@ -6,13 +6,13 @@ use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
 use crate::cache::{Chain, SummaryCache};
-use crate::clear::ClearToolResults;
 use crate::count::{Heuristic, TokenCounter};
 use crate::error::{ConfigError, Error, Result};
+use crate::fold::clear::ClearToolResults;
+use crate::fold::policy::FoldPolicy;
+use crate::fold::units::{self, Stop};
 use crate::message::Message;
-use crate::policy::FoldPolicy;
 use crate::summarize::{AsyncSummarizer, Summarizer};
-use crate::units::{self, Stop};
 
 mod plan;
 mod report;
@@ -356,7 +356,7 @@ impl<C: TokenCounter> Compactor<C> {
             tokens_before,
             fixed_tokens,
             summary_limit,
-            begun: OnceLock::new(),
+            fold: OnceLock::new(),
             reuse,
             chunks,
             chains,

@@ -10,8 +10,8 @@ use super::report::{Compaction, Counts, CutReason, Report};
 use crate::cache::Chain;
 use crate::count::TokenCounter;
 use crate::error::{Error, Result};
+use crate::fold::engine::Fold;
 use crate::message::Message;
-use crate::policy::Begun;
 use crate::summarize::SummaryRequest;
 
 /// A decision about a history, before any summarizer runs.
@@ -43,7 +43,7 @@ pub struct Plan<'a, 'c, C> {
     /// Tokens of everything in the output but the summary.
     pub(super) fixed_tokens: usize,
     pub(super) summary_limit: usize,
-    pub(super) begun: OnceLock<Begun<'static>>,
+    pub(super) fold: OnceLock<Fold<'static>>,
     /// A cached summary of the messages before `reuse.at`.
     pub(super) reuse: Option<Reuse>,
     /// The folded part, one range per summarizer call (none when a cached
@@ -90,7 +90,7 @@ impl<'a, 'c, C> Plan<'a, 'c, C> {
             tokens_before,
             fixed_tokens: tokens,
             summary_limit: 0,
-            begun: OnceLock::new(),
+            fold: OnceLock::new(),
             reuse: None,
             chunks: Vec::new(),
             chains: Vec::new(),
@@ -117,12 +117,8 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
         if !self.folds() {
             return None;
         }
-        let begun = self.begun();
         let (before_cut, skip) = self.folded_part();
-        Some(
-            SummaryRequest::skipping(begun.prose.clone(), before_cut, skip, begun.allowance)
-                .with_ledger(begun.entries.clone()),
-        )
+        Some(self.fold().request(None, before_cut, skip))
     }
 
     /// The messages before the cut, and the (sorted) indices among them that
@@ -134,9 +130,10 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
         (&self.messages[..report.cut], skip)
     }
 
-    /// The previous summaries' prose and the ledger's candidates, found once.
-    fn begun(&self) -> &Begun<'static> {
-        self.begun.get_or_init(|| {
+    /// The fold begun (the previous summaries' prose, the ledger's
+    /// candidates, the summarizer's allowance), found once.
+    fn fold(&self) -> &Fold<'static> {
+        self.fold.get_or_init(|| {
             let compactor = self.compactor;
             let policy = &compactor.policy;
             let previous: Vec<Cow<'_, str>> = self
@@ -147,17 +144,14 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
                 .collect();
             let (before_cut, skip) = self.folded_part();
             let folded = SummaryRequest::skipping(None, before_cut, skip, 0);
-            let begun = policy.begin(
+            Fold::begin(
+                policy,
                 &previous,
                 folded.messages(),
                 self.report.allowance,
                 &compactor.counter,
-            );
-            Begun {
-                prose: begun.prose.map(|p| Cow::Owned(p.into_owned())),
-                entries: begun.entries,
-                allowance: begun.allowance,
-            }
+            )
+            .into_owned()
         })
     }
 
@@ -212,14 +206,12 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
                 report: self.report,
             });
         }
-        let policy = &compactor.policy;
-        let text = policy.accept(summary.into())?;
-        let fitted = policy.finish(
-            &text,
-            &self.begun().entries,
+        let fitted = self.fold().complete(
+            &compactor.policy,
+            summary.into(),
             self.summary_limit,
             &compactor.counter,
-        );
+        )?;
         let (message, summary_tokens, summary_truncated) = (fitted.message, fitted.tokens, fitted.truncated);
         let mut report = self.report;
         report.ledger = fitted.kept;
@@ -263,10 +255,10 @@ impl<C: TokenCounter> Folding<'_, '_, C> {
     pub(super) fn request(&self) -> Option<SummaryRequest<'_>> {
         let plan = self.plan;
         let chunk = plan.chunks.get(self.next)?.clone();
-        let begun = plan.begun();
+        let fold = plan.fold();
         let previous = match (&self.summary, &plan.reuse) {
             (Some(text), _) | (None, Some(Reuse { text, .. })) => Some(Cow::Borrowed(text.as_str())),
-            (None, None) => begun.prose.clone(),
+            (None, None) => None,
         };
         let report = &plan.report;
         let mut skip: Vec<usize> = report
@@ -277,10 +269,7 @@ impl<C: TokenCounter> Folding<'_, '_, C> {
             .map(|&i| i - chunk.start)
             .collect();
         skip.sort_unstable();
-        Some(
-            SummaryRequest::skipping(previous, &plan.messages[chunk], skip, begun.allowance)
-                .with_ledger(begun.entries.clone()),
-        )
+        Some(fold.request(previous, &plan.messages[chunk], skip))
     }
 
     /// Takes the answer to the latest request.

@@ -61,15 +61,17 @@
 use std::borrow::Cow;
 use std::future::Future;
 
+use std::sync::Mutex;
+
 use crate::count::{Heuristic, TokenCounter};
 use crate::error::{BoxError, ConfigError, Result};
+use crate::fold::engine::{Buffer, Landed, Rules, Step, fold_unlocked};
+use crate::fold::policy::{DEFAULT_POLICY, FoldPolicy};
 use crate::message::Message;
-use crate::policy::{DEFAULT_POLICY, FoldPolicy};
 use crate::summarize::{AsyncSummarizer, Summarizer, SummaryRequest};
 
 mod buffer;
 mod rolling;
-mod shared;
 mod state;
 mod summary;
 mod tiered;
@@ -81,6 +83,45 @@ pub use state::{STATE_VERSION, State};
 pub use summary::{AsyncSummaryMemory, SUMMARY_ALLOWANCE, SummaryMemory};
 pub use tiered::{Stats, TieredMemory, TieredSettings, Worker};
 pub use window::WindowMemory;
+
+/// The `add_user`, `add_assistant`, `add_system` and `add_tool` helpers
+/// over `add_message`, written once for [`Remember`], [`AsyncRemember`] and
+/// [`TieredMemory`]: `adders!(RECEIVER -> OUTPUT)`, with `pub` first for
+/// inherent methods.
+macro_rules! adders {
+    (&mut self -> $out:ty) => {
+        adders!(@each [] [mut] $out);
+    };
+    (&self -> $out:ty) => {
+        adders!(@each [] [] $out);
+    };
+    (pub &self -> $out:ty) => {
+        adders!(@each [pub] [] $out);
+    };
+    (@each [$($vis:tt)*] [$($mut:tt)*] $out:ty) => {
+        /// Adds a `user` message. See [`add_message`](Self::add_message).
+        $($vis)* fn add_user(&$($mut)* self, content: impl Into<String>) -> $out {
+            self.add_message(Message::user(content))
+        }
+
+        /// Adds an `assistant` message. See [`add_message`](Self::add_message).
+        $($vis)* fn add_assistant(&$($mut)* self, content: impl Into<String>) -> $out {
+            self.add_message(Message::assistant(content))
+        }
+
+        /// Adds a `system` message to the buffer, where it is an ordinary
+        /// turn. See [`add_message`](Self::add_message).
+        $($vis)* fn add_system(&$($mut)* self, content: impl Into<String>) -> $out {
+            self.add_message(Message::system(content))
+        }
+
+        /// Adds a `tool` result for the call `call_id`. See [`add_message`](Self::add_message).
+        $($vis)* fn add_tool(&$($mut)* self, content: impl Into<String>, call_id: impl Into<String>) -> $out {
+            self.add_message(Message::tool(content, call_id))
+        }
+    };
+}
+pub(crate) use adders;
 
 /// Reading a memory: what every strategy offers.
 ///
@@ -151,41 +192,7 @@ pub trait Remember: Memory {
     /// Forgets everything: summary and buffer.
     fn clear(&mut self);
 
-    /// Adds a `user` message. See [`add_message`](Self::add_message).
-    ///
-    /// # Errors
-    ///
-    /// As [`add_message`](Self::add_message).
-    fn add_user(&mut self, content: impl Into<String>) -> Result<()> {
-        self.add_message(Message::user(content))
-    }
-
-    /// Adds an `assistant` message. See [`add_message`](Self::add_message).
-    ///
-    /// # Errors
-    ///
-    /// As [`add_message`](Self::add_message).
-    fn add_assistant(&mut self, content: impl Into<String>) -> Result<()> {
-        self.add_message(Message::assistant(content))
-    }
-
-    /// Adds a `system` message. See [`add_message`](Self::add_message).
-    ///
-    /// # Errors
-    ///
-    /// As [`add_message`](Self::add_message).
-    fn add_system(&mut self, content: impl Into<String>) -> Result<()> {
-        self.add_message(Message::system(content))
-    }
-
-    /// Adds a `tool` result for the call `call_id`. See [`add_message`](Self::add_message).
-    ///
-    /// # Errors
-    ///
-    /// As [`add_message`](Self::add_message).
-    fn add_tool(&mut self, content: impl Into<String>, call_id: impl Into<String>) -> Result<()> {
-        self.add_message(Message::tool(content, call_id))
-    }
+    adders!(&mut self -> Result<()>);
 }
 
 /// Adding to an asynchronous memory, through `&self`: one memory can be
@@ -205,29 +212,7 @@ pub trait AsyncRemember: Memory {
     /// Forgets everything; a fold in flight is discarded when it completes.
     fn clear(&self);
 
-    /// Adds a `user` message. See [`add_message`](Self::add_message).
-    fn add_user(&self, content: impl Into<String>) -> impl Future<Output = Result<()>> + Send {
-        self.add_message(Message::user(content))
-    }
-
-    /// Adds an `assistant` message. See [`add_message`](Self::add_message).
-    fn add_assistant(&self, content: impl Into<String>) -> impl Future<Output = Result<()>> + Send {
-        self.add_message(Message::assistant(content))
-    }
-
-    /// Adds a `system` message. See [`add_message`](Self::add_message).
-    fn add_system(&self, content: impl Into<String>) -> impl Future<Output = Result<()>> + Send {
-        self.add_message(Message::system(content))
-    }
-
-    /// Adds a `tool` result for the call `call_id`. See [`add_message`](Self::add_message).
-    fn add_tool(
-        &self,
-        content: impl Into<String>,
-        call_id: impl Into<String>,
-    ) -> impl Future<Output = Result<()>> + Send {
-        self.add_message(Message::tool(content, call_id))
-    }
+    adders!(&self -> impl Future<Output = Result<()>> + Send);
 }
 
 /// The summarizer of a memory that has none: what leaves the buffer is
@@ -347,41 +332,57 @@ impl<S, C> Settings<S, C> {
     }
 }
 
-/// The summarizer request for folding `evicted` onto the summary text
-/// `summary` (prose and ledger section), and the ledger's candidate entries
-/// that [`new_summary`] needs.
-pub(crate) fn fold_request<'a, C: TokenCounter + ?Sized>(
-    policy: &FoldPolicy,
-    summary: &'a str,
-    evicted: &'a [Message],
-    allowance: usize,
-    counter: &C,
-) -> (SummaryRequest<'a>, Vec<String>) {
-    let previous: Vec<Cow<'a, str>> = if summary.is_empty() {
-        Vec::new()
-    } else {
-        vec![Cow::Borrowed(summary)]
-    };
-    let begun = policy.begin(&previous, evicted.iter(), allowance, counter);
-    let request = SummaryRequest::skipping(begun.prose, evicted, Vec::new(), begun.allowance)
-        .with_ledger(begun.entries.clone());
-    (request, begun.entries)
+/// Folds the first `due(buffer)` messages of the memory behind `cell` into
+/// its summary, one summarizer call at a time, until nothing more is due.
+///
+/// When a fold is already in flight this returns at once: the fold in
+/// flight looks again when it lands, so it picks up what was added
+/// meanwhile. A cleared memory discards the fold's result and stops.
+pub(crate) async fn settle<S, C>(
+    cell: &Mutex<Buffer>,
+    summarizer: &S,
+    rules: Rules<'_, C>,
+    due: impl Fn(&mut Buffer) -> usize,
+) -> Result<()>
+where
+    S: AsyncSummarizer + ?Sized,
+    C: TokenCounter + ?Sized,
+{
+    loop {
+        let call = |request| async move { Some(summarizer.summarize(request).await.map_err(Into::into)) };
+        match fold_unlocked(cell, rules, &due, call, |_, landed| landed).await {
+            Step::Landed(Landed::Folded { .. }) => {}
+            Step::Landed(Landed::Failed { error, .. }) => return Err(error),
+            Step::Landed(Landed::Stale) | Step::Idle | Step::Busy | Step::Abandoned => return Ok(()),
+        }
+    }
 }
 
-/// A summarizer's answer as the new summary text: checked by `policy`
-/// (trimmed, not empty), followed by the ledger section of `entries`, and
-/// cut to `allowance` tokens (prose first, at a word boundary).
-pub(crate) fn new_summary<C: TokenCounter + ?Sized>(
-    policy: &FoldPolicy,
-    text: String,
-    entries: &[String],
-    allowance: usize,
-    counter: &C,
-) -> Result<String> {
-    let text = policy.accept(text)?;
-    let limit = policy.overhead(counter).saturating_add(allowance);
-    Ok(policy.finish(&text, entries, limit, counter).body)
+/// [`Memory`] for a memory whose state is a `cell: Mutex<Buffer>`: each
+/// read copies only the part asked for. `policy` finds its fold policy.
+macro_rules! locked_memory {
+    ($memory:ident, |$m:ident| $policy:expr) => {
+        impl<S, C> Memory for $memory<S, C> {
+            fn state(&self) -> Cow<'_, State> {
+                Cow::Owned(lock(&self.cell).state.clone())
+            }
+
+            fn policy(&self) -> &FoldPolicy {
+                let $m = self;
+                $policy
+            }
+
+            fn summary(&self) -> Cow<'_, str> {
+                Cow::Owned(lock(&self.cell).state.summary.clone())
+            }
+
+            fn buffer(&self) -> Cow<'_, [Message]> {
+                Cow::Owned(lock(&self.cell).state.buffer.clone())
+            }
+        }
+    };
 }
+pub(crate) use locked_memory;
 
 pub(crate) fn check_positive(name: &'static str, value: usize) -> Result<()> {
     ConfigError::at_least(name, value, 1, None)

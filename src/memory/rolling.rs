@@ -1,34 +1,29 @@
 //! Rolling memory: a running summary plus a recent-message buffer.
 
 use std::borrow::Cow;
+use std::sync::Mutex;
 
-use super::shared::{Inner, Shared};
-use super::{AsyncRemember, Discard, Memory, Remember, Settings, State, fold_request, new_summary};
+use super::{AsyncRemember, Discard, Memory, Remember, Settings, State, settle};
 use crate::count::{Heuristic, TokenCounter};
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::fold::engine::{Buffer, Landed, Rules, lock};
+use crate::fold::policy::FoldPolicy;
 use crate::message::Message;
-use crate::policy::FoldPolicy;
 use crate::summarize::{AsyncSummarizer, Summarizer};
-use crate::units::{self, evict_count};
-
-/// How many messages to evict so the buffer's tokens fit `max_tokens`.
-fn over_budget(inner: &Inner, max_tokens: usize) -> usize {
-    if inner.total <= max_tokens {
-        return 0;
-    }
-    let buffer = &inner.state.buffer;
-    evict_count(buffer, &units::callers(buffer), |i| inner.tokens[i], max_tokens)
-}
 
 impl<S, C: TokenCounter> Settings<S, C> {
     /// `state`, each buffered message counted once.
-    fn inner(&self, state: State) -> Inner {
-        let tokens = state
-            .buffer
-            .iter()
-            .map(|m| self.counter.count_message(m))
-            .collect();
-        Inner::new(state, tokens)
+    fn buffer(&self, state: State) -> Buffer {
+        Buffer::new(state, Some(&self.counter))
+    }
+
+    /// How this memory's folds are checked and cut.
+    fn rules(&self) -> Rules<'_, C> {
+        Rules {
+            policy: &self.policy,
+            counter: &self.counter,
+            allowance: self.allowance(),
+        }
     }
 }
 
@@ -70,7 +65,7 @@ impl<S, C: TokenCounter> Settings<S, C> {
 /// ```
 #[derive(Debug)]
 pub struct RollingMemory<S = Discard, C = Heuristic> {
-    inner: Inner,
+    buffer: Buffer,
     settings: Settings<S, C>,
 }
 
@@ -93,7 +88,7 @@ impl<S, C: TokenCounter> RollingMemory<S, C> {
     pub fn from_state(state: State, settings: Settings<S, C>) -> Result<Self> {
         settings.validate()?;
         Ok(RollingMemory {
-            inner: settings.inner(state),
+            buffer: settings.buffer(state),
             settings,
         })
     }
@@ -107,13 +102,13 @@ impl<S, C> RollingMemory<S, C> {
 
     /// Tokens in the buffer now.
     pub fn buffer_tokens(&self) -> usize {
-        self.inner.total
+        self.buffer.total()
     }
 }
 
 impl<S, C> Memory for RollingMemory<S, C> {
     fn state(&self) -> Cow<'_, State> {
-        Cow::Borrowed(&self.inner.state)
+        Cow::Borrowed(&self.buffer.state)
     }
 
     fn policy(&self) -> &FoldPolicy {
@@ -132,28 +127,30 @@ impl<S: Summarizer, C: TokenCounter> Remember for RollingMemory<S, C> {
     fn add_message(&mut self, message: Message) -> Result<()> {
         let settings = &self.settings;
         let tokens = settings.counter.count_message(&message);
-        self.inner.push(message, Some(tokens));
-        let n = over_budget(&self.inner, settings.max_tokens);
-        if n == 0 {
+        self.buffer.push(message, Some(tokens));
+        if self.buffer.total() <= settings.max_tokens {
             return Ok(());
         }
-        if let Some(summarizer) = &settings.summarizer {
-            let state = &self.inner.state;
-            let allowance = settings.allowance();
-            let (policy, counter) = (&settings.policy, &settings.counter);
-            let (request, entries) =
-                fold_request(policy, &state.summary, &state.buffer[..n], allowance, counter);
-            let text = summarizer
-                .summarize(&request)
-                .map_err(|e| Error::Summarize(e.into()))?;
-            self.inner.state.summary = new_summary(policy, text, &entries, allowance, counter)?;
+        let n = self.buffer.evict_count(settings.max_tokens);
+        let Some(summarizer) = &settings.summarizer else {
+            self.buffer.drop_front(n);
+            return Ok(());
+        };
+        let rules = settings.rules();
+        let Some((ticket, request)) = self.buffer.begin(n, rules) else {
+            return Ok(());
+        };
+        let answer = summarizer.summarize(&request).map_err(|e| e.into());
+        drop(request);
+        let summary = ticket.complete(answer, rules);
+        match self.buffer.land(ticket, summary) {
+            Landed::Failed { error, .. } => Err(error),
+            Landed::Folded { .. } | Landed::Stale => Ok(()),
         }
-        self.inner.drop_front(n);
-        Ok(())
     }
 
     fn clear(&mut self) {
-        self.inner.clear();
+        self.buffer.clear();
     }
 }
 
@@ -192,7 +189,7 @@ impl<S: Summarizer, C: TokenCounter> Remember for RollingMemory<S, C> {
 /// ```
 #[derive(Debug)]
 pub struct AsyncRollingMemory<S = Discard, C = Heuristic> {
-    shared: Shared,
+    cell: Mutex<Buffer>,
     settings: Settings<S, C>,
 }
 
@@ -215,7 +212,7 @@ impl<S, C: TokenCounter> AsyncRollingMemory<S, C> {
     pub fn from_state(state: State, settings: Settings<S, C>) -> Result<Self> {
         settings.validate()?;
         Ok(AsyncRollingMemory {
-            shared: Shared::new(settings.inner(state)),
+            cell: Mutex::new(settings.buffer(state)),
             settings,
         })
     }
@@ -229,27 +226,11 @@ impl<S, C> AsyncRollingMemory<S, C> {
 
     /// Tokens in the buffer now.
     pub fn buffer_tokens(&self) -> usize {
-        self.shared.lock().total
+        lock(&self.cell).total()
     }
 }
 
-impl<S, C> Memory for AsyncRollingMemory<S, C> {
-    fn state(&self) -> Cow<'_, State> {
-        Cow::Owned(self.shared.lock().state.clone())
-    }
-
-    fn policy(&self) -> &FoldPolicy {
-        &self.settings.policy
-    }
-
-    fn summary(&self) -> Cow<'_, str> {
-        Cow::Owned(self.shared.lock().state.summary.clone())
-    }
-
-    fn buffer(&self) -> Cow<'_, [Message]> {
-        Cow::Owned(self.shared.lock().state.buffer.clone())
-    }
-}
+super::locked_memory!(AsyncRollingMemory, |m| &m.settings.policy);
 
 impl<S, C> AsyncRemember for AsyncRollingMemory<S, C>
 where
@@ -259,17 +240,25 @@ where
     async fn add_message(&self, message: Message) -> Result<()> {
         let settings = &self.settings;
         let tokens = settings.counter.count_message(&message);
-        self.shared.lock().push(message, Some(tokens));
+        lock(&self.cell).push(message, Some(tokens));
         let max = settings.max_tokens;
-        let fold = (&settings.policy, &settings.counter, settings.allowance());
-        self.shared
-            .settle(settings.summarizer.as_ref(), fold, |inner| {
-                over_budget(inner, max)
-            })
-            .await
+        let due = |buffer: &mut Buffer| {
+            if buffer.total() <= max {
+                0
+            } else {
+                buffer.evict_count(max)
+            }
+        };
+        let Some(summarizer) = &settings.summarizer else {
+            let mut buffer = lock(&self.cell);
+            let n = due(&mut buffer);
+            buffer.drop_front(n);
+            return Ok(());
+        };
+        settle(&self.cell, summarizer, settings.rules(), due).await
     }
 
     fn clear(&self) {
-        self.shared.lock().clear();
+        lock(&self.cell).clear();
     }
 }

@@ -3,8 +3,8 @@
 use serde_json::{Map, Value};
 
 use crate::error::{Error, FieldError, JsonError, Result, StateError};
+use crate::fold::policy::FoldPolicy;
 use crate::message::Message;
-use crate::policy::FoldPolicy;
 
 /// The saved-state version chatfold writes.
 pub const STATE_VERSION: u64 = 2;

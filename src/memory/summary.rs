@@ -1,13 +1,14 @@
 //! Summary-only memory.
 
 use std::borrow::Cow;
+use std::sync::Mutex;
 
-use super::shared::{Inner, Shared};
-use super::{AsyncRemember, Memory, Remember, State, fold_request, new_summary};
+use super::{AsyncRemember, Memory, Remember, State, settle};
 use crate::count::{Heuristic, TokenCounter};
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::fold::engine::{Buffer, Landed, Rules, lock};
+use crate::fold::policy::FoldPolicy;
 use crate::message::Message;
-use crate::policy::FoldPolicy;
 use crate::summarize::{AsyncSummarizer, Summarizer};
 
 /// The allowance summary-only memories give their summarizer, in tokens.
@@ -45,7 +46,7 @@ pub const SUMMARY_ALLOWANCE: usize = 1_000;
 /// ```
 #[derive(Debug)]
 pub struct SummaryMemory<S, C = Heuristic> {
-    state: State,
+    buffer: Buffer,
     summarizer: S,
     fold: Fold<C>,
 }
@@ -62,8 +63,12 @@ impl<C: TokenCounter> Fold<C> {
         self.policy.max_summary_tokens.unwrap_or(SUMMARY_ALLOWANCE)
     }
 
-    fn parts(&self) -> (&FoldPolicy, &C, usize) {
-        (&self.policy, &self.counter, self.allowance())
+    fn rules(&self) -> Rules<'_, C> {
+        Rules {
+            policy: &self.policy,
+            counter: &self.counter,
+            allowance: self.allowance(),
+        }
     }
 }
 
@@ -80,7 +85,7 @@ impl<S: Summarizer> SummaryMemory<S> {
             counter: Heuristic,
         };
         SummaryMemory {
-            state,
+            buffer: Buffer::new::<Heuristic>(state, None),
             summarizer,
             fold,
         }
@@ -102,7 +107,7 @@ impl<S, C> SummaryMemory<S, C> {
     /// Cut the summary to its allowance counting with `counter`.
     pub fn counter<D: TokenCounter>(self, counter: D) -> SummaryMemory<S, D> {
         SummaryMemory {
-            state: self.state,
+            buffer: self.buffer,
             summarizer: self.summarizer,
             fold: Fold {
                 policy: self.fold.policy,
@@ -114,7 +119,7 @@ impl<S, C> SummaryMemory<S, C> {
 
 impl<S, C> Memory for SummaryMemory<S, C> {
     fn state(&self) -> Cow<'_, State> {
-        Cow::Borrowed(&self.state)
+        Cow::Borrowed(&self.buffer.state)
     }
 
     fn policy(&self) -> &FoldPolicy {
@@ -130,26 +135,23 @@ impl<S: Summarizer, C: TokenCounter> Remember for SummaryMemory<S, C> {
     /// When the summarizer fails (or returns an empty summary) the message
     /// stays in the buffer and the summary is unchanged.
     fn add_message(&mut self, message: Message) -> Result<()> {
-        self.state.buffer.push(message);
-        let (policy, counter, allowance) = self.fold.parts();
-        let (request, entries) = fold_request(
-            policy,
-            &self.state.summary,
-            &self.state.buffer,
-            allowance,
-            counter,
-        );
-        let text = self
-            .summarizer
-            .summarize(&request)
-            .map_err(|e| Error::Summarize(e.into()))?;
-        self.state.summary = new_summary(policy, text, &entries, allowance, counter)?;
-        self.state.buffer.clear();
-        Ok(())
+        self.buffer.push(message, None);
+        let rules = self.fold.rules();
+        let n = self.buffer.messages().len();
+        let Some((ticket, request)) = self.buffer.begin(n, rules) else {
+            return Ok(());
+        };
+        let answer = self.summarizer.summarize(&request).map_err(|e| e.into());
+        drop(request);
+        let summary = ticket.complete(answer, rules);
+        match self.buffer.land(ticket, summary) {
+            Landed::Failed { error, .. } => Err(error),
+            Landed::Folded { .. } | Landed::Stale => Ok(()),
+        }
     }
 
     fn clear(&mut self) {
-        self.state.clear();
+        self.buffer.clear();
     }
 }
 
@@ -175,7 +177,7 @@ impl<S: Summarizer, C: TokenCounter> Remember for SummaryMemory<S, C> {
 /// ```
 #[derive(Debug)]
 pub struct AsyncSummaryMemory<S, C = Heuristic> {
-    shared: Shared,
+    cell: Mutex<Buffer>,
     summarizer: S,
     fold: Fold<C>,
 }
@@ -193,7 +195,7 @@ impl<S: AsyncSummarizer> AsyncSummaryMemory<S> {
             counter: Heuristic,
         };
         AsyncSummaryMemory {
-            shared: Shared::new(Inner::new(state, Vec::new())),
+            cell: Mutex::new(Buffer::new::<Heuristic>(state, None)),
             summarizer,
             fold,
         }
@@ -215,7 +217,7 @@ impl<S, C> AsyncSummaryMemory<S, C> {
     /// Cut the summary to its allowance counting with `counter`.
     pub fn counter<D: TokenCounter>(self, counter: D) -> AsyncSummaryMemory<S, D> {
         AsyncSummaryMemory {
-            shared: self.shared,
+            cell: self.cell,
             summarizer: self.summarizer,
             fold: Fold {
                 policy: self.fold.policy,
@@ -225,30 +227,16 @@ impl<S, C> AsyncSummaryMemory<S, C> {
     }
 }
 
-impl<S, C> Memory for AsyncSummaryMemory<S, C> {
-    fn state(&self) -> Cow<'_, State> {
-        Cow::Owned(self.shared.lock().state.clone())
-    }
-
-    fn policy(&self) -> &FoldPolicy {
-        &self.fold.policy
-    }
-
-    fn summary(&self) -> Cow<'_, str> {
-        Cow::Owned(self.shared.lock().state.summary.clone())
-    }
-}
+super::locked_memory!(AsyncSummaryMemory, |m| &m.fold.policy);
 
 impl<S: AsyncSummarizer + Sync, C: TokenCounter + Sync> AsyncRemember for AsyncSummaryMemory<S, C> {
     async fn add_message(&self, message: Message) -> Result<()> {
-        self.shared.lock().push(message, None);
-        let everything = |inner: &Inner| inner.state.buffer.len();
-        self.shared
-            .settle(Some(&self.summarizer), self.fold.parts(), everything)
-            .await
+        lock(&self.cell).push(message, None);
+        let everything = |buffer: &mut Buffer| buffer.messages().len();
+        settle(&self.cell, &self.summarizer, self.fold.rules(), everything).await
     }
 
     fn clear(&self) {
-        self.shared.lock().clear();
+        lock(&self.cell).clear();
     }
 }

@@ -4,8 +4,8 @@ use std::borrow::Cow;
 
 use super::{Memory, Remember, State, check_positive};
 use crate::error::Result;
+use crate::fold::units::{self, evict_count};
 use crate::message::Message;
-use crate::units::{self, evict_count};
 
 /// Keeps the last `max_messages` messages, dropping older ones with no
 /// summary (rollmem's `WindowMemory`, LangChain's `ConversationBufferWindowMemory`).

@@ -2,7 +2,7 @@
 //! results, but the newest, replaced by a short placeholder before planning.
 
 use crate::count::TokenCounter;
-use crate::ledger;
+use crate::fold::ledger;
 use crate::message::{Content, Message, Role};
 
 /// At most this many identifiers are named in a placeholder.

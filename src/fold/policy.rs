@@ -4,7 +4,8 @@ use std::borrow::Cow;
 
 use crate::count::TokenCounter;
 use crate::error::{ConfigError, Error, Result};
-use crate::ledger::{self, LedgerPattern};
+use crate::fold::engine::Fold;
+use crate::fold::ledger::{self, LedgerPattern};
 use crate::message::{Content, Message, Role, join_lines};
 
 /// The prefix chatfold starts its summary message with, and recognises it by.
@@ -106,15 +107,6 @@ pub(crate) struct Fitted {
     pub kept: Vec<String>,
     /// Candidate entries neither listed nor in the prose: no room.
     pub dropped: Vec<String>,
-}
-
-/// What a fold starts from: the previous summary's prose, the ledger's
-/// candidate entries, and the allowance left to the summarizer's text.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Begun<'a> {
-    pub prose: Option<Cow<'a, str>>,
-    pub entries: Vec<String>,
-    pub allowance: usize,
 }
 
 impl FoldPolicy {
@@ -328,15 +320,15 @@ impl FoldPolicy {
     /// ledger section, oldest first) of `folded`, with `allowance` tokens of
     /// summary text: the previous prose for the summarizer, the ledger's
     /// candidates, and the allowance left to the summarizer's own text.
-    pub(crate) fn begin<'a, 'm, C: TokenCounter + ?Sized>(
+    pub(super) fn begin<'a, 'm, C: TokenCounter + ?Sized>(
         &self,
         previous: &[Cow<'a, str>],
         folded: impl DoubleEndedIterator<Item = &'m Message>,
         allowance: usize,
         counter: &C,
-    ) -> Begun<'a> {
+    ) -> Fold<'a> {
         if !self.ledger {
-            return Begun {
+            return Fold {
                 prose: join_lines(previous.iter().cloned()),
                 entries: Vec::new(),
                 allowance,
@@ -379,7 +371,7 @@ impl FoldPolicy {
         let refs: Vec<&str> = entries.iter().map(String::as_str).collect();
         let section = self.pack(&refs, share, counter).1;
         let reserve = section.min(allowance.saturating_sub(self.min_summary_tokens));
-        Begun {
+        Fold {
             prose: join_lines(proses),
             entries,
             allowance: allowance.saturating_sub(reserve),

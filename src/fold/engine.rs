@@ -1,0 +1,452 @@
+//! The fold engine: one fold's steps, and a memory's buffer, with no I/O.
+//!
+//! A fold has two steps around the summarizer's call:
+//!
+//! - **begin** ([`Fold::begin`]): the previous summary's prose and the
+//!   ledger's candidates, found once, and the allowance left to the
+//!   summarizer's own text; [`Fold::request`] is what the summarizer gets;
+//! - **complete** ([`Fold::complete`]): the summarizer's text checked by the
+//!   policy (trimmed, not empty), given its ledger section and cut to its
+//!   limit.
+//!
+//! The compactor's plan runs these steps over the folded part of a history;
+//! every memory runs them over the front of its [`Buffer`]. A memory's fold
+//! is [`Buffer::begin`] (choose the units, note the epoch), the call, then
+//! [`Buffer::land`] (commit or discard). The sync memories run the three in a
+//! row; the async ones release their lock around the call through
+//! [`fold_unlocked`], which the tiered memory's worker runs too.
+
+use std::borrow::Cow;
+use std::future::Future;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::task::Waker;
+
+use crate::count::TokenCounter;
+use crate::error::{BoxError, Error, Result};
+use crate::fold::policy::{Fitted, FoldPolicy};
+use crate::fold::units;
+use crate::memory::State;
+use crate::message::Message;
+use crate::summarize::SummaryRequest;
+
+/// A fold begun: the previous summaries' prose, the ledger's candidate
+/// entries, and the allowance left to the summarizer's text.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Fold<'a> {
+    /// The previous summaries' prose (their ledgers taken out), if any.
+    pub prose: Option<Cow<'a, str>>,
+    /// The ledger's candidates, newest first.
+    pub entries: Vec<String>,
+    /// Tokens the summarizer's own text may take.
+    pub allowance: usize,
+}
+
+impl<'a> Fold<'a> {
+    /// Begins a fold of `folded` onto the summary bodies `previous` (oldest
+    /// first) with `allowance` tokens of summary text.
+    pub(crate) fn begin<'m, C: TokenCounter + ?Sized>(
+        policy: &FoldPolicy,
+        previous: &[Cow<'a, str>],
+        folded: impl DoubleEndedIterator<Item = &'m Message>,
+        allowance: usize,
+        counter: &C,
+    ) -> Self {
+        policy.begin(previous, folded, allowance, counter)
+    }
+
+    /// The summarizer's request for `messages` (less the indices in `skip`,
+    /// sorted), on `previous` (the prose this fold began with when `None`).
+    pub(crate) fn request<'m>(
+        &'m self,
+        previous: Option<Cow<'m, str>>,
+        messages: &'m [Message],
+        skip: Vec<usize>,
+    ) -> SummaryRequest<'m> {
+        let previous = previous.or_else(|| self.prose.as_deref().map(Cow::Borrowed));
+        SummaryRequest::skipping(previous, messages, skip, self.allowance).with_ledger(self.entries.clone())
+    }
+
+    /// The summary message for the summarizer's answer: checked (trimmed,
+    /// not blank), its ledger section added, the whole cut to `limit` tokens.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::EmptySummary`] for a blank answer.
+    pub(crate) fn complete<C: TokenCounter + ?Sized>(
+        &self,
+        policy: &FoldPolicy,
+        text: String,
+        limit: usize,
+        counter: &C,
+    ) -> Result<Fitted> {
+        let text = policy.accept(text)?;
+        Ok(policy.finish(&text, &self.entries, limit, counter))
+    }
+
+    /// The same fold, owning its prose.
+    pub(crate) fn into_owned(self) -> Fold<'static> {
+        Fold {
+            prose: self.prose.map(|p| Cow::Owned(p.into_owned())),
+            entries: self.entries,
+            allowance: self.allowance,
+        }
+    }
+}
+
+/// How a memory's folds are checked and cut: its policy, its counter, and
+/// the summarizer's allowance.
+#[derive(Debug)]
+pub(crate) struct Rules<'a, C: ?Sized> {
+    pub policy: &'a FoldPolicy,
+    pub counter: &'a C,
+    pub allowance: usize,
+}
+
+impl<C: ?Sized> Clone for Rules<'_, C> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<C: ?Sized> Copy for Rules<'_, C> {}
+
+/// A memory's fold in flight: how many messages it takes from the front, the
+/// epoch it began in, and the fold itself.
+#[derive(Debug)]
+pub(crate) struct Ticket {
+    n: usize,
+    epoch: u64,
+    fold: Fold<'static>,
+}
+
+impl Ticket {
+    /// The summarizer's answer as the new summary (see [`Fold::complete`]),
+    /// within the summary's allowance; run without any lock held.
+    pub(crate) fn complete<C: TokenCounter + ?Sized>(
+        &self,
+        answer: std::result::Result<String, BoxError>,
+        rules: Rules<'_, C>,
+    ) -> Result<Fitted> {
+        let text = answer.map_err(Error::Summarize)?;
+        let limit = rules
+            .policy
+            .overhead(rules.counter)
+            .saturating_add(rules.allowance);
+        self.fold.complete(rules.policy, text, limit, rules.counter)
+    }
+}
+
+/// What landing a fold did.
+#[derive(Debug)]
+pub(crate) enum Landed {
+    /// The summary was replaced and the first `n` messages dropped; the
+    /// summary message takes `tokens`.
+    Folded { n: usize, tokens: usize },
+    /// The memory was cleared while the summarizer ran: the clear wins.
+    Stale,
+    /// The summarizer failed (or answered blank); nothing changed.
+    Failed { n: usize, error: Error },
+}
+
+/// A memory's state with each buffered message's tokens (when it counts
+/// them), the messages that make tool calls, and its fold in flight.
+///
+/// Every change is complete before the method returns, and nothing in it can
+/// panic or wait: a memory behind a lock can always be used again.
+#[derive(Debug, Default)]
+pub(crate) struct Buffer {
+    pub state: State,
+    /// Tokens of each buffered message, counted once when it was added;
+    /// empty when the memory does not count.
+    tokens: Vec<usize>,
+    /// Sum of `tokens`.
+    total: usize,
+    /// Indices of the buffered messages that make tool calls, kept as the
+    /// buffer changes so that no add reads the whole buffer.
+    callers: Vec<usize>,
+    /// Bumped by `clear`: a fold that began before it is discarded.
+    epoch: u64,
+    /// Whether a fold is in flight.
+    folding: bool,
+}
+
+impl Buffer {
+    /// `state`, each buffered message counted once by `counter` (none: the
+    /// memory does not count).
+    pub(crate) fn new<C: TokenCounter + ?Sized>(state: State, counter: Option<&C>) -> Self {
+        let tokens: Vec<usize> = match counter {
+            Some(counter) => state.buffer.iter().map(|m| counter.count_message(m)).collect(),
+            None => Vec::new(),
+        };
+        Buffer {
+            total: tokens.iter().fold(0usize, |sum, &t| sum.saturating_add(t)),
+            tokens,
+            callers: units::callers(&state.buffer),
+            state,
+            epoch: 0,
+            folding: false,
+        }
+    }
+
+    /// Appends `message`, of `tokens` when the memory counts.
+    pub(crate) fn push(&mut self, message: Message, tokens: Option<usize>) {
+        if message.makes_calls() {
+            self.callers.push(self.state.buffer.len());
+        }
+        self.state.buffer.push(message);
+        if let Some(t) = tokens {
+            self.tokens.push(t);
+            self.total = self.total.saturating_add(t);
+        }
+    }
+
+    /// Drops the first `n` buffered messages (and their counts).
+    pub(crate) fn drop_front(&mut self, n: usize) {
+        let n = n.min(self.state.buffer.len());
+        self.state.buffer.drain(..n);
+        self.callers.retain(|&c| c >= n);
+        self.callers.iter_mut().for_each(|c| *c -= n);
+        let counted = n.min(self.tokens.len());
+        let gone = self.tokens.drain(..counted).fold(0usize, usize::saturating_add);
+        self.total = self.total.saturating_sub(gone);
+    }
+
+    /// Forgets the summary and the buffer (pinned system messages stay); a
+    /// fold in flight will be discarded when it lands.
+    pub(crate) fn clear(&mut self) {
+        self.state.clear();
+        self.tokens.clear();
+        self.callers.clear();
+        self.total = 0;
+        self.epoch = self.epoch.wrapping_add(1);
+    }
+
+    /// Replaces message `i` (counted again as `tokens`).
+    pub(crate) fn replace(&mut self, i: usize, message: Message, tokens: usize) {
+        if let Some(old) = self.tokens.get_mut(i) {
+            self.total = self.total.saturating_sub(*old).saturating_add(tokens);
+            *old = tokens;
+        }
+        if let Some(slot) = self.state.buffer.get_mut(i) {
+            *slot = message;
+        }
+    }
+
+    /// The buffered messages.
+    pub(crate) fn messages(&self) -> &[Message] {
+        &self.state.buffer
+    }
+
+    /// Tokens of the buffer (0 when the memory does not count).
+    pub(crate) fn total(&self) -> usize {
+        self.total
+    }
+
+    /// Tokens of each buffered message.
+    pub(crate) fn tokens(&self) -> &[usize] {
+        &self.tokens
+    }
+
+    /// Whether a fold is in flight.
+    pub(crate) fn folding(&self) -> bool {
+        self.folding
+    }
+
+    /// How many messages must leave the front so that the rest costs at most
+    /// `limit` tokens (whole units, aligned, the latest kept); `cost` is each
+    /// message's cost, by default its tokens.
+    pub(crate) fn evict_count(&self, limit: usize) -> usize {
+        self.evict_count_by(|i| self.tokens.get(i).copied().unwrap_or(0), limit)
+    }
+
+    /// As [`evict_count`](Self::evict_count), each message costing `cost(i)`.
+    pub(crate) fn evict_count_by(&self, cost: impl Fn(usize) -> usize, limit: usize) -> usize {
+        units::evict_count(&self.state.buffer, &self.callers, cost, limit)
+    }
+
+    /// How many messages the next fold of at most `limits` (messages,
+    /// tokens) takes from the front (see [`units::chunk`]).
+    pub(crate) fn chunk(&self, limits: (usize, usize)) -> usize {
+        let cost = |i: usize| self.tokens.get(i).copied().unwrap_or(0);
+        units::chunk(&self.state.buffer, &self.callers, cost, limits)
+    }
+
+    /// Begins folding the first `n` messages onto the summary: the ticket
+    /// and the summarizer's request, borrowing the buffer. `None` when `n`
+    /// is 0. For a memory used through `&mut self`, which lands the fold
+    /// before anything else can change it.
+    pub(crate) fn begin<C: TokenCounter + ?Sized>(
+        &self,
+        n: usize,
+        rules: Rules<'_, C>,
+    ) -> Option<(Ticket, SummaryRequest<'_>)> {
+        if n == 0 {
+            return None;
+        }
+        let folded = &self.state.buffer[..n.min(self.state.buffer.len())];
+        let previous: Vec<Cow<'_, str>> = match self.state.summary.as_str() {
+            "" => Vec::new(),
+            summary => vec![Cow::Borrowed(summary)],
+        };
+        let fold = Fold::begin(
+            rules.policy,
+            &previous,
+            folded.iter(),
+            rules.allowance,
+            rules.counter,
+        );
+        let request = SummaryRequest::skipping(fold.prose.clone(), folded, Vec::new(), fold.allowance)
+            .with_ledger(fold.entries.clone());
+        let ticket = Ticket {
+            n,
+            epoch: self.epoch,
+            // The prose is in the request; the answer needs only the rest.
+            fold: Fold {
+                prose: None,
+                entries: fold.entries,
+                allowance: fold.allowance,
+            },
+        };
+        Some((ticket, request))
+    }
+
+    /// Begins a fold that runs while the lock is released: as
+    /// [`begin`](Self::begin), the request owned, and the fold marked in
+    /// flight. `None` when one is in flight already or `n` is 0.
+    fn begin_unlocked<C: TokenCounter + ?Sized>(
+        &mut self,
+        n: usize,
+        rules: Rules<'_, C>,
+    ) -> Option<(Ticket, SummaryRequest<'static>)> {
+        if self.folding {
+            return None;
+        }
+        let (ticket, request) = self.begin(n, rules)?;
+        let request = request.into_owned();
+        self.folding = true;
+        Some((ticket, request))
+    }
+
+    /// Lands a fold: its summary (already checked and cut by
+    /// [`Ticket::complete`]) replaces the old one and the folded messages
+    /// leave, unless the memory was cleared meanwhile. Adds only append, so
+    /// the first `n` messages are still the folded ones.
+    pub(crate) fn land(&mut self, ticket: Ticket, summary: Result<Fitted>) -> Landed {
+        self.folding = false;
+        if ticket.epoch != self.epoch {
+            return Landed::Stale;
+        }
+        match summary {
+            Ok(fitted) => {
+                self.state.summary = fitted.body;
+                self.drop_front(ticket.n);
+                Landed::Folded {
+                    n: ticket.n,
+                    tokens: fitted.tokens,
+                }
+            }
+            Err(error) => Landed::Failed { n: ticket.n, error },
+        }
+    }
+}
+
+/// What holds a [`Buffer`] behind a lock.
+pub(crate) trait Holds {
+    /// The buffer.
+    fn buffer(&mut self) -> &mut Buffer;
+
+    /// Called under the lock when a fold ends (landed or abandoned): the
+    /// tasks to wake.
+    fn fold_ended(&mut self) -> Vec<Waker> {
+        Vec::new()
+    }
+}
+
+impl Holds for Buffer {
+    fn buffer(&mut self) -> &mut Buffer {
+        self
+    }
+}
+
+/// `mutex`'s contents, even if a thread panicked while holding it: every
+/// change under the lock is complete before anything that could panic.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Ends the fold if its future is dropped (cancelled) mid-flight, leaving
+/// the state as it was.
+struct InFlight<'a, T: Holds> {
+    cell: &'a Mutex<T>,
+}
+
+impl<T: Holds> Drop for InFlight<'_, T> {
+    fn drop(&mut self) {
+        let waiters = {
+            let mut held = lock(self.cell);
+            held.buffer().folding = false;
+            held.fold_ended()
+        };
+        waiters.into_iter().for_each(Waker::wake);
+    }
+}
+
+/// What one unlocked fold did.
+#[derive(Debug)]
+pub(crate) enum Step<R> {
+    /// Nothing to fold.
+    Idle,
+    /// Another fold is in flight.
+    Busy,
+    /// The call gave up (`None`): the fold was abandoned, nothing changed.
+    Abandoned,
+    /// The fold landed; `R` is what the caller made of it under the lock.
+    Landed(R),
+}
+
+/// One fold of a memory behind `cell`, the lock released around the
+/// summarizer's call: under the lock, `due` says how many messages to fold
+/// (it may prepare the buffer first); `call` makes the summarizer's call
+/// (`None`: give up); the answer is checked and cut without the lock; under
+/// the lock again the fold lands and `after` books it. A dropped future
+/// leaves the state as it was. Every memory that folds through `&self` runs
+/// this.
+pub(crate) async fn fold_unlocked<T, C, F, R>(
+    cell: &Mutex<T>,
+    rules: Rules<'_, C>,
+    due: impl FnOnce(&mut T) -> usize,
+    call: impl FnOnce(SummaryRequest<'static>) -> F,
+    after: impl FnOnce(&mut T, Landed) -> R,
+) -> Step<R>
+where
+    T: Holds,
+    C: TokenCounter + ?Sized,
+    F: Future<Output = Option<std::result::Result<String, BoxError>>>,
+{
+    let (ticket, request) = {
+        let mut held = lock(cell);
+        if held.buffer().folding {
+            return Step::Busy;
+        }
+        let n = due(&mut held);
+        match held.buffer().begin_unlocked(n, rules) {
+            Some(begun) => begun,
+            None => return Step::Idle,
+        }
+    };
+    let guard = InFlight { cell };
+    let Some(answer) = call(request).await else {
+        return Step::Abandoned; // the guard ends the fold
+    };
+    // Checked, cut and counted before taking the lock: adds never wait on it.
+    let summary = ticket.complete(answer, rules);
+    std::mem::forget(guard);
+    let (result, waiters) = {
+        let mut held = lock(cell);
+        let landed = held.buffer().land(ticket, summary);
+        let waiters = held.fold_ended();
+        (after(&mut held, landed), waiters)
+    };
+    waiters.into_iter().for_each(Waker::wake);
+    Step::Landed(result)
+}

@@ -1,0 +1,22 @@
+//! The floor under [`compact`](crate::Compactor) and [`memory`](crate::memory):
+//! everything about folding, each rule written once.
+//!
+//! - `units`: atomic units (a tool call with its results) and aligned cuts:
+//!   where a history or a buffer may be cut, the latest unit always kept;
+//! - `policy`: [`FoldPolicy`], what *the summary* is: rendered, recognised,
+//!   checked, cut to its allowance;
+//! - `ledger`: the exact identifiers kept beside the summary's prose;
+//! - `clear`: [`ClearToolResults`], old tool results replaced by a
+//!   placeholder before a fold;
+//! - `engine`: the steps of one fold (begin, complete) and a memory's
+//!   buffer, the one path the compactor's plan and every memory take.
+
+pub(crate) mod clear;
+pub(crate) mod engine;
+pub(crate) mod ledger;
+pub(crate) mod policy;
+pub(crate) mod units;
+
+pub use clear::ClearToolResults;
+pub use ledger::{LEDGER_HEADING, LedgerPattern};
+pub use policy::{DEFAULT_SUMMARY_PREFIX, FoldPolicy};

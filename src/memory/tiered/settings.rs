@@ -1,0 +1,195 @@
+//! A tiered memory's settings, and what it reports about itself.
+
+use crate::count::Heuristic;
+use crate::count::TokenCounter;
+use crate::error::{ConfigError, Result};
+use crate::fold::clear::ClearToolResults;
+use crate::fold::policy::FoldPolicy;
+use crate::memory::check_positive;
+
+/// How a [`TieredMemory`] is set up (sawtooth's `ContextManagerConfig`).
+///
+/// # Examples
+///
+/// ```
+/// use chatfold::memory::TieredSettings;
+///
+/// let s = TieredSettings::new(3_000, 6_000);
+/// assert_eq!((s.soft_limit_tokens, s.hard_limit_tokens), (3_000, 6_000));
+/// assert_eq!(s.chunk_size, 10);
+/// assert_eq!(s.chunk_tokens, None);
+/// assert!(!s.fallback_truncate);
+/// assert_eq!(s.max_failures, 3);
+/// assert_eq!(s.allowance(), 1_500); // half the room between the limits
+/// ```
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct TieredSettings<C = Heuristic> {
+    /// Tokens of working buffer (L1) past which folding starts.
+    pub soft_limit_tokens: usize,
+    /// The most tokens [`TieredMemory::messages`] ever returns (when the
+    /// system messages and the latest unit fit in it).
+    pub hard_limit_tokens: usize,
+    /// The most messages one fold takes (whole units; at least one unit,
+    /// more when alignment needs it).
+    pub chunk_size: usize,
+    /// The most tokens one fold takes, if set (at least one unit).
+    pub chunk_tokens: Option<usize>,
+    /// Whether, after `max_failures` consecutive failed folds, the chunk that
+    /// failed is dropped from the state (counted in [`Stats`]). Off: nothing
+    /// is ever dropped, the view stays within the hard limit regardless.
+    pub fallback_truncate: bool,
+    /// Consecutive failures before `fallback_truncate` drops a chunk.
+    pub max_failures: usize,
+    /// Old, large tool results to replace with a placeholder before each
+    /// fold (none by default). The placeholder names the result's first
+    /// identifiers, which reach the ledger when it is folded.
+    pub clear_tool_results: Option<ClearToolResults>,
+    /// Counts tokens.
+    pub counter: C,
+    /// What the summary is. Its `max_summary_tokens` is the summarizer's
+    /// allowance; by default half the room between the two limits.
+    pub policy: FoldPolicy,
+}
+
+impl Default for TieredSettings {
+    /// sawtooth's defaults: a soft limit of 3 000 tokens, a hard one of 6 000.
+    fn default() -> Self {
+        TieredSettings::new(3_000, 6_000)
+    }
+}
+
+impl TieredSettings {
+    /// Settings with these limits, chunks of 10 messages, no fallback
+    /// truncation, [`Heuristic`] counting and the default [`FoldPolicy`].
+    pub const fn new(soft_limit_tokens: usize, hard_limit_tokens: usize) -> Self {
+        TieredSettings {
+            soft_limit_tokens,
+            hard_limit_tokens,
+            chunk_size: 10,
+            chunk_tokens: None,
+            fallback_truncate: false,
+            max_failures: 3,
+            clear_tool_results: None,
+            counter: Heuristic,
+            policy: FoldPolicy::new(),
+        }
+    }
+}
+
+impl<C> TieredSettings<C> {
+    /// Fold at most `messages` messages at a time.
+    pub fn chunk_size(mut self, messages: usize) -> Self {
+        self.chunk_size = messages;
+        self
+    }
+
+    /// Fold at most `tokens` tokens at a time.
+    pub fn chunk_tokens(mut self, tokens: usize) -> Self {
+        self.chunk_tokens = Some(tokens);
+        self
+    }
+
+    /// Drop a chunk after `max_failures` consecutive failed folds.
+    pub fn fallback_truncate(mut self, on: bool) -> Self {
+        self.fallback_truncate = on;
+        self
+    }
+
+    /// Consecutive failures before a fallback truncation.
+    pub fn max_failures(mut self, failures: usize) -> Self {
+        self.max_failures = failures;
+        self
+    }
+
+    /// Count with `counter`.
+    pub fn counter<D: TokenCounter>(self, counter: D) -> TieredSettings<D> {
+        TieredSettings {
+            soft_limit_tokens: self.soft_limit_tokens,
+            hard_limit_tokens: self.hard_limit_tokens,
+            chunk_size: self.chunk_size,
+            chunk_tokens: self.chunk_tokens,
+            fallback_truncate: self.fallback_truncate,
+            max_failures: self.max_failures,
+            clear_tool_results: self.clear_tool_results,
+            counter,
+            policy: self.policy,
+        }
+    }
+
+    /// Before each fold, replace old, large tool results as `clearing` says.
+    pub fn clear_tool_results(mut self, clearing: ClearToolResults) -> Self {
+        self.clear_tool_results = Some(clearing);
+        self
+    }
+
+    /// Render, recognise and cut the summary by `policy`.
+    pub fn policy(mut self, policy: FoldPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The summarizer's allowance in tokens: the policy's
+    /// `max_summary_tokens`, else half the room between the limits.
+    pub fn allowance(&self) -> usize {
+        let room = self.hard_limit_tokens.saturating_sub(self.soft_limit_tokens) / 2;
+        self.policy.max_summary_tokens.unwrap_or(room.max(1))
+    }
+
+    pub(super) fn validate(&self) -> Result<()> {
+        check_positive("soft_limit_tokens", self.soft_limit_tokens)?;
+        check_positive("chunk_size", self.chunk_size)?;
+        check_positive("max_failures", self.max_failures)?;
+        if let Some(tokens) = self.chunk_tokens {
+            check_positive("chunk_tokens", tokens)?;
+        }
+        ConfigError::at_least(
+            "hard_limit_tokens",
+            self.hard_limit_tokens,
+            self.soft_limit_tokens,
+            Some("soft_limit_tokens"),
+        )?;
+        self.policy.validate()
+    }
+}
+
+/// What a [`TieredMemory`] reports about itself (sawtooth's `get_stats()`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Tokens of the pinned system messages (L0).
+    pub system_tokens: usize,
+    /// Tokens of the summary message (L2 and the ledger, L1.5); 0 without one.
+    pub summary_tokens: usize,
+    /// Tokens of the whole working buffer (L1) in the state.
+    pub buffer_tokens: usize,
+    /// Messages in the working buffer.
+    pub buffer_messages: usize,
+    /// Tokens of [`TieredMemory::messages`] now, reply priming included.
+    pub view_tokens: usize,
+    /// Buffered messages left out of the view to keep it within the hard limit.
+    pub hidden_messages: usize,
+    /// Folds that succeeded.
+    pub folds_done: u64,
+    /// Folds that failed (summarizer error or empty summary).
+    pub folds_failed: u64,
+    /// Failures since the last success.
+    pub consecutive_failures: usize,
+    /// Folds still needed to bring the buffer under the soft limit (estimated
+    /// from `chunk_size`).
+    pub folds_pending: usize,
+    /// Whether a fold is running now.
+    pub fold_in_flight: bool,
+    /// Messages folded into the summary.
+    pub messages_folded: u64,
+    /// Messages dropped by fallback truncation.
+    pub messages_dropped: u64,
+    /// Tool results replaced by a placeholder
+    /// ([`clear_tool_results`](TieredSettings::clear_tool_results)).
+    pub results_cleared: u64,
+    /// The last fold error and its causes, as text (`summarizer failed: ...`).
+    pub last_error: Option<String>,
+    /// The view's tokens after each of the last 256 adds, oldest first: the
+    /// sawtooth profile.
+    pub profile: Vec<usize>,
+}
