@@ -1,0 +1,344 @@
+//! The planner: what a compaction keeps, hoists and folds, in four phases.
+
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
+use super::{Compactor, Counts, CutReason, Plan};
+use crate::count::TokenCounter;
+use crate::error::{Error, Result};
+use crate::fold::units::{self, Stop};
+use crate::message::Message;
+
+impl<C: TokenCounter> Compactor<C> {
+    /// Decides what to keep, hoist and fold, without calling anything.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidConfig`] for a bad configuration;
+    /// [`Error::BudgetUnreachable`] in strict mode when the budget cannot be met.
+    pub fn plan<'a, 'c>(&'c self, messages: &'a [Message]) -> Result<Plan<'a, 'c, C>> {
+        self.validate()?;
+        let Some(clearing) = &self.clear_tool_results else {
+            return self.decide(messages);
+        };
+        let Some((cleared, indices)) = clearing.clear(messages, &self.counter) else {
+            return self.decide(messages);
+        };
+        // The plan is made on the cleared history, which it then owns.
+        let Plan {
+            mut report,
+            tokens_before,
+            fixed_tokens,
+            summary_limit,
+            reuse,
+            chunks,
+            chains,
+            ..
+        } = self.decide(&cleared)?;
+        report.cleared = indices;
+        Ok(Plan {
+            messages: Cow::<'a, [Message]>::Owned(cleared),
+            compactor: self,
+            report,
+            tokens_before,
+            fixed_tokens,
+            summary_limit,
+            fold: OnceLock::new(),
+            reuse,
+            chunks,
+            chains,
+        })
+    }
+
+    /// [`plan`](Self::plan) on the history as it is (after any clearing), in
+    /// four phases: scan the headers, prove the history over budget, walk
+    /// back over the kept part, decide the summary's allowance.
+    fn decide<'a, 'c>(&'c self, messages: &'a [Message]) -> Result<Plan<'a, 'c, C>> {
+        let counter = &self.counter;
+        let n = messages.len();
+        let mut counts = Counts::new(n);
+        let mut count = |i: usize| counts.get_or_count(i, || counter.count_message(&messages[i]));
+
+        let headers = self.scan_headers(messages);
+        let (total, counted_all) = self.prove_over_budget(messages, headers.at_least, &mut count);
+        let mut plan = Plan::whole(messages, self, counted_all.then_some(total), total);
+        if total <= self.budget {
+            plan.report.counts = counts;
+            return Ok(plan);
+        }
+
+        // Only what follows the last previous summary is a candidate to keep.
+        let after = headers.summaries.last().map_or(0, |i| i + 1);
+        let pinned = headers
+            .pinned_at
+            .iter()
+            .fold(0usize, |sum, &i| sum.saturating_add(count(i)));
+        let fixed = counter.reply_priming().saturating_add(pinned);
+        let min_summary = self
+            .policy
+            .overhead(counter)
+            .saturating_add(self.policy.min_summary_tokens);
+        let room = self.budget.saturating_sub(fixed).saturating_sub(min_summary);
+
+        let walk = self.walk_kept(messages, &headers.callers, after, room, &mut count);
+        let mut start = walk.cut.start;
+        plan.report.cut = start;
+        plan.report.aligned_from = walk.cut.aligned_from;
+        plan.report.reason = match (walk.cut.stop, walk.refused) {
+            (Stop::Start, _) => CutReason::Start,
+            (Stop::Limit, Some(Refusal::Room)) => CutReason::Budget,
+            (Stop::Limit, _) => CutReason::KeepRecent,
+        };
+        // With a cache, a cut it has a summary for may be kept instead, and
+        // otherwise the longest cached prefix is extended.
+        if let Some(cache) = self.cache.as_ref().filter(|_| headers.summaries.is_empty()) {
+            let (reused_at, reuse, chains) =
+                self.reuse(messages, &headers.callers, after, start, room, &mut count, cache);
+            if reused_at != start {
+                start = reused_at;
+                plan.report.cut = start;
+                plan.report.aligned_from = None;
+                plan.report.reason = CutReason::Reused;
+            }
+            plan.report.reused = reuse.as_ref().map(|r| r.at);
+            plan.reuse = reuse;
+            plan.chains = chains;
+        }
+        // Before the cut: hoisted pinned messages, previous summaries, the rest folded.
+        plan.report.hoisted = headers.pinned_at.into_iter().take_while(|&i| i < start).collect();
+        plan.report.previous = headers.summaries;
+        // Alignment only ever drops units, so the kept part is re-summed.
+        let kept_loose: usize = (start..n)
+            .filter(|&i| !messages[i].role.is_pinned())
+            .fold(0, |sum, i| sum.saturating_add(count(i)));
+        plan.fixed_tokens = fixed.saturating_add(kept_loose);
+        let reachable = fixed
+            .saturating_add(walk.latest_loose)
+            .saturating_add(min_summary)
+            <= self.budget;
+        self.decide_allowance(&mut plan, reachable, &mut count)?;
+        plan.report.counts = counts;
+        Ok(plan)
+    }
+
+    /// Phase 1: one pass over the headers finds previous summaries, pinned
+    /// messages (always part of the output), tool calls, and a lower bound
+    /// on the tokens that may prove the history over budget without
+    /// counting it.
+    fn scan_headers(&self, messages: &[Message]) -> Headers {
+        let mut headers = Headers {
+            summaries: Vec::new(),
+            pinned_at: Vec::new(),
+            callers: Vec::new(),
+            at_least: self.counter.reply_priming(),
+        };
+        for (i, m) in messages.iter().enumerate() {
+            if self.policy.is_summary(m) {
+                headers.summaries.push(i);
+            } else if m.role.is_pinned() {
+                headers.pinned_at.push(i);
+            }
+            if m.makes_calls() {
+                headers.callers.push(i);
+            }
+            if headers.at_least <= self.budget {
+                headers.at_least = headers
+                    .at_least
+                    .saturating_add(self.counter.count_message_at_least(m));
+            }
+        }
+        headers
+    }
+
+    /// Phase 2: the history's tokens, or as many as prove it over budget
+    /// (the lower bound, or counts from the end), and whether every message
+    /// was counted.
+    fn prove_over_budget(
+        &self,
+        messages: &[Message],
+        at_least: usize,
+        count: &mut dyn FnMut(usize) -> usize,
+    ) -> (usize, bool) {
+        if !self.count_all && at_least > self.budget {
+            return (at_least, false);
+        }
+        let mut total = self.counter.reply_priming();
+        for i in (0..messages.len()).rev() {
+            total = total.saturating_add(count(i));
+            if total > self.budget && !self.count_all {
+                return (total, false);
+            }
+        }
+        (total, true)
+    }
+
+    /// Phase 3: the walk back over whole units after `after`, adding up all
+    /// kept tokens (for `keep_recent`) and the non-pinned ones (for the
+    /// `room` beside the pinned messages and the summary). The latest unit
+    /// is kept whatever it costs; an older one may be refused by the lower
+    /// bound without counting it (a long tool result, say), else by exact
+    /// counts as soon as they pass a limit.
+    fn walk_kept(
+        &self,
+        messages: &[Message],
+        callers: &[usize],
+        after: usize,
+        room: usize,
+        count: &mut dyn FnMut(usize) -> usize,
+    ) -> Walk {
+        let limits = Limits {
+            room,
+            keep_recent: self.effective_keep_recent(),
+        };
+        let (mut kept, mut units_kept) = (Kept::default(), 0usize);
+        let (mut latest_loose, mut refused) = (0, None);
+        let units = units::Backward::new(messages, callers, after);
+        let cut = units::cut(messages, units, units::Pinned::LookPast, |unit| {
+            let limits = (units_kept > 0).then_some(limits);
+            let at_least = &mut |i| self.counter.count_message_at_least(&messages[i]);
+            let added = match limits {
+                Some(_) => kept
+                    .add(messages, unit.clone(), limits, at_least)
+                    .and_then(|_| kept.add(messages, unit, limits, &mut *count)),
+                None => kept.add(messages, unit, limits, &mut *count),
+            };
+            match added {
+                Ok(next) => {
+                    if units_kept == 0 {
+                        latest_loose = next.loose;
+                    }
+                    units_kept += 1;
+                    kept = next;
+                    true
+                }
+                Err(why) => {
+                    refused = Some(why);
+                    false
+                }
+            }
+        });
+        Walk {
+            cut,
+            latest_loose,
+            refused,
+        }
+    }
+
+    /// Phase 4: when the plan folds, the summary's allowance (all the room
+    /// left beside the kept part, or the minimum when even the latest unit
+    /// leaves none) and the chunks it is folded in; the strict mode's
+    /// refusals.
+    fn decide_allowance(
+        &self,
+        plan: &mut Plan<'_, '_, C>,
+        reachable: bool,
+        count: &mut dyn FnMut(usize) -> usize,
+    ) -> Result<()> {
+        let summary_overhead = self.policy.overhead(&self.counter);
+        if !plan.folds() {
+            // Nothing can be folded: the history stays as it is, over budget.
+            return match self.strict {
+                true => Err(Error::BudgetUnreachable {
+                    budget: self.budget,
+                    required: plan.fixed_tokens,
+                }),
+                false => Ok(()),
+            };
+        }
+        // Strict mode fails here only when even an empty summary cannot fit;
+        // otherwise a short enough summary may still make it, and `apply` decides.
+        let least = plan.fixed_tokens.saturating_add(summary_overhead);
+        if self.strict && least > self.budget {
+            return Err(Error::BudgetUnreachable {
+                budget: self.budget,
+                required: least,
+            });
+        }
+        let room = match reachable {
+            true => self.budget.saturating_sub(plan.fixed_tokens),
+            false => summary_overhead.saturating_add(self.policy.min_summary_tokens),
+        };
+        plan.report.allowance = self.policy.cap(room.saturating_sub(summary_overhead));
+        plan.summary_limit = summary_overhead.saturating_add(plan.report.allowance);
+        let from = plan.reuse.as_ref().map_or(0, |r| r.at);
+        let (messages, allowance) = (plan.messages.as_ref(), plan.report.allowance);
+        plan.chunks = self.chunks(messages, from..plan.report.cut, allowance, count);
+        plan.report.folds = plan.chunks.len();
+        Ok(())
+    }
+}
+
+/// What one pass over the messages' headers finds (phase 1).
+struct Headers {
+    /// Previous chatfold summaries.
+    summaries: Vec<usize>,
+    /// Pinned messages (system, developer) that are not summaries.
+    pinned_at: Vec<usize>,
+    /// Messages with tool calls.
+    callers: Vec<usize>,
+    /// A lower bound on the history's tokens, summed while at most the budget.
+    at_least: usize,
+}
+
+/// The kept part the walk back found (phase 3).
+struct Walk {
+    cut: units::Cut,
+    /// Tokens of the latest unit's messages that are not pinned.
+    latest_loose: usize,
+    /// Why the walk stopped at an older unit, if one refused it.
+    refused: Option<Refusal>,
+}
+
+/// Why an older unit is not kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Refusal {
+    /// It leaves too little room beside the pinned messages for the summary.
+    Room,
+    /// It passes `keep_recent`.
+    KeepRecent,
+}
+
+/// The limits an older unit must stay within.
+#[derive(Clone, Copy)]
+struct Limits {
+    room: usize,
+    keep_recent: usize,
+}
+
+/// Tokens of the kept part: all of them (against `keep_recent`) and the
+/// non-pinned ones (against the room beside pinned messages and the summary).
+#[derive(Clone, Copy, Default)]
+struct Kept {
+    all: usize,
+    loose: usize,
+}
+
+impl Kept {
+    /// The kept part with `unit` added, its messages' tokens by `tokens`,
+    /// newest first; with `limits`, refused as soon as one is passed.
+    fn add(
+        self,
+        messages: &[Message],
+        unit: std::ops::Range<usize>,
+        limits: Option<Limits>,
+        tokens: &mut dyn FnMut(usize) -> usize,
+    ) -> std::result::Result<Kept, Refusal> {
+        let mut next = self;
+        for i in unit.rev() {
+            let t = tokens(i);
+            next.all = next.all.saturating_add(t);
+            if !messages[i].role.is_pinned() {
+                next.loose = next.loose.saturating_add(t);
+            }
+            if let Some(limits) = limits {
+                if next.loose > limits.room {
+                    return Err(Refusal::Room);
+                }
+                if next.all > limits.keep_recent {
+                    return Err(Refusal::KeepRecent);
+                }
+            }
+        }
+        Ok(next)
+    }
+}
