@@ -103,6 +103,7 @@ impl log::Log for Warnings {
     fn flush(&self) {}
 }
 
+/// Installs the logger, parses the command line, runs it and exits with its code.
 fn main() -> ExitCode {
     if log::set_logger(&Warnings).is_ok() {
         log::set_max_level(log::LevelFilter::Warn);
