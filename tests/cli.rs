@@ -486,50 +486,57 @@ fn summarize_url_failures_exit_3_with_the_status_and_message() {
     }
 }
 
+/// Every URL here is under `.invalid` (never resolved) or on loopback, so
+/// even a broken key rule cannot send anything beyond this machine; the
+/// rule for the providers' own hosts is unit-tested in `summarizers.rs`.
 #[test]
 fn summarize_url_usage_errors_exit_2() {
     type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
-    let cases: [Case<'_>; 8] = [
-        (
-            &[
-                "--summarize-url",
-                "https://api.openai.com/v1",
-                "--summarize-model",
-                "m",
-            ],
-            &[],
-            "error: https://api.openai.com needs an API key: set OPENAI_API_KEY",
-        ),
-        (
-            &[
-                "--summarize-url",
-                "https://api.openai.com/v1",
-                "--summarize-model",
-                "m",
-            ],
-            &[("OPENAI_API_KEY", "  ")],
-            "error: https://api.openai.com needs an API key: set OPENAI_API_KEY",
-        ),
-        (
-            &[
-                "--summarize-url",
-                "https://api.anthropic.com/v1",
-                "--summarize-model",
-                "m",
-            ],
-            &[],
-            "error: https://api.anthropic.com needs an API key: set ANTHROPIC_API_KEY",
-        ),
+    let cases: [Case<'_>; 9] = [
         (
             // The OpenAI key is not sent to a third party.
             &[
                 "--summarize-url",
-                "https://openrouter.ai/api/v1",
+                "https://llm.invalid/api/v1",
                 "--summarize-model",
                 "m",
             ],
             &[("OPENAI_API_KEY", "sk-not-for-them")],
-            "error: https://openrouter.ai: name the variable that holds its API key with --api-key-env",
+            "error: https://llm.invalid: name the variable that holds its API key with --api-key-env",
+        ),
+        (
+            // Nor to a look-alike of its own host.
+            &[
+                "--summarize-url",
+                "https://openai.com.evil.invalid/v1",
+                "--summarize-model",
+                "m",
+            ],
+            &[("OPENAI_API_KEY", "sk-not-for-them")],
+            "error: https://openai.com.evil.invalid: name the variable",
+        ),
+        (
+            // Nor to the host after a userinfo that looks like its own.
+            &[
+                "--summarize-url",
+                "https://api.openai.com@evil.invalid/v1",
+                "--summarize-model",
+                "m",
+            ],
+            &[("OPENAI_API_KEY", "sk-not-for-them")],
+            "error: https://evil.invalid: name the variable",
+        ),
+        (
+            &[
+                "--summarize-url",
+                "https://llm.invalid/v1",
+                "--summarize-model",
+                "m",
+                "--summarize-provider",
+                "anthropic",
+            ],
+            &[("ANTHROPIC_API_KEY", "sk-not-for-them")],
+            "error: https://llm.invalid: name the variable that holds its API key with --api-key-env (ANTHROPIC_API_KEY is only sent to anthropic.com",
         ),
         (
             &[
@@ -544,9 +551,24 @@ fn summarize_url_usage_errors_exit_2() {
             "error: --api-key-env: UNSET_VAR_X is not set",
         ),
         (
-            &["--summarize-url", "ftp://host/v1", "--summarize-model", "m"],
+            &[
+                "--summarize-url",
+                "ftp://llm.invalid/v1",
+                "--summarize-model",
+                "m",
+            ],
             &[],
-            "error: --summarize-url \"ftp://host/v1\" is not an http:// or https:// URL",
+            "error: --summarize-url \"ftp://llm.invalid/v1\" is not an http:// or https:// URL",
+        ),
+        (
+            &[
+                "--summarize-url",
+                "https://llm.invalid\\@127.0.0.1:1/v1",
+                "--summarize-model",
+                "m",
+            ],
+            &[("OPENAI_API_KEY", "sk-not-for-them")],
+            "error: --summarize-url \"https://llm.invalid\\\\@127.0.0.1:1/v1\" is not an http:// or https:// URL",
         ),
         (
             &["--summarize-url", "http://localhost:1/v1"],
@@ -752,4 +774,332 @@ fn an_unmarked_body_needs_a_format_to_take_a_summary() {
     // Small enough to fit: nothing to place, nothing to ask.
     let out = run(&["compact", "--budget", "100000"], body.as_bytes());
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+/// A fresh folder for one test's files.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("chatfold-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A body with plain text turns and an unknown model: its format is unknown.
+fn unmarked_body() -> String {
+    let turns: Vec<Value> = (0..40)
+        .map(|i| {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            json!({"role": role, "content": format!("turn {i} about Seoul")})
+        })
+        .collect();
+    json!({"model": "llama3", "messages": turns}).to_string()
+}
+
+/// The refusal comes from the plan: no summarizer (a paid call, perhaps)
+/// runs for a result that would be refused.
+#[test]
+fn an_unmarked_body_is_refused_before_any_summarizer_runs() {
+    let dir = scratch("refuse-first");
+    let marker = dir.join("called");
+    let cmd = format!("touch {}; echo summary", marker.display());
+    let body = unmarked_body();
+    let args = ["compact", "--budget", "80", "--tokenizer", "heuristic"];
+    let out = run(&[&args[..], &["--summarize-cmd", &cmd]].concat(), body.as_bytes());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(out.stdout.is_empty());
+    assert!(stderr(&out).contains("pass --format"), "{}", stderr(&out));
+    assert!(!marker.exists(), "the summarize command ran");
+
+    let server = FakeLlm::start(vec![Reply::openai("a paid summary")]);
+    let url = server.url();
+    let http = ["--summarize-url", url.as_str(), "--summarize-model", "m"];
+    let out = run(&[&args[..], &http[..]].concat(), body.as_bytes());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(server.received().is_empty(), "the LLM was called");
+
+    // Told the format, the same command runs once.
+    let out = run(
+        &[&args[..], &["--summarize-cmd", &cmd, "--format", "openai"]].concat(),
+        body.as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(marker.exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn summary_role_names_the_summary_messages_role() {
+    let out = run(
+        &[
+            "compact",
+            "--budget",
+            "2000",
+            "--summary-role",
+            "developer",
+            "examples/history.json",
+        ],
+        b"",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let summary = messages(&out)
+        .into_iter()
+        .find(|m| m.text().starts_with(chatfold::DEFAULT_SUMMARY_PREFIX))
+        .unwrap();
+    assert_eq!(summary.role, chatfold::Role::Developer);
+    for (command, role) in [("compact", "assistant"), ("explain", "tool")] {
+        let out = run(
+            &[
+                command,
+                "--budget",
+                "2000",
+                "--summary-role",
+                role,
+                "examples/history.json",
+            ],
+            b"",
+        );
+        assert_eq!(out.status.code(), Some(2), "{command} {role}: {}", stderr(&out));
+        assert!(out.stdout.is_empty());
+        assert!(
+            stderr(&out).starts_with("error: invalid configuration: summary_role"),
+            "{}",
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
+fn help_says_what_the_command_does() {
+    let top = String::from_utf8(run(&["--help"], b"").stdout).unwrap();
+    assert!(top.contains("Anthropic Messages"), "{top}");
+    assert!(top.contains("5  cannot write the output or the report"), "{top}");
+    let compact = String::from_utf8(run(&["compact", "--help"], b"").stdout).unwrap();
+    assert!(compact.contains("--budget <BUDGET> [INPUT]"), "{compact}");
+    assert!(compact.contains("- (or nothing) for standard input"), "{compact}");
+    assert!(compact.contains("--summary-role <ROLE>"), "{compact}");
+    assert!(!compact.contains("OpenAI's when it says neither"), "{compact}");
+    assert!(compact.contains("refuses it (exit 2)"), "{compact}");
+}
+
+#[test]
+fn a_dash_reads_standard_input_everywhere() {
+    let input = b"[ {\"role\":\"user\",  \"content\":\"hi\"} ]\n";
+    let out = run(&["compact", "--budget", "100", "-"], input);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(out.stdout, input);
+    let out = run(&["count", "-"], SAMPLE.as_bytes());
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(out.stdout, run(&["count"], SAMPLE.as_bytes()).stdout);
+    let out = run(&["explain", "--budget", "2000", "-"], SAMPLE.as_bytes());
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .contains("kept part starts at message")
+    );
+}
+
+#[test]
+fn unwritable_output_or_report_exits_5() {
+    let out = run(
+        &[
+            "compact",
+            "--budget",
+            "2000",
+            "--report",
+            "/no/such/dir/report.json",
+            "examples/history.json",
+        ],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert!(out.stdout.is_empty());
+    assert!(
+        stderr(&out).starts_with("error: cannot write report /no/such/dir/report.json"),
+        "{}",
+        stderr(&out)
+    );
+    // A full disk under stdout.
+    if std::path::Path::new("/dev/full").exists() {
+        for args in [
+            &["count", "examples/history.json"][..],
+            &["compact", "--budget", "2000", "examples/history.json"],
+        ] {
+            let out = Command::new(env!("CARGO_BIN_EXE_chatfold"))
+                .args(args)
+                .stdin(Stdio::null())
+                .stdout(std::fs::File::create("/dev/full").unwrap())
+                .stderr(Stdio::piped())
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(5), "{args:?}: {}", stderr(&out));
+            assert!(
+                stderr(&out).starts_with("error: cannot write output"),
+                "{}",
+                stderr(&out)
+            );
+        }
+    }
+}
+
+#[test]
+fn a_trailing_tool_result_without_its_call_is_warned_of() {
+    let openai = br#"[{"role":"user","content":"q"},{"role":"tool","tool_call_id":"call_9","content":"42"}]"#;
+    let out = run(&["compact", "--budget", "100"], openai);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout, openai);
+    assert!(
+        stderr(&out).starts_with(
+            "warning: message 1 is the result of tool call \"call_9\", which is not in the history"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    let anthropic =
+        br#"[{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_9","content":"42"}]}]"#;
+    let out = run(&["compact", "--budget", "100"], anthropic);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).starts_with("warning: message 0 is the result of tool call \"toolu_9\""),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(&["explain", "--budget", "100"], anthropic);
+    assert!(stderr(&out).starts_with("warning: message 0"), "{}", stderr(&out));
+    // Answered calls say nothing.
+    let answered = br#"[{"role":"user","content":"q"},{"role":"assistant","tool_calls":[{"id":"call_9","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"call_9","content":"42"}]"#;
+    let out = run(&["compact", "--budget", "100"], answered);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "");
+}
+
+#[test]
+fn the_report_keeps_index_lists_on_one_line() {
+    let dir = scratch("report-lines");
+    let path = dir.join("report.json");
+    let out = run(
+        &[
+            "compact",
+            "--budget",
+            "2000",
+            "--report",
+            path.to_str().unwrap(),
+            "examples/history.json",
+        ],
+        b"",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let messages = chatfold::History::from_json_str(SAMPLE).unwrap().messages.len();
+    let fields = [
+        "budget",
+        "tokens_before",
+        "tokens_after",
+        "summarized",
+        "over_budget",
+        "summary_truncated",
+        "cut",
+        "reason",
+        "kept",
+        "hoisted",
+        "folded",
+        "previous_summary",
+        "cleared",
+        "ledger",
+        "ledger_dropped",
+        "reused",
+        "folds",
+    ];
+    assert_eq!(text.lines().count(), fields.len() + 2, "{text}");
+    assert!(text.lines().count() * 3 < messages, "{text}");
+    let report: Value = serde_json::from_str(&text).unwrap();
+    let keys: Vec<&str> = report.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, fields);
+    assert!(report["folded"].as_array().unwrap().len() > 10);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The number after `prefix` in `text`.
+fn number_after(text: &str, prefix: &str) -> usize {
+    let at = text
+        .find(prefix)
+        .unwrap_or_else(|| panic!("{prefix:?} not in {text:?}"))
+        + prefix.len();
+    text[at..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// One long system message: no budget of 20 tokens can hold it.
+fn unreachable_input() -> String {
+    json!([
+        {"role": "system", "content": "policy ".repeat(200)},
+        {"role": "user", "content": "hello"},
+        {"role": "assistant", "content": "hi"},
+        {"role": "user", "content": "again"}
+    ])
+    .to_string()
+}
+
+#[test]
+fn the_over_budget_warning_and_the_report_give_one_count() {
+    let dir = scratch("one-count");
+    let path = dir.join("report.json");
+    let input = unreachable_input();
+    let out = run(
+        &["compact", "--budget", "20", "--report", path.to_str().unwrap()],
+        input.as_bytes(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let warned = number_after(&stderr(&out), "warning: the result takes ");
+    let report: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(report["over_budget"], true);
+    assert_eq!(report["tokens_after"], warned);
+    assert_eq!(
+        Tiktoken::o200k_base().unwrap().count_messages(&messages(&out)),
+        warned
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The library's strict error counts the result it refused; today that
+/// can differ from the `tokens_after` of the result it gives without
+/// `--strict` (222 against 229 here).
+#[test]
+#[ignore = "needs the library's unreachable-budget fix"]
+fn the_strict_error_gives_the_same_count_as_the_warning() {
+    let input = unreachable_input();
+    let out = run(&["compact", "--budget", "20"], input.as_bytes());
+    let warned = number_after(&stderr(&out), "warning: the result takes ");
+    let out = run(&["compact", "--budget", "20", "--strict"], input.as_bytes());
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert_eq!(
+        number_after(&stderr(&out), "the result needs "),
+        warned,
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn explain_names_both_summary_sizes() {
+    let out = run(&["explain", "--budget", "2000", "examples/history.json"], b"");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let told = number_after(&text, "the summarizer is told at most ");
+    let message = number_after(
+        &text,
+        "the summary message's text, ledger included, takes at most ",
+    );
+    assert!(told > 0 && told <= message, "{text}");
+    assert!(
+        text.contains(&format!(
+            "one summary message of at most {message} tokens of text"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("hoisted (kept before the summary)"), "{text}");
 }

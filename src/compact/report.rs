@@ -2,6 +2,7 @@
 //! and the reason for the cut, and the token counts behind them.
 
 use std::borrow::Cow;
+use std::fmt;
 
 use crate::message::Message;
 
@@ -35,6 +36,47 @@ pub enum CutReason {
     /// The cache has a summary of exactly the messages before this cut, and
     /// keeping them stays within `keep_recent_max` and the budget.
     Reused,
+}
+
+/// The fate in words, as the CLI's `explain` shows it.
+///
+/// # Examples
+///
+/// ```
+/// use chatfold::Fate;
+///
+/// assert_eq!(Fate::Hoisted.to_string(), "hoisted (kept before the summary)");
+/// ```
+impl fmt::Display for Fate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Fate::Kept => "kept",
+            Fate::Hoisted => "hoisted (kept before the summary)",
+            Fate::Folded => "folded",
+            Fate::PreviousSummary => "previous summary (folded)",
+        })
+    }
+}
+
+/// The reason in words, as the CLI's report and `explain` show it.
+///
+/// # Examples
+///
+/// ```
+/// use chatfold::CutReason;
+///
+/// assert_eq!(CutReason::KeepRecent.to_string(), "keep-recent reached");
+/// ```
+impl fmt::Display for CutReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CutReason::Fits => "the history fits the budget",
+            CutReason::KeepRecent => "keep-recent reached",
+            CutReason::Budget => "no more room beside the summary",
+            CutReason::Start => "every turn after the previous summary fits",
+            CutReason::Reused => "a cached summary covers every message before it",
+        })
+    }
 }
 
 /// Token counts of the messages counted so far: a suffix counted from the
@@ -242,5 +284,30 @@ impl Report {
     /// messages always are, folded ones only with [`Compactor::count_all`](super::Compactor::count_all).
     pub fn tokens(&self, index: usize) -> Option<usize> {
         self.counts.get(index)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{CutReason, Fate};
+
+    #[test]
+    fn every_fate_and_reason_has_its_own_words() {
+        let fates = [Fate::Kept, Fate::Hoisted, Fate::Folded, Fate::PreviousSummary].map(|f| f.to_string());
+        let reasons = [
+            CutReason::Fits,
+            CutReason::KeepRecent,
+            CutReason::Budget,
+            CutReason::Start,
+            CutReason::Reused,
+        ]
+        .map(|r| r.to_string());
+        for words in [&fates[..], &reasons[..]] {
+            let mut unique = words.to_vec();
+            unique.sort();
+            unique.dedup();
+            assert_eq!(unique.len(), words.len(), "{words:?}");
+            assert!(words.iter().all(|w| !w.is_empty() && w == &w.to_lowercase()));
+        }
     }
 }

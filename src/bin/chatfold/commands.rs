@@ -1,0 +1,108 @@
+//! The subcommands, each from its flags to its output: `compact`, `count`
+//! and `explain`.
+
+use chatfold::{NamedCounter, Plan, TokenCounter};
+
+use crate::flags::{BudgetArgs, CompactArgs, InputArgs};
+use crate::io::{self, Input};
+use crate::summarizers::Chosen;
+use crate::{Failure, exit, messages, report, setup};
+
+/// Prints a warning for each trailing tool result whose call is missing.
+fn warn_unanswered(input: &Input) {
+    for (index, id) in report::unanswered_tail(&input.history.messages) {
+        eprintln!("warning: {}", messages::unanswered_call(index, &id));
+    }
+}
+
+/// `chatfold compact`: plans, refuses what it must before any summarizer
+/// runs, then compacts and writes the result (and the report).
+pub(crate) fn compact(all: &CompactArgs) -> Result<(), Failure> {
+    let CompactArgs {
+        budget: args,
+        summarize,
+        cache,
+        strict,
+        report,
+        pretty,
+    } = all;
+    let (strict, report, pretty) = (*strict, report.as_deref(), *pretty);
+    // The tokenizer's tables are built while the input is read.
+    let (input, compactor) = std::thread::scope(|scope| {
+        let building = scope.spawn(|| setup::compactor(args));
+        let input = io::read_input(&args.input);
+        let compactor = building
+            .join()
+            .unwrap_or_else(|_| Err(Failure::new(exit::USAGE, messages::CANNOT_BUILD_TOKENIZER)));
+        (input, compactor)
+    });
+    let compactor = setup::cached(compactor?, cache, summarize)?
+        .strict(strict)
+        .count_all(report.is_some());
+    let input = input?;
+    let history = &input.history;
+    // Refused before anything is summarized: a summarizer may be a paid call.
+    let folds = compactor.plan(&history.messages)?.folds();
+    if folds && history.is_body() && !history.format_known() {
+        // The summary's place differs: a system message in `messages`
+        // (OpenAI) or a block of the top-level `system` (Anthropic).
+        return Err(Failure::new(exit::USAGE, messages::FORMAT_UNKNOWN));
+    }
+    warn_unanswered(&input);
+    let summarizer = Chosen::new(summarize, compactor.counter)?;
+    let result = compactor.compact(&history.messages, &summarizer)?;
+    let output = if result.summarized {
+        io::to_json(&history.to_json_with(&result.messages), pretty)?
+    } else {
+        // Unchanged: the input goes back byte for byte.
+        io::unchanged(&input, pretty)?
+    };
+    if let Some(path) = report {
+        io::write_report(path, &report::report_text(args.budget, &result))?;
+    }
+    if result.over_budget {
+        // The same figure as the report's `tokens_after`.
+        eprintln!(
+            "warning: {}",
+            messages::over_budget(result.tokens_after, args.budget)
+        );
+    }
+    io::write_stdout(&output)?;
+    // The process ends here: the OS takes the history back faster than
+    // freeing its hundred thousand strings one by one.
+    std::mem::forget(result);
+    std::mem::forget(input);
+    Ok(())
+}
+
+/// `chatfold count`: the history's tokens.
+pub(crate) fn count(args: &InputArgs) -> Result<(), Failure> {
+    let counter = args.tokenizer.parse::<NamedCounter>()?;
+    let input = io::read_input(args)?;
+    io::write_stdout(format!("{}\n", counter.count_messages(&input.history.messages)).as_bytes())
+}
+
+/// `chatfold explain`: the plan, message by message, without summarizing.
+pub(crate) fn explain(args: &BudgetArgs) -> Result<(), Failure> {
+    let compactor = setup::compactor(args)?.count_all(true);
+    let input = io::read_input(&args.input)?;
+    warn_unanswered(&input);
+    let messages = &input.history.messages;
+    let plan: Plan<'_, '_, NamedCounter> = compactor.plan(messages)?;
+    let report = plan.report();
+    let total =
+        (0..report.len()).filter_map(|i| report.tokens(i)).sum::<usize>() + compactor.counter.reply_priming();
+    let told = plan.folded().map(|request| request.allowance());
+    let result = plan.apply("(summary)")?;
+    let text = report::explain_text(
+        messages,
+        &report::Explained {
+            budget: args.budget,
+            total,
+            keep_recent: compactor.effective_keep_recent(),
+            told,
+            report: &result.report,
+        },
+    );
+    io::write_stdout(text.as_bytes())
+}

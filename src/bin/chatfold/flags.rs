@@ -1,0 +1,180 @@
+//! The command line's definitions: what each flag is called, takes and says
+//! in `--help`. What the flags mean is decided elsewhere (`setup`,
+//! `summarizers`, `io`).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::messages::EXIT_CODES;
+
+/// Keep LLM chat histories inside a token budget.
+///
+/// Reads a JSON array of messages, or a request body (an OpenAI Chat
+/// Completions or an Anthropic Messages body: an object with a "messages"
+/// array), from INPUT or standard input.
+#[derive(Parser, Debug)]
+#[command(name = "chatfold", version, after_help = EXIT_CODES)]
+pub(crate) struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub(crate) command: Cmd,
+}
+
+/// The subcommands.
+#[derive(Subcommand, Debug)]
+pub(crate) enum Cmd {
+    /// Compact a history to fit the budget; writes it to stdout in the shape it came in.
+    Compact(Box<CompactArgs>),
+    /// Print the history's token count (OpenAI chat accounting).
+    Count {
+        /// The history and how to read and count it.
+        #[command(flatten)]
+        input: InputArgs,
+    },
+    /// Show what compact would do, message by message, without summarizing.
+    Explain {
+        /// The budget, the fold settings and the history.
+        #[command(flatten)]
+        budget: BudgetArgs,
+    },
+}
+
+/// What `compact` takes.
+#[derive(Args, Debug)]
+pub(crate) struct CompactArgs {
+    /// The budget, the fold settings and the history.
+    #[command(flatten)]
+    pub(crate) budget: BudgetArgs,
+    /// The summarizer.
+    #[command(flatten)]
+    pub(crate) summarize: SummarizeArgs,
+    /// The summary cache.
+    #[command(flatten)]
+    pub(crate) cache: CacheArgs,
+    /// Fail (exit 4) instead of writing an over-budget result.
+    #[arg(long)]
+    pub(crate) strict: bool,
+    /// Write a JSON report of what was kept, hoisted and folded to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) report: Option<PathBuf>,
+    /// Indent the JSON output.
+    #[arg(long)]
+    pub(crate) pretty: bool,
+}
+
+/// Which summarizer `compact` uses (the built-in extractive one unless told).
+#[derive(Args, Debug)]
+pub(crate) struct SummarizeArgs {
+    /// Shell command that writes the summary: it reads the transcript on
+    /// stdin, and CHATFOLD_MAX_SUMMARY_TOKENS in its environment. Default:
+    /// the built-in extractive summarizer (no model, no network).
+    #[arg(long, value_name = "CMD", conflicts_with = "summarize_url")]
+    pub(crate) summarize_cmd: Option<String>,
+    /// Summarize with an LLM at this base URL: an OpenAI-compatible API
+    /// (https://api.openai.com/v1, Ollama's http://localhost:11434/v1, vLLM,
+    /// Gemini, OpenRouter) or Anthropic's (https://api.anthropic.com/v1).
+    #[arg(long, value_name = "URL", requires = "summarize_model")]
+    pub(crate) summarize_url: Option<String>,
+    /// The model to ask, with --summarize-url.
+    #[arg(long, value_name = "NAME", requires = "summarize_url")]
+    pub(crate) summarize_model: Option<String>,
+    /// The API's shape, with --summarize-url (default: anthropic for an
+    /// anthropic.com URL, else openai).
+    #[arg(long, value_name = "PROVIDER", requires = "summarize_url")]
+    pub(crate) summarize_provider: Option<Provider>,
+    /// The environment variable holding the API key. Default: OPENAI_API_KEY
+    /// or ANTHROPIC_API_KEY, sent only to openai.com or anthropic.com and to
+    /// local servers (which need none); any other host needs this flag.
+    #[arg(long, value_name = "VAR", requires = "summarize_url")]
+    pub(crate) api_key_env: Option<String>,
+    /// Seconds the summarizer may take: the whole command, or one HTTP
+    /// attempt (default: 120 for a command, 60 for HTTP).
+    #[arg(long, value_name = "SECS")]
+    pub(crate) summarize_timeout: Option<f64>,
+    /// How many times a failed HTTP attempt is retried (429, 5xx, time-outs,
+    /// connection errors).
+    #[arg(long, value_name = "N", default_value_t = 3, requires = "summarize_url")]
+    pub(crate) summarize_retries: u32,
+}
+
+/// The HTTP API shapes --summarize-url speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Provider {
+    /// OpenAI-compatible Chat Completions.
+    Openai,
+    /// Anthropic Messages.
+    Anthropic,
+}
+
+/// The history, and how to read and count it (every subcommand).
+#[derive(Args, Debug)]
+pub(crate) struct InputArgs {
+    /// heuristic (4 characters a token), o200k_base, cl100k_base, or an OpenAI model name.
+    #[arg(long, default_value = "o200k_base")]
+    pub(crate) tokenizer: String,
+    /// The request body's format: openai or anthropic. Default: what the
+    /// body says (its structure, else its model's name); a body that says
+    /// neither is read as OpenAI's, but compact refuses it (exit 2) when it
+    /// must place a summary, as the summary's place differs.
+    #[arg(long)]
+    pub(crate) format: Option<String>,
+    /// The history: a file, or - (or nothing) for standard input.
+    #[arg(value_name = "INPUT")]
+    pub(crate) input: Option<PathBuf>,
+}
+
+/// The budget and the fold settings (`compact` and `explain`).
+#[derive(Args, Debug)]
+pub(crate) struct BudgetArgs {
+    /// Most tokens the compacted history may take.
+    #[arg(long)]
+    pub(crate) budget: usize,
+    /// Tokens of recent turns to keep verbatim (default: half the budget).
+    #[arg(long)]
+    pub(crate) keep_recent: Option<usize>,
+    /// The summary message's role (default: system); a role that answers
+    /// (assistant, tool) cannot carry it.
+    #[arg(long, value_name = "ROLE")]
+    pub(crate) summary_role: Option<String>,
+    /// Do not keep the identifiers of folded turns in a ledger section after the summary.
+    #[arg(long)]
+    pub(crate) no_ledger: bool,
+    /// The most of the summary's allowance the ledger may take, in percent.
+    #[arg(long, value_name = "PERCENT", default_value_t = 33, value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub(crate) ledger_percent: u8,
+    /// Before compacting, replace old tool results with a placeholder, keeping the newest N verbatim.
+    #[arg(long, value_name = "N")]
+    pub(crate) clear_tool_results: Option<usize>,
+    /// With --clear-tool-results: clear only results of at least this many tokens.
+    #[arg(long, value_name = "TOKENS", default_value_t = 200)]
+    pub(crate) clear_min_tokens: usize,
+    /// With --clear-tool-results: never clear the results of this tool (repeatable).
+    #[arg(long, value_name = "TOOL")]
+    pub(crate) clear_exclude: Vec<String>,
+    /// Fold at most this many tokens per summarizer call: a longer middle is
+    /// folded in chunks, each extending the previous chunk's summary.
+    #[arg(long, value_name = "TOKENS")]
+    pub(crate) max_fold_input_tokens: Option<usize>,
+    /// The history and how to read and count it.
+    #[command(flatten)]
+    pub(crate) input: InputArgs,
+}
+
+/// Where `compact` keeps summaries between runs.
+#[derive(Args, Debug)]
+pub(crate) struct CacheArgs {
+    /// Keep summaries in this folder and reuse them: a client that sends its
+    /// whole transcript each time then costs a summarizer call only every
+    /// few requests.
+    #[arg(long, value_name = "DIR", conflicts_with = "cache_redis")]
+    pub(crate) cache_dir: Option<PathBuf>,
+    /// Keep summaries in Redis (redis://host[:port][/db]), shared by every
+    /// process that uses it.
+    #[arg(long, value_name = "URL")]
+    pub(crate) cache_redis: Option<String>,
+    /// With a cache: keep up to this many tokens of recent turns to land on a
+    /// cut whose summary is cached (default: --keep-recent, no stepping).
+    #[arg(long, value_name = "TOKENS")]
+    pub(crate) keep_recent_max: Option<usize>,
+}

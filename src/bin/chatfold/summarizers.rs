@@ -1,0 +1,535 @@
+//! The summarizers `compact` can use: the library's extractive one, a shell
+//! command (a child process with a deadline) and the HTTP ones, with the
+//! rules for which API key may be sent to which host.
+
+use std::io::{Read, Write};
+use std::net::IpAddr;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use chatfold::{
+    AnthropicSummarizer, Extractive, HttpSummarizer, NamedCounter, OpenAiSummarizer, Summarizer,
+    SummaryRequest,
+};
+
+use crate::flags::{Provider, SummarizeArgs};
+use crate::messages;
+use crate::{Failure, exit};
+
+/// How long a shell command may take by default.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long one HTTP attempt may take by default.
+const HTTP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The summarizer the flags chose.
+pub(crate) enum Chosen {
+    /// The library's, with no model and no network.
+    Extractive(Extractive<NamedCounter>),
+    /// `--summarize-cmd`.
+    Shell(ShellSummarizer),
+    /// `--summarize-url` speaking Chat Completions.
+    OpenAi(OpenAiSummarizer),
+    /// `--summarize-url` speaking Anthropic Messages.
+    Anthropic(AnthropicSummarizer),
+}
+
+impl Chosen {
+    /// The summarizer the flags name, its key read from the environment.
+    /// Nothing is sent or run yet.
+    pub(crate) fn new(args: &SummarizeArgs, counter: NamedCounter) -> Result<Chosen, Failure> {
+        let timeout = match args.summarize_timeout {
+            Some(secs) if secs > 0.0 && Duration::try_from_secs_f64(secs).is_ok() => {
+                Some(Duration::from_secs_f64(secs))
+            }
+            Some(_) => return Err(Failure::new(exit::USAGE, messages::BAD_TIMEOUT)),
+            None => None,
+        };
+        if let Some(command) = &args.summarize_cmd {
+            return Ok(Chosen::Shell(ShellSummarizer {
+                command: command.clone(),
+                timeout: timeout.unwrap_or(COMMAND_TIMEOUT),
+            }));
+        }
+        let (Some(url), Some(model)) = (&args.summarize_url, &args.summarize_model) else {
+            return Ok(Chosen::Extractive(Extractive::with_counter(counter)));
+        };
+        let Some((scheme, host)) = url_host(url) else {
+            return Err(Failure::new(exit::USAGE, messages::bad_url(url)));
+        };
+        let provider = args.summarize_provider.unwrap_or_else(|| default_provider(&host));
+        let read = |var: &str| std::env::var(var).ok();
+        let key = api_key(scheme, &host, provider, args.api_key_env.as_deref(), read)?;
+        let timeout = timeout.unwrap_or(HTTP_TIMEOUT);
+        Ok(match provider {
+            Provider::Openai => Chosen::OpenAi(
+                with_key(OpenAiSummarizer::new(url, model), key)
+                    .timeout(timeout)
+                    .retries(args.summarize_retries),
+            ),
+            Provider::Anthropic => Chosen::Anthropic(
+                with_key(AnthropicSummarizer::new(url, model), key)
+                    .timeout(timeout)
+                    .retries(args.summarize_retries),
+            ),
+        })
+    }
+}
+
+impl Summarizer for Chosen {
+    type Error = chatfold::BoxError;
+
+    fn summarize(&self, request: &SummaryRequest<'_>) -> Result<String, Self::Error> {
+        match self {
+            Chosen::Extractive(s) => Ok(s.summarize(request)?),
+            Chosen::Shell(s) => Ok(s.summarize(request)?),
+            Chosen::OpenAi(s) => Ok(Summarizer::summarize(s, request)?),
+            Chosen::Anthropic(s) => Ok(Summarizer::summarize(s, request)?),
+        }
+    }
+}
+
+/// `summarizer`, sending `key` when there is one.
+fn with_key<P: Clone>(summarizer: HttpSummarizer<P>, key: Option<String>) -> HttpSummarizer<P> {
+    match key {
+        Some(key) => summarizer.api_key(key),
+        None => summarizer,
+    }
+}
+
+/// The provider's default key variable and the domain it may be sent to.
+fn defaults(provider: Provider) -> (&'static str, &'static str) {
+    match provider {
+        Provider::Openai => ("OPENAI_API_KEY", "openai.com"),
+        Provider::Anthropic => ("ANTHROPIC_API_KEY", "anthropic.com"),
+    }
+}
+
+/// The API shape a host speaks unless told: Anthropic's on anthropic.com,
+/// else OpenAI's (which most servers copy).
+pub(crate) fn default_provider(host: &str) -> Provider {
+    if is_own_host(host, "anthropic.com") {
+        Provider::Anthropic
+    } else {
+        Provider::Openai
+    }
+}
+
+/// The API key to send to `host`, read with `env`.
+///
+/// A variable named with `--api-key-env` is sent anywhere (empty: no key).
+/// The provider's default variable is sent only to its own domain (where a
+/// key is required) and to local servers (where it is optional); any other
+/// host needs `--api-key-env`.
+pub(crate) fn api_key(
+    scheme: &str,
+    host: &str,
+    provider: Provider,
+    named: Option<&str>,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Option<String>, Failure> {
+    let read = |var: &str| env(var).map(|k| k.trim().to_owned());
+    if let Some(var) = named {
+        return match read(var) {
+            Some(key) => Ok(Some(key).filter(|k| !k.is_empty())),
+            None => Err(Failure::new(exit::USAGE, messages::key_var_unset(var))),
+        };
+    }
+    let (var, domain) = defaults(provider);
+    let key = read(var).filter(|k| !k.is_empty());
+    if is_local(host) {
+        Ok(key)
+    } else if is_own_host(host, domain) {
+        key.map(Some)
+            .ok_or_else(|| Failure::new(exit::USAGE, messages::key_missing(scheme, host, var)))
+    } else {
+        Err(Failure::new(
+            exit::USAGE,
+            messages::key_not_sent(scheme, host, var, domain),
+        ))
+    }
+}
+
+/// Whether `host` is `domain` or one of its subdomains.
+pub(crate) fn is_own_host(host: &str, domain: &str) -> bool {
+    host == domain
+        || host
+            .strip_suffix(domain)
+            .is_some_and(|sub| sub.ends_with('.') && sub.len() > 1)
+}
+
+/// The scheme and host of an http(s) URL: the host lowercased, without a
+/// final dot, brackets or port. `None` for another scheme, no host, or an
+/// authority with anything a URL parser might read another way (a
+/// backslash, spaces, a non-numeric port, a malformed IPv6 literal).
+pub(crate) fn url_host(url: &str) -> Option<(&str, String)> {
+    let (scheme, rest) = url.split_once("://")?;
+    if !matches!(scheme, "http" | "https") {
+        return None;
+    }
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let (userinfo, hostport) = match authority.rsplit_once('@') {
+        Some((userinfo, hostport)) => (userinfo, hostport),
+        None => ("", authority),
+    };
+    let userinfo_char = |c: char| c.is_ascii_alphanumeric() || "-._~%!$&'()*+,;=:".contains(c);
+    if !userinfo.chars().all(userinfo_char) {
+        return None;
+    }
+    let port_ok = |port: &str| port.chars().all(|c| c.is_ascii_digit());
+    let host = match hostport.strip_prefix('[') {
+        Some(v6) => {
+            let (ip, after) = v6.split_once(']')?;
+            ip.parse::<std::net::Ipv6Addr>().ok()?;
+            match after.strip_prefix(':') {
+                Some(port) if port_ok(port) => ip,
+                None if after.is_empty() => ip,
+                _ => return None,
+            }
+        }
+        None => {
+            let (host, port) = hostport.split_once(':').unwrap_or((hostport, ""));
+            let host_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_');
+            if !host.chars().all(host_char) || !port_ok(port) {
+                return None;
+            }
+            host
+        }
+    };
+    let host = host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase();
+    (!host.is_empty() && !host.starts_with('.')).then_some((scheme, host))
+}
+
+/// Whether `host` (lowercase, as [`url_host`] gives it) is this machine or
+/// a private network's: loopback, private and unique-local addresses,
+/// `localhost` and `.local` names.
+pub(crate) fn is_local(host: &str) -> bool {
+    if host == "localhost" || host.ends_with(".localhost") || host.ends_with(".local") {
+        return true;
+    }
+    match host.parse::<IpAddr>() {
+        Ok(IpAddr::V4(ip)) => ip.is_loopback() || ip.is_private() || ip.is_unspecified(),
+        Ok(IpAddr::V6(ip)) => {
+            ip.is_loopback() || ip.is_unspecified() || (ip.segments()[0] & 0xfe00) == 0xfc00
+        }
+        Err(_) => false,
+    }
+}
+
+/// Runs a shell command as the summarizer.
+pub(crate) struct ShellSummarizer {
+    /// What `sh -c` runs.
+    command: String,
+    /// How long it may run before it is killed.
+    timeout: Duration,
+}
+
+impl Summarizer for ShellSummarizer {
+    type Error = String;
+
+    fn summarize(&self, request: &SummaryRequest<'_>) -> Result<String, String> {
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(&self.command)
+            .env("CHATFOLD_MAX_SUMMARY_TOKENS", request.allowance().to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(messages::cannot_run_command)?;
+        let stdin = child.stdin.take();
+        std::thread::scope(|scope| {
+            scope.spawn(move || {
+                // A command that exits without reading its input is not an error here.
+                if let Some(stdin) = stdin {
+                    let mut pipe = std::io::BufWriter::with_capacity(1 << 16, stdin);
+                    let _ = request.write_transcript(&mut pipe).and_then(|()| pipe.flush());
+                }
+            });
+            self.wait(&mut child)
+        })
+    }
+}
+
+impl ShellSummarizer {
+    /// Waits for the command (killing it at the deadline) and takes its answer.
+    fn wait(&self, child: &mut std::process::Child) -> Result<String, String> {
+        let stdout = child.stdout.take().map(reader);
+        let stderr = child.stderr.take().map(reader);
+        let deadline = Instant::now() + self.timeout;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if Instant::now() >= deadline => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(messages::command_timed_out(self.timeout.as_secs_f64()));
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+                Err(e) => return Err(messages::cannot_wait_command(e)),
+            }
+        };
+        let out = stdout.map(join_reader).unwrap_or_default();
+        let err = stderr.map(join_reader).unwrap_or_default();
+        if !status.success() {
+            let code = status
+                .code()
+                .map_or("a signal".to_owned(), |c| format!("status {c}"));
+            return Err(messages::command_failed(&code, err.trim()));
+        }
+        // Trimmed, and refused when blank, by the library (`FoldPolicy::accept`).
+        Ok(out)
+    }
+}
+
+/// Reads a pipe to its end on a thread of its own.
+fn reader(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = pipe.read_to_end(&mut bytes);
+        String::from_utf8_lossy(&bytes).into_owned()
+    })
+}
+
+/// What a [`reader`] read (nothing if it panicked).
+fn join_reader(handle: std::thread::JoinHandle<String>) -> String {
+    handle.join().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    //! The key rules, as pure functions: nothing here touches the network.
+
+    use super::*;
+
+    fn host(url: &str) -> Option<String> {
+        url_host(url).map(|(_, host)| host)
+    }
+
+    #[test]
+    fn url_host_reads_the_host_after_any_userinfo() {
+        let cases = [
+            ("https://api.openai.com/v1", Some("api.openai.com")),
+            ("http://localhost:11434/v1", Some("localhost")),
+            ("https://API.OpenAI.COM/v1", Some("api.openai.com")),
+            ("https://api.openai.com./v1", Some("api.openai.com")),
+            ("https://api.openai.com:443/v1", Some("api.openai.com")),
+            ("https://api.openai.com:/v1", Some("api.openai.com")),
+            ("https://api.openai.com?x=1", Some("api.openai.com")),
+            ("https://api.openai.com#frag", Some("api.openai.com")),
+            ("https://api.openai.com@evil.invalid/v1", Some("evil.invalid")),
+            ("https://user:pw@api.openai.com/v1", Some("api.openai.com")),
+            ("https://evil.invalid/?@api.openai.com", Some("evil.invalid")),
+            ("https://evil.invalid/@api.openai.com", Some("evil.invalid")),
+            (
+                "https://openai.com.evil.invalid/v1",
+                Some("openai.com.evil.invalid"),
+            ),
+            ("http://[::1]:8080/v1", Some("::1")),
+            ("http://[FD00::1]/v1", Some("fd00::1")),
+            ("http://127.0.0.1:1/v1", Some("127.0.0.1")),
+            ("http://my_llm:8000/v1", Some("my_llm")),
+        ];
+        for (url, expected) in cases {
+            assert_eq!(host(url).as_deref(), expected, "{url}");
+        }
+        assert_eq!(url_host("http://x.invalid").map(|(s, _)| s), Some("http"));
+    }
+
+    #[test]
+    fn url_host_refuses_what_a_parser_might_read_another_way() {
+        for url in [
+            "api.openai.com/v1",
+            "//api.openai.com/v1",
+            "ftp://api.openai.com/v1",
+            "HTTPS://api.openai.com/v1",
+            "https:api.openai.com",
+            "https://",
+            "https:///v1",
+            "https://:443/v1",
+            "https://user@/v1",
+            // Parsers differ on which @ ends the userinfo.
+            "https://a@b@evil.invalid/v1",
+            "https://api.openai.com@evil.invalid@api.openai.com/v1",
+            "https://evil.invalid\\@api.openai.com/v1",
+            "https://api.openai.com\\.evil.invalid/v1",
+            "https://api.open\tai.com/v1",
+            "https://api.openai.com .evil.invalid/v1",
+            "https://api%2eopenai.com/v1",
+            "https://api.openai.com:evil/v1",
+            "https://api.openai.com:443:1/v1",
+            "https://[::1/v1",
+            "https://[not-an-ip]/v1",
+            "https://[::1]evil/v1",
+            "https://[::1]:x/v1",
+            "https://.openai.com/v1",
+        ] {
+            assert_eq!(url_host(url), None, "{url}");
+        }
+    }
+
+    #[test]
+    fn own_hosts_are_the_domain_and_its_subdomains() {
+        for host in ["openai.com", "api.openai.com", "eu.api.openai.com"] {
+            assert!(is_own_host(host, "openai.com"), "{host}");
+        }
+        for host in [
+            "openai.com.evil.invalid",
+            "evilopenai.com",
+            "openai.co",
+            "openai.com-evil.invalid",
+            "penai.com",
+            "com",
+            "",
+            ".openai.com",
+            "anthropic.com",
+        ] {
+            assert!(!is_own_host(host, "openai.com"), "{host}");
+        }
+        assert_eq!(default_provider("api.anthropic.com"), Provider::Anthropic);
+        assert_eq!(default_provider("anthropic.com"), Provider::Anthropic);
+        assert_eq!(default_provider("anthropic.com.evil.invalid"), Provider::Openai);
+        assert_eq!(default_provider("api.openai.com"), Provider::Openai);
+    }
+
+    #[test]
+    fn local_hosts_are_this_machine_and_private_networks() {
+        for host in [
+            "localhost",
+            "llm.localhost",
+            "gpu-box.local",
+            "127.0.0.1",
+            "127.8.9.10",
+            "10.1.2.3",
+            "172.16.0.1",
+            "172.31.255.255",
+            "192.168.1.20",
+            "0.0.0.0",
+            "::1",
+            "::",
+            "fd12:3456::1",
+            "fc00::1",
+        ] {
+            assert!(is_local(host), "{host}");
+        }
+        for host in [
+            "api.openai.com",
+            "localhost.evil.invalid",
+            "local",
+            "evil.invalid",
+            "8.8.8.8",
+            "172.32.0.1",
+            "11.0.0.1",
+            "192.169.0.1",
+            "2001:db8::1",
+            "fe80::1",
+            "0x7f.1",
+            "localhostx",
+        ] {
+            assert!(!is_local(host), "{host}");
+        }
+        // Hosts come lowercased from `url_host`.
+        let (_, host) = url_host("http://LOCALHOST:8080/v1").unwrap();
+        assert!(is_local(&host));
+    }
+
+    /// `api_key` for `url`, with the environment `vars`.
+    fn key(
+        url: &str,
+        provider: Option<Provider>,
+        named: Option<&str>,
+        vars: &[(&str, &str)],
+    ) -> Result<Option<String>, String> {
+        let (scheme, host) = url_host(url).unwrap();
+        let provider = provider.unwrap_or_else(|| default_provider(&host));
+        let env = |var: &str| vars.iter().find(|(k, _)| *k == var).map(|(_, v)| (*v).to_owned());
+        api_key(scheme, &host, provider, named, env).map_err(|f| {
+            assert_eq!(f.code, exit::USAGE);
+            f.message
+        })
+    }
+
+    #[test]
+    fn the_default_key_goes_only_to_its_own_domain_and_local_servers() {
+        let openai = [("OPENAI_API_KEY", "sk-1")];
+        let anthropic = [("ANTHROPIC_API_KEY", "ak-1")];
+        let sent = |k: &str| Ok(Some(k.to_owned()));
+        assert_eq!(
+            key("https://api.openai.com/v1", None, None, &openai),
+            sent("sk-1")
+        );
+        assert_eq!(
+            key("https://API.OPENAI.COM/v1", None, None, &openai),
+            sent("sk-1")
+        );
+        assert_eq!(
+            key("https://api.anthropic.com/v1", None, None, &anthropic),
+            sent("ak-1")
+        );
+        assert_eq!(
+            key("http://localhost:11434/v1", None, None, &openai),
+            sent("sk-1")
+        );
+        assert_eq!(key("http://localhost:11434/v1", None, None, &[]), Ok(None));
+        assert_eq!(key("http://192.168.1.5/v1", None, None, &[]), Ok(None));
+        // Each provider's key stays with its own provider.
+        assert!(key("https://api.anthropic.com/v1", None, None, &openai).is_err());
+        let err = key(
+            "https://api.openai.com/v1",
+            Some(Provider::Anthropic),
+            None,
+            &anthropic,
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("ANTHROPIC_API_KEY is only sent to anthropic.com"),
+            "{err}"
+        );
+        // Look-alikes, userinfo and third parties get nothing.
+        for url in [
+            "https://openai.com.evil.invalid/v1",
+            "https://api.openai.com@evil.invalid/v1",
+            "https://evilopenai.com/v1",
+            "https://openrouter.invalid/api/v1",
+            "https://[2001:db8::1]/v1",
+        ] {
+            let err = key(url, None, None, &openai).unwrap_err();
+            assert!(
+                err.contains("name the variable that holds its API key with --api-key-env"),
+                "{url}: {err}"
+            );
+            assert!(!err.contains("sk-1"), "{err}");
+        }
+    }
+
+    #[test]
+    fn the_own_domain_needs_its_key() {
+        for vars in [&[][..], &[("OPENAI_API_KEY", "  ")][..]] {
+            assert_eq!(
+                key("https://api.openai.com/v1", None, None, vars),
+                Err("https://api.openai.com needs an API key: set OPENAI_API_KEY, or name the variable that holds it with --api-key-env".to_owned())
+            );
+        }
+        let err = key("https://api.anthropic.com/v1", None, None, &[]).unwrap_err();
+        assert!(
+            err.starts_with("https://api.anthropic.com needs an API key: set ANTHROPIC_API_KEY"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_named_variable_goes_anywhere() {
+        let vars = [("MY_KEY", " k-2 "), ("EMPTY", ""), ("OPENAI_API_KEY", "sk-1")];
+        assert_eq!(
+            key("https://llm.invalid/v1", None, Some("MY_KEY"), &vars),
+            Ok(Some("k-2".to_owned()))
+        );
+        assert_eq!(
+            key("https://api.openai.com/v1", None, Some("EMPTY"), &vars),
+            Ok(None)
+        );
+        assert_eq!(
+            key("http://localhost:1/v1", None, Some("UNSET"), &vars),
+            Err("--api-key-env: UNSET is not set".to_owned())
+        );
+    }
+}
