@@ -82,7 +82,7 @@ pub mod testing;
 #[cfg(feature = "redis")]
 pub use cache::RedisCache;
 pub use cache::{CacheStats, FileCache, MemoryCache, SummaryCache};
-pub use compact::{Compaction, Compactor, CutReason, Fate, Plan, Report};
+pub use compact::{Compaction, Compactor, CutReason, Fate, Plan, Report, Tokens};
 #[cfg(feature = "tiktoken")]
 pub use count::Tiktoken;
 pub use count::{Heuristic, NamedCounter, TokenCounter};
@@ -90,7 +90,9 @@ pub use error::{
     BoxError, ConfigError, ConversionError, Error, FieldError, FormatMark, InputError, JsonError, Result,
     StateError, TokenizerError,
 };
-pub use fold::{ClearToolResults, DEFAULT_SUMMARY_PREFIX, FoldPolicy, LEDGER_HEADING, LedgerPattern};
+pub use fold::{
+    ClearToolResults, DEFAULT_SUMMARY_PREFIX, FoldPolicy, LEDGER_HEADING, LedgerPattern, Placement,
+};
 pub use history::{Format, History};
 pub use message::{Content, CustomRole, Message, Part, Role, ToolCall};
 #[cfg(feature = "anthropic")]

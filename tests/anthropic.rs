@@ -427,3 +427,134 @@ fn the_extractive_summary_names_tool_calls_and_results_in_blocks() {
     );
     assert!(summary.contains("Palace 0, museum 0, market 0."), "{summary}");
 }
+
+/// A turn of an agent conversation in Anthropic's form: a user request,
+/// then `loops` tool exchanges (an assistant `tool_use`, the user's
+/// `tool_result`), then maybe an assistant answer.
+fn agent_turn(i: usize, loops: usize, answer: bool, words: usize) -> Vec<Value> {
+    let text = |what: &str| format!("{what} {i}: {}", "word ".repeat(words).trim_end());
+    let mut out = vec![json!({"role": "user", "content": text("request")})];
+    for k in 0..loops {
+        let id = format!("toolu_{i}_{k}");
+        out.push(json!({"role": "assistant", "content": [
+            {"type": "tool_use", "id": id, "name": "run", "input": {"step": k}}
+        ]}));
+        out.push(json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": id, "content": text("output")}
+        ]}));
+    }
+    if answer {
+        out.push(json!({"role": "assistant", "content": text("answer")}));
+    }
+    out
+}
+
+/// The summary messages of a written request, in `system` and in `messages`.
+fn summaries_in(body: &Value, policy: &chatfold::FoldPolicy) -> usize {
+    let in_system = match &body["system"] {
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter(|b| {
+                b["text"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with(&*policy.summary_prefix))
+            })
+            .count(),
+        Value::String(t) => usize::from(t.starts_with(&*policy.summary_prefix)),
+        _ => 0,
+    };
+    let list = body.get("messages").unwrap_or(body);
+    let in_messages = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| {
+            let m: Message = serde_json::from_value((*m).clone()).unwrap();
+            policy.is_summary(&m)
+        })
+        .count();
+    in_system + in_messages
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::test_runner::Config::with_cases(128))]
+
+    /// Every request the compactor writes for an Anthropic history (a body
+    /// with `system`, or a bare array) is one Anthropic, Bedrock and Vertex
+    /// accept: a user turn first, every `tool_result` answering the turn
+    /// before it, every `tool_use` answered; one summary; within budget
+    /// when reachable; and the next request, one turn longer, again.
+    #[test]
+    fn every_anthropic_request_written_is_valid(
+        turns in proptest::collection::vec((0usize..6, proptest::bool::ANY, 1usize..30), 1..25),
+        budget in 60usize..1500,
+        keep in 0u32..=100,
+        bare in proptest::bool::ANY,
+    ) {
+        let mut messages: Vec<Value> = Vec::new();
+        for (i, &(loops, answer, words)) in turns.iter().enumerate() {
+            messages.extend(agent_turn(i, loops, answer, words));
+        }
+        let mut body = match bare {
+            true => Value::Array(messages),
+            false => json!({"model": "claude-sonnet-4-5", "system": "You run tools.", "messages": messages}),
+        };
+        for round in 0..2 {
+            let history = History::from_json_value(body.clone()).unwrap().into_format(Format::Anthropic).unwrap();
+            let policy = chatfold::FoldPolicy::new().placement(history.placement());
+            let compactor = Compactor::new(budget).keep_recent(budget * keep as usize / 100).policy(policy.clone());
+            let result = compactor.compact(&history.messages, &Extractive::new()).unwrap();
+            if !result.over_budget {
+                proptest::prop_assert!(result.tokens_after <= budget);
+            }
+            let out = history.to_json_with(&result.messages);
+            let list = out.get("messages").unwrap_or(&out).clone();
+            assert_anthropic_accepts(&json!({"messages": list}));
+            proptest::prop_assert!(summaries_in(&out, &policy) <= 1, "round {}: {}", round, out);
+            // The client sends what it got back, one turn longer.
+            body = out;
+            let next = agent_turn(1000 + round, 1, true, 5);
+            match body.get_mut("messages") {
+                Some(list) => list.as_array_mut().unwrap().extend(next),
+                None => body.as_array_mut().unwrap().extend(next),
+            }
+        }
+    }
+}
+
+/// A memory over an Anthropic conversation whose last user turns all carry
+/// tool results writes requests Anthropic accepts, with its summary leading
+/// as a user turn once the buffer opens on a tool exchange.
+#[test]
+fn memories_place_their_summary_as_anthropic_needs_it() {
+    use chatfold::memory::{Memory, Remember, RollingMemory, Settings, TieredMemory, TieredSettings};
+    let body = json!({"system": "You run tools.", "messages": agent_turn(0, 12, false, 8)});
+    let history = History::from_json_value(body).unwrap();
+    let policy = chatfold::FoldPolicy::new().placement(history.placement());
+    let mut rolling = RollingMemory::new(
+        Settings::new(120)
+            .summarizer(Extractive::new())
+            .policy(policy.clone()),
+    )
+    .unwrap();
+    let summarize = |r: SummaryRequest<'static>| async move {
+        Ok::<_, std::convert::Infallible>(format!("{} steps ran.", r.messages().len()))
+    };
+    let (tiered, _worker) =
+        TieredMemory::new([], TieredSettings::new(60, 200).policy(policy.clone()), summarize).unwrap();
+    for m in history.messages.iter().skip(1).cloned() {
+        rolling.add_message(m.clone()).unwrap();
+        tiered.add_message(m);
+    }
+    pollster::block_on(tiered.fold_now()).unwrap();
+    for messages in [rolling.messages(), tiered.messages()] {
+        assert!(messages.iter().any(|m| policy.is_summary(m)), "{messages:?}");
+        let mut all = vec![history.messages[0].clone()];
+        all.extend(messages);
+        let out = history.to_json_with(&all);
+        assert_anthropic_accepts(&out);
+        assert_eq!(out["system"], "You run tools.");
+        let first: Message = serde_json::from_value(out["messages"][0].clone()).unwrap();
+        assert!(policy.is_summary(&first), "{out}");
+    }
+}

@@ -112,6 +112,31 @@ proptest! {
         }
     }
 
+    /// An unreachable budget never makes the result larger than the input:
+    /// when no summary can make the history smaller it comes back whole,
+    /// with no summarizer call and its exact count; the strict error
+    /// carries the same count.
+    #[test]
+    fn an_unreachable_budget_never_grows_the_history(h in history(30), budget in 1usize..120, summary in summary_text()) {
+        let c = compactor(budget, 50, false);
+        let input = Heuristic.reply_priming() + h.iter().map(|m| Heuristic.count_message(m)).sum::<usize>();
+        let calls = std::cell::Cell::new(0);
+        let summarize = |_: &SummaryRequest<'_>| { calls.set(calls.get() + 1); Ok::<_, Infallible>(summary.clone()) };
+        let r = c.compact(&h, &summarize).unwrap();
+        if r.over_budget {
+            prop_assert!(r.tokens_after <= input, "{} > {}", r.tokens_after, input);
+            if r.report.reason() == chatfold::CutReason::NoGain {
+                prop_assert!(!r.summarized && calls.get() == 0);
+                prop_assert_eq!(r.tokens_before, chatfold::Tokens::Exact(input));
+                prop_assert_eq!(r.tokens_after, input);
+                match c.clone().strict(true).compact(&h, &summarize) {
+                    Err(Error::BudgetUnreachable { required, .. }) => prop_assert_eq!(required, input),
+                    other => prop_assert!(false, "{:?}", other.map(|r| r.tokens_after)),
+                }
+            }
+        }
+    }
+
     /// The report accounts for every input message exactly once.
     #[test]
     fn report_accounts_for_every_message(h in history(30), (budget, keep, _) in config()) {
@@ -119,7 +144,7 @@ proptest! {
         let r = c.compact(&h, &|_: &SummaryRequest<'_>| Ok::<_, Infallible>("s".into())).unwrap();
         prop_assert_eq!(r.report.fates().count(), h.len());
         prop_assert_eq!(r.report.len(), h.len());
-        prop_assert_eq!(r.tokens_before, Some(Heuristic.reply_priming() + h.iter().map(|m| Heuristic.count_message(m)).sum::<usize>()));
+        prop_assert_eq!(r.tokens_before, chatfold::Tokens::Exact(Heuristic.reply_priming() + h.iter().map(|m| Heuristic.count_message(m)).sum::<usize>()));
         let kept = r.report.indices(chatfold::Fate::Kept).count();
         let hoisted = r.report.indices(chatfold::Fate::Hoisted).count();
         prop_assert_eq!(r.messages.len(), kept + hoisted + usize::from(r.summarized));

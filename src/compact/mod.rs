@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::cache::SummaryCache;
 use crate::count::{Heuristic, TokenCounter};
-use crate::error::{ConfigError, Error, Result};
+use crate::error::{ConfigError, Result};
 use crate::fold::clear::ClearToolResults;
 use crate::fold::policy::FoldPolicy;
 use crate::message::Message;
@@ -20,7 +20,7 @@ mod reuse;
 pub use plan::Plan;
 use plan::Reuse;
 use report::Counts;
-pub use report::{Compaction, CutReason, Fate, Report};
+pub use report::{Compaction, CutReason, Fate, Report, Tokens};
 
 /// Keeps a history inside a token budget: system messages and the most recent
 /// turns verbatim, the older middle folded into one summary message.
@@ -325,7 +325,7 @@ impl<C: TokenCounter> Compactor<C> {
     /// # Errors
     ///
     /// Those of [`plan`](Self::plan) and [`Plan::apply`], and
-    /// [`Error::Summarize`] when the summarizer fails. `messages` is only
+    /// [`Error::Summarize`](crate::Error::Summarize) when the summarizer fails. `messages` is only
     /// borrowed: on error nothing has changed.
     ///
     /// # Panics
@@ -336,16 +336,7 @@ impl<C: TokenCounter> Compactor<C> {
     where
         S: Summarizer + ?Sized,
     {
-        let plan = self.plan(messages)?;
-        let mut folding = plan.folding();
-        while let Some(request) = folding.request() {
-            let summary = summarizer
-                .summarize(&request)
-                .map_err(|e| Error::Summarize(e.into()))?;
-            folding.answer(summary)?;
-        }
-        let summary = folding.finish();
-        plan.apply(summary)
+        self.plan(messages)?.compact(summarizer)
     }
 
     /// Compacts `messages` with an asynchronous summarizer, as
@@ -377,23 +368,14 @@ impl<C: TokenCounter> Compactor<C> {
     where
         S: AsyncSummarizer + ?Sized,
     {
-        let plan = self.plan(messages)?;
-        let mut folding = plan.folding();
-        while let Some(request) = folding.request() {
-            let summary = summarizer
-                .summarize(request)
-                .await
-                .map_err(|e| Error::Summarize(e.into()))?;
-            folding.answer(summary)?;
-        }
-        let summary = folding.finish();
-        plan.apply(summary)
+        self.plan(messages)?.compact_async(summarizer).await
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
 
     #[test]
     fn config_errors_are_caught_before_anything_runs() {

@@ -6,13 +6,13 @@ use std::ops::Range;
 use std::sync::OnceLock;
 
 use super::Compactor;
-use super::report::{Compaction, Counts, CutReason, Report};
+use super::report::{Compaction, Counts, CutReason, Report, Tokens};
 use crate::cache::Chain;
 use crate::count::TokenCounter;
 use crate::error::{Error, Result};
 use crate::fold::engine::Fold;
 use crate::message::Message;
-use crate::summarize::SummaryRequest;
+use crate::summarize::{AsyncSummarizer, Summarizer, SummaryRequest};
 
 /// A decision about a history, before any summarizer runs.
 ///
@@ -39,7 +39,7 @@ pub struct Plan<'a, 'c, C> {
     pub(super) messages: Cow<'a, [Message]>,
     pub(super) compactor: &'c Compactor<C>,
     pub(super) report: Report,
-    pub(super) tokens_before: Option<usize>,
+    pub(super) tokens_before: Tokens,
     /// Tokens of everything in the output but the summary.
     pub(super) fixed_tokens: usize,
     pub(super) summary_limit: usize,
@@ -62,11 +62,11 @@ pub(super) struct Reuse {
 
 impl<'a, 'c, C> Plan<'a, 'c, C> {
     /// The plan that keeps everything: `tokens` counted (all of them, as
-    /// `tokens_before`, when known).
+    /// `tokens_before`).
     pub(super) fn whole(
         messages: &'a [Message],
         compactor: &'c Compactor<C>,
-        tokens_before: Option<usize>,
+        tokens_before: Tokens,
         tokens: usize,
     ) -> Self {
         Plan {
@@ -78,6 +78,7 @@ impl<'a, 'c, C> Plan<'a, 'c, C> {
                 reason: CutReason::Fits,
                 aligned_from: None,
                 allowance: 0,
+                prose_allowance: 0,
                 hoisted: Vec::new(),
                 previous: Vec::new(),
                 counts: Counts::new(0),
@@ -181,6 +182,53 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
         }
     }
 
+    /// Carries the plan out with a synchronous summarizer: each chunk of the
+    /// folded part summarized (none when a cached summary covers it), then
+    /// [`apply`](Self::apply). [`Compactor::compact`] is `plan` then this;
+    /// a caller that looks at the plan first (to refuse, or explain) calls
+    /// it directly and plans once.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Summarize`] when the summarizer fails, and those of
+    /// [`apply`](Self::apply).
+    pub fn compact<S>(self, summarizer: &S) -> Result<Compaction<'a>>
+    where
+        S: Summarizer + ?Sized,
+    {
+        let mut folding = self.folding();
+        while let Some(request) = folding.request() {
+            let summary = summarizer
+                .summarize(&request)
+                .map_err(|e| Error::Summarize(e.into()))?;
+            folding.answer(summary)?;
+        }
+        let summary = folding.finish();
+        self.apply(summary)
+    }
+
+    /// [`compact`](Self::compact) with an asynchronous summarizer. Dropping
+    /// the future changes nothing.
+    ///
+    /// # Errors
+    ///
+    /// As [`compact`](Self::compact).
+    pub async fn compact_async<S>(self, summarizer: &S) -> Result<Compaction<'a>>
+    where
+        S: AsyncSummarizer + ?Sized,
+    {
+        let mut folding = self.folding();
+        while let Some(request) = folding.request() {
+            let summary = summarizer
+                .summarize(request)
+                .await
+                .map_err(|e| Error::Summarize(e.into()))?;
+            folding.answer(summary)?;
+        }
+        let summary = folding.finish();
+        self.apply(summary)
+    }
+
     /// What the plan does with each message, and why.
     pub fn report(&self) -> &Report {
         &self.report
@@ -212,8 +260,20 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
             self.summary_limit,
             &compactor.counter,
         )?;
-        let (message, summary_tokens, summary_truncated) = (fitted.message, fitted.tokens, fitted.truncated);
+        let (mut message, mut summary_tokens, summary_truncated) =
+            (fitted.message, fitted.tokens, fitted.truncated);
+        let role = compactor
+            .policy
+            .summary_role_before(self.messages.get(self.report.cut));
+        if message.role != role {
+            // An Anthropic request that would open on a response: the
+            // summary leads as a user turn instead.
+            message.role = role;
+            summary_tokens = compactor.counter.count_message(&message);
+        }
+        let prose_allowance = self.fold().allowance;
         let mut report = self.report;
+        report.prose_allowance = prose_allowance;
         report.ledger = fitted.kept;
         report.ledger_dropped = fitted.dropped;
         let tokens_after = self.fixed_tokens.saturating_add(summary_tokens);

@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 use std::sync::OnceLock;
 
-use super::{Compactor, Counts, CutReason, Plan};
+use super::{Compactor, Counts, CutReason, Plan, Tokens};
 use crate::count::TokenCounter;
 use crate::error::{Error, Result};
 use crate::fold::units::{self, Stop};
@@ -61,7 +61,11 @@ impl<C: TokenCounter> Compactor<C> {
 
         let headers = self.scan_headers(messages);
         let (total, counted_all) = self.prove_over_budget(messages, headers.at_least, &mut count);
-        let mut plan = Plan::whole(messages, self, counted_all.then_some(total), total);
+        let before = match counted_all {
+            true => Tokens::Exact(total),
+            false => Tokens::AtLeast(total),
+        };
+        let mut plan = Plan::whole(messages, self, before, total);
         if total <= self.budget {
             plan.report.counts = counts;
             return Ok(plan);
@@ -116,7 +120,12 @@ impl<C: TokenCounter> Compactor<C> {
             .saturating_add(walk.latest_loose)
             .saturating_add(min_summary)
             <= self.budget;
-        self.decide_allowance(&mut plan, reachable, &mut count)?;
+        if let Some(total) = self.decide_allowance(&mut plan, reachable, &mut count)? {
+            // Compacting would not make the history smaller: it stays whole.
+            let mut whole = Plan::whole(messages, self, Tokens::Exact(total), total);
+            whole.report.reason = CutReason::NoGain;
+            plan = whole;
+        }
         plan.report.counts = counts;
         Ok(plan)
     }
@@ -132,8 +141,12 @@ impl<C: TokenCounter> Compactor<C> {
             callers: Vec::new(),
             at_least: self.counter.reply_priming(),
         };
+        // A summary placed as a user turn (Anthropic) leads the turns.
+        let mut first_turn = true;
         for (i, m) in messages.iter().enumerate() {
-            if self.policy.is_summary(m) {
+            let leading = first_turn;
+            first_turn = first_turn && m.role.is_pinned();
+            if self.policy.is_summary(m) && (leading || m.role != crate::message::Role::User) {
                 headers.summaries.push(i);
             } else if m.role.is_pinned() {
                 headers.pinned_at.push(i);
@@ -227,32 +240,29 @@ impl<C: TokenCounter> Compactor<C> {
     /// Phase 4: when the plan folds, the summary's allowance (all the room
     /// left beside the kept part, or the minimum when even the latest unit
     /// leaves none) and the chunks it is folded in; the strict mode's
-    /// refusals.
+    /// refusals. When the budget is unreachable and the largest summary
+    /// would take as many tokens as the folded part, folding gains nothing:
+    /// `Some` of the history's exact tokens, and it stays whole.
     fn decide_allowance(
         &self,
         plan: &mut Plan<'_, '_, C>,
         reachable: bool,
         count: &mut dyn FnMut(usize) -> usize,
-    ) -> Result<()> {
+    ) -> Result<Option<usize>> {
         let summary_overhead = self.policy.overhead(&self.counter);
+        let unreachable = |required| {
+            Err(Error::BudgetUnreachable {
+                budget: self.budget,
+                required,
+            })
+        };
         if !plan.folds() {
             // Nothing can be folded: the history stays as it is, over budget.
+            plan.tokens_before = Tokens::Exact(plan.fixed_tokens);
             return match self.strict {
-                true => Err(Error::BudgetUnreachable {
-                    budget: self.budget,
-                    required: plan.fixed_tokens,
-                }),
-                false => Ok(()),
+                true => unreachable(plan.fixed_tokens),
+                false => Ok(None),
             };
-        }
-        // Strict mode fails here only when even an empty summary cannot fit;
-        // otherwise a short enough summary may still make it, and `apply` decides.
-        let least = plan.fixed_tokens.saturating_add(summary_overhead);
-        if self.strict && least > self.budget {
-            return Err(Error::BudgetUnreachable {
-                budget: self.budget,
-                required: least,
-            });
         }
         let room = match reachable {
             true => self.budget.saturating_sub(plan.fixed_tokens),
@@ -260,11 +270,40 @@ impl<C: TokenCounter> Compactor<C> {
         };
         plan.report.allowance = self.policy.cap(room.saturating_sub(summary_overhead));
         plan.summary_limit = summary_overhead.saturating_add(plan.report.allowance);
+        if !reachable {
+            // Over budget whatever the summary: fold only if that shrinks
+            // the history. Counting the folded part stops once it passes the
+            // summary's limit (rule 9: a cost of the budget's size).
+            let hoisted = &plan.report.hoisted;
+            let mut folded = 0usize;
+            for i in (0..plan.report.cut).rev() {
+                if hoisted.binary_search(&i).is_err() {
+                    folded = folded.saturating_add(count(i));
+                    if folded > plan.summary_limit {
+                        break;
+                    }
+                }
+            }
+            if plan.summary_limit >= folded {
+                let total = plan.fixed_tokens.saturating_add(folded);
+                return match self.strict {
+                    true => unreachable(total),
+                    false => Ok(Some(total)),
+                };
+            }
+        }
+        // Strict mode refuses before any summarizer runs when even an empty
+        // summary cannot fit; otherwise a short enough summary may still
+        // make it, and `apply` decides.
+        let least = plan.fixed_tokens.saturating_add(summary_overhead);
+        if self.strict && least > self.budget {
+            return unreachable(least);
+        }
         let from = plan.reuse.as_ref().map_or(0, |r| r.at);
         let (messages, allowance) = (plan.messages.as_ref(), plan.report.allowance);
         plan.chunks = self.chunks(messages, from..plan.report.cut, allowance, count);
         plan.report.folds = plan.chunks.len();
-        Ok(())
+        Ok(None)
     }
 }
 

@@ -36,6 +36,58 @@ pub enum CutReason {
     /// The cache has a summary of exactly the messages before this cut, and
     /// keeping them stays within `keep_recent_max` and the budget.
     Reused,
+    /// The budget is unreachable (the system messages and the latest turn
+    /// do not fit beside a minimal summary), and a summary would take as
+    /// many tokens as what it folds: the history is kept whole.
+    NoGain,
+}
+
+/// A count of tokens: exact, or a lower bound where counting stopped once it
+/// proved the history over budget (the folded middle is never counted,
+/// unless [`Compactor::count_all`](super::Compactor::count_all) asks).
+///
+/// # Examples
+///
+/// ```
+/// use chatfold::Tokens;
+///
+/// assert_eq!(Tokens::Exact(120).exact(), Some(120));
+/// assert_eq!(Tokens::AtLeast(90).exact(), None);
+/// assert_eq!(Tokens::AtLeast(90).get(), 90);
+/// assert_eq!(Tokens::AtLeast(90).to_string(), "at least 90");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Tokens {
+    /// Every message was counted.
+    Exact(usize),
+    /// Counting stopped here, past the budget: there are at least this many.
+    AtLeast(usize),
+}
+
+impl Tokens {
+    /// The number: exact, or the lower bound.
+    pub fn get(self) -> usize {
+        match self {
+            Tokens::Exact(n) | Tokens::AtLeast(n) => n,
+        }
+    }
+
+    /// The number when it is exact.
+    pub fn exact(self) -> Option<usize> {
+        match self {
+            Tokens::Exact(n) => Some(n),
+            Tokens::AtLeast(_) => None,
+        }
+    }
+}
+
+impl fmt::Display for Tokens {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Tokens::Exact(n) => write!(f, "{n}"),
+            Tokens::AtLeast(n) => write!(f, "at least {n}"),
+        }
+    }
 }
 
 /// The fate in words, as the CLI's `explain` shows it.
@@ -75,6 +127,7 @@ impl fmt::Display for CutReason {
             CutReason::Budget => "no more room beside the summary",
             CutReason::Start => "every turn after the previous summary fits",
             CutReason::Reused => "a cached summary covers every message before it",
+            CutReason::NoGain => "the budget is unreachable and a summary would not make the history smaller",
         })
     }
 }
@@ -130,7 +183,7 @@ impl Counts {
 /// let result = Compactor::new(1000).compact(&short, &Extractive::new())?;
 /// assert!(matches!(result.messages, Cow::Borrowed(_))); // unchanged, not copied
 /// assert!(!result.summarized);
-/// assert_eq!(result.tokens_before, Some(result.tokens_after));
+/// assert_eq!(result.tokens_before.exact(), Some(result.tokens_after));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Debug)]
@@ -140,9 +193,11 @@ pub struct Compaction<'a> {
     pub messages: Cow<'a, [Message]>,
     /// Whether a summary was made.
     pub summarized: bool,
-    /// Tokens in the input, when they were all counted (the history fit, or
-    /// [`Compactor::count_all`](super::Compactor::count_all) was set). `None` means "over the budget".
-    pub tokens_before: Option<usize>,
+    /// Tokens in the input: exact when they were all counted (the history
+    /// fit, the budget was unreachable, or
+    /// [`Compactor::count_all`](super::Compactor::count_all) was set), else
+    /// the lower bound that proved it over the budget.
+    pub tokens_before: Tokens,
     /// Tokens in the output, exact.
     pub tokens_after: usize,
     /// Whether the output is over the budget (the budget was unreachable).
@@ -182,6 +237,7 @@ pub struct Report {
     pub(super) reason: CutReason,
     pub(super) aligned_from: Option<usize>,
     pub(super) allowance: usize,
+    pub(super) prose_allowance: usize,
     pub(super) hoisted: Vec<usize>,
     pub(super) previous: Vec<usize>,
     pub(super) counts: Counts,
@@ -232,9 +288,19 @@ impl Report {
         self.aligned_from
     }
 
-    /// The summary text's allowance in tokens (0 when nothing was folded).
+    /// The most tokens the summary's text may take, the summarizer's prose
+    /// and the ledger section together (0 when nothing was folded). The
+    /// summary message is this, its prefix and its framing.
     pub fn allowance(&self) -> usize {
         self.allowance
+    }
+
+    /// The allowance the summarizer was told
+    /// ([`SummaryRequest::allowance`](crate::SummaryRequest::allowance)):
+    /// [`allowance`](Self::allowance) less the room the ledger section
+    /// takes (0 when nothing was folded).
+    pub fn prose_allowance(&self) -> usize {
+        self.prose_allowance
     }
 
     /// The fate of input message `index` (`None` past the end).

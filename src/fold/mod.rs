@@ -19,4 +19,4 @@ pub(crate) mod units;
 
 pub use clear::ClearToolResults;
 pub use ledger::{LEDGER_HEADING, LedgerPattern};
-pub use policy::{DEFAULT_SUMMARY_PREFIX, FoldPolicy};
+pub use policy::{DEFAULT_SUMMARY_PREFIX, FoldPolicy, Placement};

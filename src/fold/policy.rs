@@ -82,6 +82,47 @@ pub struct FoldPolicy {
     pub ledger_percent: u8,
     /// More identifier patterns: every match is an entry.
     pub ledger_patterns: Vec<LedgerPattern>,
+    /// Where the summary goes in the request it is sent in: always a
+    /// `summary_role` message ([`Placement::Fixed`], the default), or as an
+    /// Anthropic request needs it.
+    pub placement: Placement,
+}
+
+/// Where a summary goes: what the request it is sent in allows.
+///
+/// Anthropic's Messages API takes system text only in a top-level `system`
+/// field and wants the first message to be a user turn, so a summary that
+/// sits in `system` must not be followed by an assistant turn or a tool
+/// result. [`History::placement`](crate::History::placement) says which one
+/// a request needs. A `summary_role` other than `system` always wins: the
+/// summary is then that role's message wherever it goes.
+///
+/// # Examples
+///
+/// ```
+/// use chatfold::{FoldPolicy, Message, Placement, Role};
+///
+/// let policy = FoldPolicy::new().placement(Placement::AnthropicBody);
+/// let user_first = Message::user("Day two?");
+/// let assistant_first = Message::assistant("Day two: the palace.");
+/// assert_eq!(policy.summary_role_before(Some(&user_first)), Role::System); // into `system`
+/// assert_eq!(policy.summary_role_before(Some(&assistant_first)), Role::User); // a leading user turn
+/// assert_eq!(FoldPolicy::new().summary_role_before(Some(&assistant_first)), Role::System);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Placement {
+    /// Always a `summary_role` message (OpenAI's Chat Completions, and any
+    /// history that is not sent to Anthropic).
+    #[default]
+    Fixed,
+    /// An Anthropic request body: a system message (written into the body's
+    /// top-level `system`), unless the message after it is an assistant turn
+    /// or a tool result; then a leading user turn.
+    AnthropicBody,
+    /// Anthropic messages with no `system` field to hold a system message (a
+    /// bare array): always a leading user turn.
+    AnthropicArray,
 }
 
 /// The policy every memory and compactor starts with.
@@ -121,6 +162,7 @@ impl FoldPolicy {
             ledger: true,
             ledger_percent: 33,
             ledger_patterns: Vec::new(),
+            placement: Placement::Fixed,
         }
     }
 
@@ -242,9 +284,57 @@ impl FoldPolicy {
         Ok(self)
     }
 
-    /// Whether `message` is a summary written under this policy (role and prefix).
+    /// Place the summary as a request of this kind needs it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::{FoldPolicy, Placement};
+    ///
+    /// assert_eq!(FoldPolicy::new().placement, Placement::Fixed);
+    /// assert_eq!(FoldPolicy::new().placement(Placement::AnthropicArray).placement, Placement::AnthropicArray);
+    /// ```
+    pub fn placement(mut self, placement: Placement) -> Self {
+        self.placement = placement;
+        self
+    }
+
+    /// Whether the placement may make the summary a user turn instead of a
+    /// `system` one: an Anthropic placement, with the role left `system`.
+    pub(crate) fn may_lead_as_user(&self) -> bool {
+        self.placement != Placement::Fixed && self.summary_role == Role::System
+    }
+
+    /// The summary's role when `next` is the message after it (`None`:
+    /// nothing follows): `summary_role`, unless the [`placement`](Self::placement)
+    /// needs a leading user turn there.
+    pub fn summary_role_before(&self, next: Option<&Message>) -> Role {
+        let user = self.may_lead_as_user()
+            && match self.placement {
+                Placement::AnthropicArray => true,
+                _ => next.is_some_and(Message::is_response),
+            };
+        if user {
+            Role::User
+        } else {
+            self.summary_role.clone()
+        }
+    }
+
+    /// The summary message for `text` when `next` follows it: as
+    /// [`summary_message`](Self::summary_message), in the role
+    /// [`summary_role_before`](Self::summary_role_before) gives.
+    pub fn summary_message_before(&self, text: &str, next: Option<&Message>) -> Message {
+        let mut message = self.summary_message(text);
+        message.role = self.summary_role_before(next);
+        message
+    }
+
+    /// Whether `message` is a summary written under this policy: its prefix,
+    /// in `summary_role` (or as a user turn, where the
+    /// [`placement`](Self::placement) may put one there).
     pub fn is_summary(&self, message: &Message) -> bool {
-        message.role == self.summary_role
+        (message.role == self.summary_role || (message.role == Role::User && self.may_lead_as_user()))
             && match &message.content {
                 Some(Content::Text(text)) => text.starts_with(&*self.summary_prefix),
                 _ => message.text().starts_with(&*self.summary_prefix),

@@ -194,6 +194,45 @@ impl History {
         self.known
     }
 
+    /// Where a compaction's summary must go for this history to stay a
+    /// valid request once written back ([`to_json_with`](Self::to_json_with)):
+    /// give it to the compactor's (or the memory's) [`FoldPolicy`](crate::FoldPolicy).
+    /// An Anthropic body takes it in `system`, or as a leading user turn when
+    /// the kept part opens on an assistant turn; a bare Anthropic array, as
+    /// a leading user turn; OpenAI's, as a `system` message.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::{Compactor, Extractive, FoldPolicy, History, Placement};
+    ///
+    /// let mut turns = vec![serde_json::json!({"role": "user", "content": "Plan day one."})];
+    /// for i in 0..30 {
+    ///     turns.push(serde_json::json!({"role": "assistant", "content": [
+    ///         {"type": "tool_use", "id": format!("t{i}"), "name": "search", "input": {"q": i}}]}));
+    ///     turns.push(serde_json::json!({"role": "user", "content": [
+    ///         {"type": "tool_result", "tool_use_id": format!("t{i}"), "content": format!("result {i}")}]}));
+    /// }
+    /// let history = History::from_json_value(serde_json::json!({"system": "Be brief.", "messages": turns}))?;
+    /// assert_eq!(history.placement(), Placement::AnthropicBody);
+    ///
+    /// let policy = FoldPolicy::new().placement(history.placement());
+    /// let result = Compactor::new(150).policy(policy).compact(&history.messages, &Extractive::new())?;
+    /// let request = history.to_json_with(&result.messages);
+    /// // Only tool exchanges are left to keep: the summary leads as a user turn.
+    /// assert_eq!(request["messages"][0]["role"], "user");
+    /// assert!(request["messages"][0]["content"].as_str().unwrap().starts_with("Summary of earlier conversation:"));
+    /// assert_eq!(request["messages"][1]["role"], "assistant");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn placement(&self) -> crate::Placement {
+        match (self.format, self.body.is_some()) {
+            (Format::OpenAi, _) => crate::Placement::Fixed,
+            (Format::Anthropic, true) => crate::Placement::AnthropicBody,
+            (Format::Anthropic, false) => crate::Placement::AnthropicArray,
+        }
+    }
+
     /// The format the history was read in: Anthropic's when the body has a
     /// top-level `system` or any Anthropic block, else OpenAI's.
     pub fn format(&self) -> Format {

@@ -74,7 +74,7 @@ impl<S, C: TokenCounter> RollingMemory<S, C> {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidConfig`] when `max_tokens` is 0 or the policy is invalid.
+    /// [`Error::InvalidConfig`](crate::Error::InvalidConfig) when `max_tokens` is 0 or the policy is invalid.
     pub fn new(settings: Settings<S, C>) -> Result<Self> {
         RollingMemory::from_state(State::default(), settings)
     }
@@ -198,7 +198,7 @@ impl<S, C: TokenCounter> AsyncRollingMemory<S, C> {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidConfig`] when `max_tokens` is 0 or the policy is invalid.
+    /// [`Error::InvalidConfig`](crate::Error::InvalidConfig) when `max_tokens` is 0 or the policy is invalid.
     pub fn new(settings: Settings<S, C>) -> Result<Self> {
         AsyncRollingMemory::from_state(State::default(), settings)
     }

@@ -82,7 +82,7 @@ impl State {
         let mut out = Vec::with_capacity(self.system.len() + self.buffer.len() + 1);
         out.extend(self.system.iter().cloned());
         if !self.summary.is_empty() {
-            out.push(policy.summary_message(&self.summary));
+            out.push(policy.summary_message_before(&self.summary, self.buffer.first()));
         }
         out.extend(self.buffer.iter().cloned());
         out

@@ -97,7 +97,7 @@ impl<S, C> SummaryMemory<S, C> {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidConfig`] for an invalid policy.
+    /// [`Error::InvalidConfig`](crate::Error::InvalidConfig) for an invalid policy.
     pub fn policy(mut self, policy: FoldPolicy) -> Result<Self> {
         policy.validate()?;
         self.fold.policy = policy;
@@ -207,7 +207,7 @@ impl<S, C> AsyncSummaryMemory<S, C> {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidConfig`] for an invalid policy.
+    /// [`Error::InvalidConfig`](crate::Error::InvalidConfig) for an invalid policy.
     pub fn policy(mut self, policy: FoldPolicy) -> Result<Self> {
         policy.validate()?;
         self.fold.policy = policy;

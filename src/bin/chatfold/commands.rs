@@ -36,21 +36,22 @@ pub(crate) fn compact(all: &CompactArgs) -> Result<(), Failure> {
             .unwrap_or_else(|_| Err(Failure::new(exit::USAGE, messages::CANNOT_BUILD_TOKENIZER)));
         (input, compactor)
     });
-    let compactor = setup::cached(compactor?, cache, summarize)?
+    let mut compactor = setup::cached(compactor?, cache, summarize)?
         .strict(strict)
         .count_all(report.is_some());
     let input = input?;
     let history = &input.history;
+    compactor.policy.placement = history.placement();
     // Refused before anything is summarized: a summarizer may be a paid call.
-    let folds = compactor.plan(&history.messages)?.folds();
-    if folds && history.is_body() && !history.format_known() {
+    let plan = compactor.plan(&history.messages)?;
+    if plan.folds() && history.is_body() && !history.format_known() {
         // The summary's place differs: a system message in `messages`
         // (OpenAI) or a block of the top-level `system` (Anthropic).
         return Err(Failure::new(exit::USAGE, messages::FORMAT_UNKNOWN));
     }
     warn_unanswered(&input);
     let summarizer = Chosen::new(summarize, compactor.counter)?;
-    let result = compactor.compact(&history.messages, &summarizer)?;
+    let result = plan.compact(&summarizer)?;
     let output = if result.summarized {
         io::to_json(&history.to_json_with(&result.messages), pretty)?
     } else {
@@ -84,8 +85,9 @@ pub(crate) fn count(args: &InputArgs) -> Result<(), Failure> {
 
 /// `chatfold explain`: the plan, message by message, without summarizing.
 pub(crate) fn explain(args: &BudgetArgs) -> Result<(), Failure> {
-    let compactor = setup::compactor(args)?.count_all(true);
+    let mut compactor = setup::compactor(args)?.count_all(true);
     let input = io::read_input(&args.input)?;
+    compactor.policy.placement = input.history.placement();
     warn_unanswered(&input);
     let messages = &input.history.messages;
     let plan: Plan<'_, '_, NamedCounter> = compactor.plan(messages)?;

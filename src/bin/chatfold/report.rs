@@ -27,11 +27,17 @@ fn report_fields(budget: usize, result: &Compaction<'_>) -> Vec<(&'static str, V
     let r = &result.report;
     vec![
         ("budget", json!(budget)),
-        ("tokens_before", json!(result.tokens_before)),
+        ("tokens_before", json!(result.tokens_before.get())),
+        (
+            "tokens_before_exact",
+            json!(result.tokens_before.exact().is_some()),
+        ),
         ("tokens_after", json!(result.tokens_after)),
         ("summarized", json!(result.summarized)),
         ("over_budget", json!(result.over_budget)),
         ("summary_truncated", json!(result.summary_truncated)),
+        ("summary_allowance", json!(r.allowance())),
+        ("prose_allowance", json!(r.prose_allowance())),
         ("cut", json!(r.cut())),
         ("reason", json!(reason(r))),
         ("kept", json!(fates(r, Fate::Kept))),

@@ -198,7 +198,7 @@ where
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidConfig`] for a soft limit, chunk size or failure count
+    /// [`Error::InvalidConfig`](crate::Error::InvalidConfig) for a soft limit, chunk size or failure count
     /// of 0, a hard limit below the soft one, or an invalid policy.
     pub fn new(
         system: impl IntoIterator<Item = Message>,
@@ -335,8 +335,8 @@ impl<S: AsyncSummarizer, C: TokenCounter> TieredMemory<S, C> {
     ///
     /// # Errors
     ///
-    /// The error of a fold that failed ([`Error::Summarize`],
-    /// [`Error::EmptySummary`]); it is recorded in [`stats`](Self::stats)
+    /// The error of a fold that failed ([`Error::Summarize`](crate::Error::Summarize),
+    /// [`Error::EmptySummary`](crate::Error::EmptySummary)); it is recorded in [`stats`](Self::stats)
     /// as well, and the state is as it was before that fold.
     pub async fn fold_now(&self) -> Result<()> {
         let core = &*self.core;
@@ -381,10 +381,15 @@ impl<S, C: TokenCounter> Memory for TieredMemory<S, C> {
         let state = &tiers.buffer.state;
         let mut out = Vec::with_capacity(state.system.len() + 1 + state.buffer.len() - view.start);
         out.extend(state.system.iter().cloned());
+        let policy = &self.core.settings.policy;
+        let next = state.buffer.get(view.start);
         match view.summary {
             Shown::Hidden => {}
-            Shown::Whole => out.push(self.core.settings.policy.summary_message(&state.summary)),
-            Shown::Cut(message) => out.push(message),
+            Shown::Whole => out.push(policy.summary_message_before(&state.summary, next)),
+            Shown::Cut(mut message) => {
+                message.role = policy.summary_role_before(next);
+                out.push(message);
+            }
         }
         out.extend(state.buffer[view.start..].iter().cloned());
         out

@@ -7,7 +7,7 @@ use crate::fold::clear::ClearToolResults;
 use crate::fold::policy::FoldPolicy;
 use crate::memory::check_positive;
 
-/// How a [`TieredMemory`] is set up (sawtooth's `ContextManagerConfig`).
+/// How a [`TieredMemory`](super::TieredMemory) is set up (sawtooth's `ContextManagerConfig`).
 ///
 /// # Examples
 ///
@@ -27,7 +27,7 @@ use crate::memory::check_positive;
 pub struct TieredSettings<C = Heuristic> {
     /// Tokens of working buffer (L1) past which folding starts.
     pub soft_limit_tokens: usize,
-    /// The most tokens [`TieredMemory::messages`] ever returns (when the
+    /// The most tokens [`TieredMemory::messages`](crate::memory::Memory::messages) ever returns (when the
     /// system messages and the latest unit fit in it).
     pub hard_limit_tokens: usize,
     /// The most messages one fold takes (whole units; at least one unit,
@@ -153,7 +153,7 @@ impl<C> TieredSettings<C> {
     }
 }
 
-/// What a [`TieredMemory`] reports about itself (sawtooth's `get_stats()`).
+/// What a [`TieredMemory`](super::TieredMemory) reports about itself (sawtooth's `get_stats()`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Stats {
@@ -165,7 +165,7 @@ pub struct Stats {
     pub buffer_tokens: usize,
     /// Messages in the working buffer.
     pub buffer_messages: usize,
-    /// Tokens of [`TieredMemory::messages`] now, reply priming included.
+    /// Tokens of [`TieredMemory::messages`](crate::memory::Memory::messages) now, reply priming included.
     pub view_tokens: usize,
     /// Buffered messages left out of the view to keep it within the hard limit.
     pub hidden_messages: usize,

@@ -16,7 +16,7 @@ use crate::summarize::AsyncSummarizer;
 /// The most adds a retry waits for after consecutive failures.
 const MAX_BACKOFF_ADDS: usize = 64;
 
-/// Folds a [`TieredMemory`]'s working buffer in the background.
+/// Folds a [`TieredMemory`](super::TieredMemory)'s working buffer in the background.
 ///
 /// A future: spawn it once, on any runtime (`tokio::spawn(worker)`,
 /// `smol::spawn(worker).detach()`, ...). It ends when its memory is dropped,
