@@ -18,10 +18,9 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Instant;
 
+use chatfold::cache::{FileCache, MemoryCache, SummaryCache};
 use chatfold::testing::check_compaction;
-use chatfold::{
-    Compactor, FileCache, MemoryCache, Message, SummaryCache, SummaryRequest, Tiktoken, TokenCounter,
-};
+use chatfold::{Compactor, Message, SummaryRequest, Tiktoken, TokenCounter};
 
 const REQUESTS: usize = 500;
 const FIRST: usize = 60;
@@ -82,7 +81,7 @@ fn main() {
     let server = redis_server::Server::start();
     #[cfg(feature = "redis")]
     if let Some(server) = &server {
-        let cache = chatfold::RedisCache::new(&server.url()).expect("a Redis URL");
+        let cache = chatfold::cache::RedisCache::new(&server.url()).expect("a Redis URL");
         caches.push(("RedisCache", Arc::new(cache)));
     }
     let mut rows = vec![("no cache", run(&conversation, &base))];

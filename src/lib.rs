@@ -46,28 +46,41 @@
 //! and [`Compactor::compact_async`] are those three steps. The guarantees are
 //! listed on [`Compactor`].
 //!
+//! # Where things are
+//!
+//! The everyday names are at the root: [`Compactor`], [`Message`],
+//! [`History`], [`FoldPolicy`], the [`Summarizer`] traits, [`Extractive`],
+//! the counters and [`Error`]. The rest sits in namespaces most users never
+//! name: [`memory`] (the stateful strategies), [`summarize`] (the LLM
+//! summarizers and their prompt), [`cache`] (summary reuse for stateless
+//! servers), and `testing`.
+//!
 //! # Crate features
 //!
 //! - `tiktoken` (default): [`Tiktoken`], exact OpenAI token counts
 //!   (`o200k_base`, `cl100k_base`, by model name) through tiktoken-rs.
-//! - `openai`: `OpenAiSummarizer`, for any OpenAI-compatible Chat
-//!   Completions endpoint (OpenAI, Ollama, vLLM, Gemini, OpenRouter).
-//! - `anthropic`: `AnthropicSummarizer`, for Anthropic's Messages API.
-//!   Either one pulls in ureq (with rustls), backon, oneshot and log.
-//! - `redis`: `RedisCache`, a summary cache a fleet of servers shares
-//!   (pulls in the `redis` crate, without its async runtime, and log).
-//! - `proptest`: [`testing`], the history generators, rule
-//!   checks and faulty summarizers chatfold's own tests use, for pipelines
-//!   that property-test their use of chatfold.
+//! - `openai`: `summarize::OpenAiSummarizer`, for any OpenAI-compatible
+//!   Chat Completions endpoint (OpenAI, Ollama, vLLM, Gemini, OpenRouter).
+//! - `anthropic`: `summarize::AnthropicSummarizer`, for Anthropic's
+//!   Messages API. Either one pulls in ureq (with rustls), backon, oneshot
+//!   and log.
+//! - `redis`: `cache::RedisCache`, a summary cache a fleet of servers
+//!   shares (pulls in the `redis` crate, without its async runtime, and log).
+//! - `proptest`: `testing`, the history generators, rule checks and faulty
+//!   summarizers chatfold's own tests use, for pipelines that property-test
+//!   their use of chatfold. It is **outside semver**: it follows proptest's
+//!   types and chatfold's tests, and may change in any release.
 //! - `cli`: the `chatfold` command-line tool (pulls in clap and both HTTP
 //!   summarizers).
+//!
+//! `cargo doc --all-features --open` documents all of it.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs, missing_debug_implementations)]
 #![warn(unreachable_pub, clippy::incompatible_msrv)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
-mod cache;
+pub mod cache;
 mod compact;
 mod count;
 mod error;
@@ -75,13 +88,10 @@ mod fold;
 mod history;
 pub mod memory;
 mod message;
-mod summarize;
+pub mod summarize;
 #[cfg(feature = "proptest")]
 pub mod testing;
 
-#[cfg(feature = "redis")]
-pub use cache::RedisCache;
-pub use cache::{CacheStats, FileCache, MemoryCache, SummaryCache};
 pub use compact::{Compaction, Compactor, CutReason, Fate, Plan, Report, Tokens};
 #[cfg(feature = "tiktoken")]
 pub use count::Tiktoken;
@@ -95,13 +105,7 @@ pub use fold::{
 };
 pub use history::{Format, History};
 pub use message::{Content, CustomRole, Message, Part, Role, ToolCall};
-#[cfg(feature = "anthropic")]
-pub use summarize::{Anthropic, AnthropicSummarizer};
-pub use summarize::{AsyncSummarizer, Extractive, Prompt, Ready, Summarizer, SummaryRequest};
-#[cfg(feature = "_http")]
-pub use summarize::{HttpError, HttpErrorKind, HttpSummarizer};
-#[cfg(feature = "openai")]
-pub use summarize::{OpenAi, OpenAiSummarizer};
+pub use summarize::{AsyncSummarizer, Extractive, Ready, Summarizer, SummaryRequest};
 
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

@@ -10,11 +10,9 @@ use common::conversation;
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 
+use chatfold::cache::{FileCache, MemoryCache, SummaryCache};
 use chatfold::testing::{Recording, check_compaction, histories, is_boundary};
-use chatfold::{
-    Compaction, Compactor, CutReason, FileCache, MemoryCache, Message, SummaryCache, SummaryRequest,
-    TokenCounter,
-};
+use chatfold::{Compaction, Compactor, CutReason, Message, SummaryRequest, TokenCounter};
 use proptest::prelude::*;
 
 /// A summarizer naming how many messages it folded, and from which summary.

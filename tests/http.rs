@@ -8,10 +8,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use chatfold::memory::{Memory, Remember, RollingMemory, Settings};
-use chatfold::{
-    AnthropicSummarizer, Compactor, Error, HttpError, HttpErrorKind, Message, OpenAiSummarizer, Prompt,
-    Summarizer, SummaryRequest, TokenCounter,
-};
+use chatfold::summarize::{AnthropicSummarizer, HttpError, HttpErrorKind, OpenAiSummarizer, Prompt};
+use chatfold::{Compactor, Error, Message, Summarizer, SummaryRequest, TokenCounter};
 use common::fake_llm::{FakeLlm, Reply};
 use serde_json::json;
 

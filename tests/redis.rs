@@ -10,8 +10,9 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use chatfold::cache::{RedisCache, SummaryCache};
 use chatfold::testing::Recording;
-use chatfold::{Compactor, RedisCache, SummaryCache, SummaryRequest};
+use chatfold::{Compactor, SummaryRequest};
 use common::conversation;
 use common::redis_server::Server;
 

@@ -33,7 +33,8 @@ pub use self::redis::RedisCache;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use chatfold::{Compactor, Extractive, MemoryCache, Message};
+/// use chatfold::cache::MemoryCache;
+/// use chatfold::{Compactor, Extractive, Message};
 ///
 /// let cache = Arc::new(MemoryCache::new(1_000, 16 << 20));
 /// let compactor = Compactor::new(300).cache(cache.clone(), "extractive");
@@ -195,7 +196,7 @@ pub struct CacheStats {
 /// # Examples
 ///
 /// ```
-/// use chatfold::{MemoryCache, SummaryCache};
+/// use chatfold::cache::{MemoryCache, SummaryCache};
 ///
 /// let cache = MemoryCache::new(2, 1 << 20);
 /// cache.put("a", "1".into());
@@ -314,7 +315,7 @@ impl SummaryCache for MemoryCache {
 /// # Examples
 ///
 /// ```
-/// use chatfold::{FileCache, SummaryCache};
+/// use chatfold::cache::{FileCache, SummaryCache};
 ///
 /// let dir = std::env::temp_dir().join(format!("chatfold-doc-{}", std::process::id()));
 /// let cache = FileCache::new(&dir);

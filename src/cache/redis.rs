@@ -27,7 +27,8 @@ use crate::error::{ConfigError, Error, Result};
 /// ```no_run
 /// use std::sync::Arc;
 /// use std::time::Duration;
-/// use chatfold::{Compactor, RedisCache};
+/// use chatfold::cache::RedisCache;
+/// use chatfold::Compactor;
 ///
 /// let cache = RedisCache::new("redis://127.0.0.1:6379/0")?.ttl(Duration::from_secs(24 * 3600));
 /// let compactor = Compactor::new(8_000).keep_recent_max(6_000).cache(Arc::new(cache), "gpt-4o-mini v3 prompt");

@@ -16,7 +16,8 @@ use crate::summarize::http::{HttpErrorKind, HttpSummarizer, Wire};
 /// # Examples
 ///
 /// ```no_run
-/// use chatfold::{AnthropicSummarizer, Compactor, Message};
+/// use chatfold::summarize::AnthropicSummarizer;
+/// use chatfold::{Compactor, Message};
 ///
 /// let summarizer = AnthropicSummarizer::new("https://api.anthropic.com/v1", "claude-3-5-haiku-latest")
 ///     .api_key(std::env::var("ANTHROPIC_API_KEY").unwrap_or_default());

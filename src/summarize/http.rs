@@ -14,9 +14,9 @@ use serde_json::Value;
 use crate::summarize::prompt::Prompt;
 use crate::summarize::{AsyncSummarizer, Summarizer, SummaryRequest};
 
-/// A summarizer that asks an LLM over HTTP: [`OpenAiSummarizer`](crate::OpenAiSummarizer)
+/// A summarizer that asks an LLM over HTTP: [`OpenAiSummarizer`](super::OpenAiSummarizer)
 /// (any OpenAI-compatible Chat Completions endpoint, feature `openai`) or
-/// [`AnthropicSummarizer`](crate::AnthropicSummarizer) (the Messages API,
+/// [`AnthropicSummarizer`](super::AnthropicSummarizer) (the Messages API,
 /// feature `anthropic`).
 ///
 /// It sends the request's [`Prompt`] (the default unless given another) as
@@ -49,7 +49,8 @@ use crate::summarize::{AsyncSummarizer, Summarizer, SummaryRequest};
 ///
 /// ```no_run
 /// # #[cfg(feature = "openai")] {
-/// use chatfold::{Compactor, Message, OpenAiSummarizer};
+/// use chatfold::summarize::OpenAiSummarizer;
+/// use chatfold::{Compactor, Message};
 ///
 /// // A local Ollama: no key.
 /// let ollama = OpenAiSummarizer::new("http://localhost:11434/v1", "llama3.2");

@@ -1,4 +1,18 @@
 //! Summarizers: what turns the folded messages into summary text.
+//!
+//! The traits ([`Summarizer`], [`AsyncSummarizer`]), the request they get
+//! ([`SummaryRequest`]) and the offline default ([`Extractive`]) are also at
+//! the crate root. Here besides: the LLM summarizers behind the `openai` and
+//! `anthropic` features (`OpenAiSummarizer`, `AnthropicSummarizer`, both an
+//! `HttpSummarizer`, with their `HttpError`), and the [`Prompt`] they send.
+//!
+//! ```
+//! use chatfold::summarize::Prompt;
+//!
+//! let prompt = Prompt::new("Summarize in {words} words.", "{transcript}")?;
+//! assert_eq!(prompt.system(), "Summarize in {words} words.");
+//! # Ok::<(), chatfold::Error>(())
+//! ```
 
 use std::borrow::Cow;
 use std::future::Future;

@@ -26,7 +26,8 @@ use crate::summarize::http::{HttpErrorKind, HttpSummarizer, Wire};
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use chatfold::{Compactor, Message, OpenAiSummarizer};
+/// use chatfold::summarize::OpenAiSummarizer;
+/// use chatfold::{Compactor, Message};
 ///
 /// let summarizer = OpenAiSummarizer::new("https://api.openai.com/v1", "gpt-4o-mini")
 ///     .api_key(std::env::var("OPENAI_API_KEY").unwrap_or_default())

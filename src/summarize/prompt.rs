@@ -29,7 +29,8 @@ use crate::summarize::SummaryRequest;
 /// # Examples
 ///
 /// ```
-/// use chatfold::{Message, Prompt, SummaryRequest};
+/// use chatfold::summarize::Prompt;
+/// use chatfold::{Message, SummaryRequest};
 ///
 /// let prompt = Prompt::new(
 ///     "Summarize in at most {words} words.",

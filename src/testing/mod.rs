@@ -1,6 +1,10 @@
 //! Generators and rule checks for property-testing a pipeline built on
 //! chatfold (feature `proptest`).
 //!
+//! **Outside semver.** This module exposes proptest's types and follows
+//! chatfold's own tests: any release may change it. Pin chatfold's exact
+//! version in the `[dev-dependencies]` that use it.
+//!
 //! A team that wraps chatfold with its own summarizer, counter, settings or
 //! memory store can prove in its own test suite that the result still keeps
 //! chatfold's promises. This module holds what chatfold's own property tests

@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use chatfold::{ClearToolResults, Compactor, FileCache, FoldPolicy, NamedCounter, RedisCache, SummaryCache};
+use chatfold::cache::{FileCache, RedisCache, SummaryCache};
+use chatfold::{ClearToolResults, Compactor, FoldPolicy, NamedCounter};
 
 use crate::Failure;
 use crate::flags::{BudgetArgs, CacheArgs, SummarizeArgs};

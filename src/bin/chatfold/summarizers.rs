@@ -7,10 +7,8 @@ use std::net::IpAddr;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use chatfold::{
-    AnthropicSummarizer, Extractive, HttpSummarizer, NamedCounter, OpenAiSummarizer, Summarizer,
-    SummaryRequest,
-};
+use chatfold::summarize::{AnthropicSummarizer, HttpSummarizer, OpenAiSummarizer};
+use chatfold::{Extractive, NamedCounter, Summarizer, SummaryRequest};
 
 use crate::flags::{Provider, SummarizeArgs};
 use crate::messages;
