@@ -177,6 +177,17 @@ fn empty_summary_is_an_error_and_loses_nothing() {
     assert_eq!(texts(&memory.buffer()), ["one", "two"]);
 }
 
+/// A summary memory's setters cannot fail: an invalid policy is refused by
+/// the first add, which adds nothing and calls no summarizer.
+#[test]
+fn summary_memory_refuses_an_invalid_policy_when_used() {
+    let summarize = |_: &SummaryRequest<'_>| -> Result<String, Infallible> { panic!("not called") };
+    let mut memory = SummaryMemory::new(summarize).policy(chatfold::FoldPolicy::new().summary_prefix(" "));
+    let err = memory.add_user("hello").unwrap_err();
+    assert!(matches!(err, Error::InvalidConfig(_)), "{err}");
+    assert!(memory.buffer().is_empty() && memory.summary().is_empty());
+}
+
 #[test]
 fn summary_memory_keeps_a_failed_turn_for_the_next_fold() {
     let fail = Cell::new(false);

@@ -345,7 +345,7 @@ fn a_one_megabyte_summary_is_cut_to_its_cap_in_every_memory() {
 
     let mut rolling =
         RollingMemory::new(Settings::new(300).summarizer(verbose()).policy(policy.clone())).unwrap();
-    let mut summary = SummaryMemory::new(verbose()).policy(policy.clone()).unwrap();
+    let mut summary = SummaryMemory::new(verbose()).policy(policy.clone());
     for i in 0..100 {
         rolling
             .add_user(format!("message number {i} about the trip"))

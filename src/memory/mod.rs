@@ -81,7 +81,7 @@ pub use buffer::BufferMemory;
 pub use rolling::{AsyncRollingMemory, RollingMemory};
 pub use state::{STATE_VERSION, State};
 pub use summary::{AsyncSummaryMemory, SUMMARY_ALLOWANCE, SummaryMemory};
-pub use tiered::{Stats, TieredMemory, TieredSettings, Worker};
+pub use tiered::{Stats, TieredMemory, TieredOptions, TieredSettings, Worker};
 pub use window::WindowMemory;
 
 /// The `add_user`, `add_assistant`, `add_system` and `add_tool` helpers
@@ -296,6 +296,16 @@ impl Settings {
 
 impl<S, C> Settings<S, C> {
     /// Fold with `summarizer`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::memory::Settings;
+    /// use chatfold::Extractive;
+    ///
+    /// let settings = Settings::new(500).summarizer(Extractive::new());
+    /// assert!(settings.summarizer.is_some());
+    /// ```
     pub fn summarizer<T>(self, summarizer: T) -> Settings<T, C> {
         Settings {
             max_tokens: self.max_tokens,
@@ -306,6 +316,16 @@ impl<S, C> Settings<S, C> {
     }
 
     /// Count with `counter`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::memory::Settings;
+    /// use chatfold::TokenCounter;
+    ///
+    /// let settings = Settings::new(500).counter(|text: &str| text.split_whitespace().count());
+    /// assert_eq!(settings.counter.count("two words"), 2);
+    /// ```
     pub fn counter<D: TokenCounter>(self, counter: D) -> Settings<S, D> {
         Settings {
             max_tokens: self.max_tokens,
@@ -315,7 +335,18 @@ impl<S, C> Settings<S, C> {
         }
     }
 
-    /// Render, recognise and cut the summary by `policy`.
+    /// Render, recognise and cut the summary by `policy` (checked when the
+    /// memory is built).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::memory::Settings;
+    /// use chatfold::FoldPolicy;
+    ///
+    /// let settings = Settings::new(500).policy(FoldPolicy::new().max_summary_tokens(120));
+    /// assert_eq!(settings.policy.max_summary_tokens, Some(120));
+    /// ```
     pub fn policy(mut self, policy: FoldPolicy) -> Self {
         self.policy = policy;
         self

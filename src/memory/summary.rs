@@ -93,18 +93,36 @@ impl<S: Summarizer> SummaryMemory<S> {
 }
 
 impl<S, C> SummaryMemory<S, C> {
-    /// Render, recognise and cut the summary by `policy`.
+    /// Render, recognise and cut the summary by `policy`. An invalid policy
+    /// (an empty prefix, a role that answers) makes every add an
+    /// [`Error::InvalidConfig`](crate::Error::InvalidConfig), the memory unchanged.
     ///
-    /// # Errors
+    /// # Examples
     ///
-    /// [`Error::InvalidConfig`](crate::Error::InvalidConfig) for an invalid policy.
-    pub fn policy(mut self, policy: FoldPolicy) -> Result<Self> {
-        policy.validate()?;
+    /// ```
+    /// use chatfold::FoldPolicy;
+    /// use chatfold::memory::{Memory, SummaryMemory};
+    ///
+    /// let memory = SummaryMemory::new(chatfold::Extractive::new()).policy(FoldPolicy::new().summary_prefix("[NOTES]\n"));
+    /// assert_eq!(Memory::policy(&memory).summary_prefix, "[NOTES]\n");
+    /// ```
+    pub fn policy(mut self, policy: FoldPolicy) -> Self {
         self.fold.policy = policy;
-        Ok(self)
+        self
     }
 
     /// Cut the summary to its allowance counting with `counter`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::memory::{Memory, Remember, SummaryMemory};
+    ///
+    /// let mut memory = SummaryMemory::new(chatfold::Extractive::new()).counter(|text: &str| text.len());
+    /// memory.add_user("Book the 9:40 train to Busan.")?;
+    /// assert!(!memory.summary().is_empty());
+    /// # Ok::<(), chatfold::Error>(())
+    /// ```
     pub fn counter<D: TokenCounter>(self, counter: D) -> SummaryMemory<S, D> {
         SummaryMemory {
             buffer: self.buffer,
@@ -134,7 +152,10 @@ impl<S: Summarizer, C: TokenCounter> Remember for SummaryMemory<S, C> {
     ///
     /// When the summarizer fails (or returns an empty summary) the message
     /// stays in the buffer and the summary is unchanged.
+    /// [`Error::InvalidConfig`](crate::Error::InvalidConfig) for an invalid
+    /// [`policy`](Self::policy): nothing is added.
     fn add_message(&mut self, message: Message) -> Result<()> {
+        self.fold.policy.validate()?;
         self.buffer.push(message, None);
         let rules = self.fold.rules();
         let n = self.buffer.messages().len();
@@ -203,18 +224,37 @@ impl<S: AsyncSummarizer> AsyncSummaryMemory<S> {
 }
 
 impl<S, C> AsyncSummaryMemory<S, C> {
-    /// Render, recognise and cut the summary by `policy`.
+    /// Render, recognise and cut the summary by `policy`. An invalid policy
+    /// (an empty prefix, a role that answers) makes every add an
+    /// [`Error::InvalidConfig`](crate::Error::InvalidConfig), the memory unchanged.
     ///
-    /// # Errors
+    /// # Examples
     ///
-    /// [`Error::InvalidConfig`](crate::Error::InvalidConfig) for an invalid policy.
-    pub fn policy(mut self, policy: FoldPolicy) -> Result<Self> {
-        policy.validate()?;
+    /// ```
+    /// use chatfold::FoldPolicy;
+    /// use chatfold::memory::{AsyncSummaryMemory, Memory};
+    ///
+    /// let memory = AsyncSummaryMemory::new(chatfold::Ready(chatfold::Extractive::new()))
+    ///     .policy(FoldPolicy::new().summary_prefix("[NOTES]\n"));
+    /// assert_eq!(Memory::policy(&memory).summary_prefix, "[NOTES]\n");
+    /// ```
+    pub fn policy(mut self, policy: FoldPolicy) -> Self {
         self.fold.policy = policy;
-        Ok(self)
+        self
     }
 
     /// Cut the summary to its allowance counting with `counter`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::memory::{AsyncRemember, AsyncSummaryMemory, Memory};
+    ///
+    /// let memory = AsyncSummaryMemory::new(chatfold::Ready(chatfold::Extractive::new())).counter(|text: &str| text.len());
+    /// pollster::block_on(memory.add_user("Book the 9:40 train to Busan."))?;
+    /// assert!(!memory.summary().is_empty());
+    /// # Ok::<(), chatfold::Error>(())
+    /// ```
     pub fn counter<D: TokenCounter>(self, counter: D) -> AsyncSummaryMemory<S, D> {
         AsyncSummaryMemory {
             cell: self.cell,
@@ -231,6 +271,7 @@ super::locked_memory!(AsyncSummaryMemory, |m| &m.fold.policy);
 
 impl<S: AsyncSummarizer + Sync, C: TokenCounter + Sync> AsyncRemember for AsyncSummaryMemory<S, C> {
     async fn add_message(&self, message: Message) -> Result<()> {
+        self.fold.policy.validate()?;
         lock(&self.cell).push(message, None);
         let everything = |buffer: &mut Buffer| buffer.messages().len();
         settle(&self.cell, &self.summarizer, self.fold.rules(), everything).await

@@ -20,7 +20,7 @@ mod settings;
 mod view;
 mod worker;
 
-pub use settings::{Stats, TieredSettings};
+pub use settings::{Stats, TieredOptions, TieredSettings};
 use view::Shown;
 pub use worker::Worker;
 use worker::{Step, work};

@@ -1,13 +1,20 @@
 //! A tiered memory's settings, and what it reports about itself.
 
-use crate::count::Heuristic;
-use crate::count::TokenCounter;
+use std::ops::{Deref, DerefMut};
+
+use crate::count::{Heuristic, TokenCounter};
 use crate::error::{ConfigError, Result};
 use crate::fold::clear::ClearToolResults;
 use crate::fold::policy::FoldPolicy;
 use crate::memory::check_positive;
 
-/// How a [`TieredMemory`](super::TieredMemory) is set up (sawtooth's `ContextManagerConfig`).
+/// How a [`TieredMemory`](super::TieredMemory) is set up (sawtooth's
+/// `ContextManagerConfig`): the [`TieredOptions`] (limits, chunking,
+/// failures, clearing, the fold policy) and the counter beside them.
+///
+/// Built like textwrap's `Options`: [`new`](Self::new) with the two limits,
+/// then by-value setters that cannot fail; the memory checks the whole when
+/// it is built. The options read through it as fields (`settings.chunk_size`).
 ///
 /// # Examples
 ///
@@ -25,6 +32,17 @@ use crate::memory::check_positive;
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct TieredSettings<C = Heuristic> {
+    /// Everything but the counter.
+    pub options: TieredOptions,
+    /// Counts tokens.
+    pub counter: C,
+}
+
+/// A tiered memory's settings that do not depend on its counter (see
+/// [`TieredSettings`], which reads as them).
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct TieredOptions {
     /// Tokens of working buffer (L1) past which folding starts.
     pub soft_limit_tokens: usize,
     /// The most tokens [`TieredMemory::messages`](crate::memory::Memory::messages) ever returns (when the
@@ -45,11 +63,23 @@ pub struct TieredSettings<C = Heuristic> {
     /// fold (none by default). The placeholder names the result's first
     /// identifiers, which reach the ledger when it is folded.
     pub clear_tool_results: Option<ClearToolResults>,
-    /// Counts tokens.
-    pub counter: C,
     /// What the summary is. Its `max_summary_tokens` is the summarizer's
     /// allowance; by default half the room between the two limits.
     pub policy: FoldPolicy,
+}
+
+impl<C> Deref for TieredSettings<C> {
+    type Target = TieredOptions;
+
+    fn deref(&self) -> &TieredOptions {
+        &self.options
+    }
+}
+
+impl<C> DerefMut for TieredSettings<C> {
+    fn deref_mut(&mut self) -> &mut TieredOptions {
+        &mut self.options
+    }
 }
 
 impl Default for TieredSettings {
@@ -62,73 +92,142 @@ impl Default for TieredSettings {
 impl TieredSettings {
     /// Settings with these limits, chunks of 10 messages, no fallback
     /// truncation, [`Heuristic`] counting and the default [`FoldPolicy`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::memory::TieredSettings;
+    ///
+    /// const SETTINGS: TieredSettings = TieredSettings::new(1_000, 4_000);
+    /// assert_eq!(SETTINGS.hard_limit_tokens, 4_000);
+    /// ```
     pub const fn new(soft_limit_tokens: usize, hard_limit_tokens: usize) -> Self {
         TieredSettings {
-            soft_limit_tokens,
-            hard_limit_tokens,
-            chunk_size: 10,
-            chunk_tokens: None,
-            fallback_truncate: false,
-            max_failures: 3,
-            clear_tool_results: None,
+            options: TieredOptions {
+                soft_limit_tokens,
+                hard_limit_tokens,
+                chunk_size: 10,
+                chunk_tokens: None,
+                fallback_truncate: false,
+                max_failures: 3,
+                clear_tool_results: None,
+                policy: FoldPolicy::new(),
+            },
             counter: Heuristic,
-            policy: FoldPolicy::new(),
         }
     }
 }
 
 impl<C> TieredSettings<C> {
     /// Fold at most `messages` messages at a time.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::memory::TieredSettings;
+    ///
+    /// assert_eq!(TieredSettings::new(100, 400).chunk_size(4).chunk_size, 4);
+    /// ```
     pub fn chunk_size(mut self, messages: usize) -> Self {
-        self.chunk_size = messages;
+        self.options.chunk_size = messages;
         self
     }
 
     /// Fold at most `tokens` tokens at a time.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::memory::TieredSettings;
+    ///
+    /// assert_eq!(TieredSettings::new(100, 400).chunk_tokens(60).chunk_tokens, Some(60));
+    /// ```
     pub fn chunk_tokens(mut self, tokens: usize) -> Self {
-        self.chunk_tokens = Some(tokens);
+        self.options.chunk_tokens = Some(tokens);
         self
     }
 
     /// Drop a chunk after `max_failures` consecutive failed folds.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::memory::TieredSettings;
+    ///
+    /// assert!(TieredSettings::new(100, 400).fallback_truncate(true).fallback_truncate);
+    /// ```
     pub fn fallback_truncate(mut self, on: bool) -> Self {
-        self.fallback_truncate = on;
+        self.options.fallback_truncate = on;
         self
     }
 
     /// Consecutive failures before a fallback truncation.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::memory::TieredSettings;
+    ///
+    /// assert_eq!(TieredSettings::new(100, 400).max_failures(5).max_failures, 5);
+    /// ```
     pub fn max_failures(mut self, failures: usize) -> Self {
-        self.max_failures = failures;
+        self.options.max_failures = failures;
         self
     }
 
     /// Count with `counter`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::memory::TieredSettings;
+    /// use chatfold::TokenCounter;
+    ///
+    /// let words = TieredSettings::new(100, 400).counter(|text: &str| text.split_whitespace().count());
+    /// assert_eq!(words.counter.count("three small words"), 3);
+    /// assert_eq!(words.soft_limit_tokens, 100); // the rest as it was
+    /// ```
     pub fn counter<D: TokenCounter>(self, counter: D) -> TieredSettings<D> {
         TieredSettings {
-            soft_limit_tokens: self.soft_limit_tokens,
-            hard_limit_tokens: self.hard_limit_tokens,
-            chunk_size: self.chunk_size,
-            chunk_tokens: self.chunk_tokens,
-            fallback_truncate: self.fallback_truncate,
-            max_failures: self.max_failures,
-            clear_tool_results: self.clear_tool_results,
+            options: self.options,
             counter,
-            policy: self.policy,
         }
     }
 
     /// Before each fold, replace old, large tool results as `clearing` says.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::ClearToolResults;
+    /// use chatfold::memory::TieredSettings;
+    ///
+    /// let s = TieredSettings::new(100, 400).clear_tool_results(ClearToolResults::new().keep_recent(2));
+    /// assert!(s.clear_tool_results.is_some());
+    /// ```
     pub fn clear_tool_results(mut self, clearing: ClearToolResults) -> Self {
-        self.clear_tool_results = Some(clearing);
+        self.options.clear_tool_results = Some(clearing);
         self
     }
 
     /// Render, recognise and cut the summary by `policy`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::FoldPolicy;
+    /// use chatfold::memory::TieredSettings;
+    ///
+    /// let s = TieredSettings::new(100, 400).policy(FoldPolicy::new().max_summary_tokens(80));
+    /// assert_eq!(s.allowance(), 80);
+    /// ```
     pub fn policy(mut self, policy: FoldPolicy) -> Self {
-        self.policy = policy;
+        self.options.policy = policy;
         self
     }
+}
 
+impl TieredOptions {
     /// The summarizer's allowance in tokens: the policy's
     /// `max_summary_tokens`, else half the room between the limits.
     pub fn allowance(&self) -> usize {
