@@ -1,6 +1,7 @@
 //! `RedisCache` against a real `redis-server` that each test starts on a
 //! loopback port of its own (`.ci/run` installs it from Debian's packages).
-//! Where it cannot be found, each test says so on stderr and stops.
+//! Where it cannot be found, each test says so on stderr and stops, or
+//! fails under `CHATFOLD_REQUIRE_REDIS=1` (as in `.ci/run`).
 #![cfg(feature = "redis")]
 
 mod common;
