@@ -70,7 +70,7 @@
 mod cache;
 mod compact;
 mod count;
-mod error;
+pub mod error;
 mod fold;
 mod history;
 pub mod memory;
@@ -86,10 +86,7 @@ pub use compact::{Compaction, Compactor, CutReason, Fate, Plan, Report};
 #[cfg(feature = "tiktoken")]
 pub use count::Tiktoken;
 pub use count::{Heuristic, NamedCounter, TokenCounter};
-pub use error::{
-    BoxError, ConfigError, ConversionError, Error, FieldError, FormatMark, InputError, JsonError, Result,
-    StateError, TokenizerError,
-};
+pub use error::{BoxError, Error, Result};
 pub use fold::{ClearToolResults, DEFAULT_SUMMARY_PREFIX, FoldPolicy, LEDGER_HEADING, LedgerPattern};
 pub use history::{Format, History};
 pub use message::{Content, CustomRole, Message, Part, Role, ToolCall};

@@ -557,12 +557,18 @@ impl<P: Wire> AsyncSummarizer for HttpSummarizer<P> {
 /// (or what went wrong on the way), and how many attempts were made; never
 /// the API key.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct HttpError {
-    provider: &'static str,
-    kind: HttpErrorKind,
-    status: Option<u16>,
-    message: String,
-    attempts: u32,
+    /// The provider (`openai`, `anthropic`).
+    pub provider: &'static str,
+    /// What went wrong.
+    pub kind: HttpErrorKind,
+    /// The HTTP status of the last answer, when there was one.
+    pub status: Option<u16>,
+    /// The provider's message, or what went wrong on the way (never the key).
+    pub message: String,
+    /// How many attempts were made.
+    pub attempts: u32,
 }
 
 /// The kinds of [`HttpError`].
