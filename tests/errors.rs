@@ -163,7 +163,6 @@ fn every_error_says_each_cause_once() {
             1,
         ),
         // Error::Tokenizer, each kind.
-        ("unknown tokenizer", "no-such-model".parse::<NamedCounter>().unwrap_err(), 1),
         (
             "load",
             Error::Tokenizer(TokenizerError::Load {
@@ -188,17 +187,34 @@ fn every_error_says_each_cause_once() {
         ),
     ];
     #[cfg(feature = "tiktoken")]
-    cases.push((
-        "not a chat encoding",
-        "text-davinci-003".parse::<NamedCounter>().unwrap_err(),
-        1,
-    ));
+    cases.extend([
+        (
+            "unknown tokenizer",
+            "no-such-model".parse::<NamedCounter>().unwrap_err(),
+            1,
+        ),
+        (
+            "not a chat encoding",
+            "text-davinci-003".parse::<NamedCounter>().unwrap_err(),
+            1,
+        ),
+    ]);
+    // Without tiktoken, every name but `heuristic` needs it.
     #[cfg(not(feature = "tiktoken"))]
-    cases.push((
-        "needs tiktoken",
-        "o200k_base".parse::<NamedCounter>().unwrap_err(),
-        1,
-    ));
+    cases.extend([
+        (
+            "unknown tokenizer",
+            Error::Tokenizer(TokenizerError::Unknown {
+                name: "no-such-model".to_owned(),
+            }),
+            1,
+        ),
+        (
+            "needs tiktoken",
+            "o200k_base".parse::<NamedCounter>().unwrap_err(),
+            1,
+        ),
+    ]);
     #[cfg(feature = "redis")]
     cases.push((
         "invalid (redis url)",
