@@ -1,8 +1,43 @@
-//! The crate's one error type, and the structured kinds it carries.
+//! The crate's one error type, and the structured details it carries.
 //!
-//! Match on the variants and their fields (which setting, which message,
-//! which line): they are the API. The Display wording is for people and may
-//! change.
+//! [`Error`], [`Result`] and [`BoxError`] are also at the crate's root; the
+//! detail types ([`ConfigError`], [`InputError`], [`FieldError`] ...) live
+//! here, since most callers only name them to match on them.
+//!
+//! # One convention
+//!
+//! - **Transparent data.** Every detail type is an enum whose variants have
+//!   public fields (several kinds: [`ConfigError`], [`InputError`],
+//!   [`StateError`], [`TokenizerError`]) or a `#[non_exhaustive]` struct
+//!   with public fields (one kind: [`FieldError`], [`JsonError`],
+//!   [`ConversionError`], [`FormatMark`]). Match on the variants and read
+//!   the fields (which setting, which message, which line): they are the
+//!   API. The accessor methods (`problem.field()`, `json.line()`) are
+//!   conveniences over the same fields. The Display wording is for people
+//!   and may change.
+//! - **Display says what failed; `source()` says why.** No Display prints
+//!   its cause: walking a chain (`e.to_string()`, then each
+//!   [`source`](std::error::Error::source)'s) says every cause once.
+//! - **A detail is part of its error's Display, never its `source()`.**
+//!   [`Error::InvalidConfig`]'s text is `invalid configuration: ` and the
+//!   [`ConfigError`]'s own text: the detail says *what* is wrong, in more
+//!   words, not a cause. The detail's cause, when it has one (the `regex`
+//!   error of a [`ConfigError::Invalid`], the I/O error of an
+//!   [`InputError::Io`]), is the `Error`'s `source()`. A cause that is
+//!   another error value is always a `source()`; one that is only words
+//!   (tiktoken-rs's, in [`TokenizerError::Load`]) is a field, in Display.
+//!
+//! ```
+//! use chatfold::{Error, FoldPolicy};
+//! use chatfold::error::ConfigError;
+//!
+//! let err = FoldPolicy::new().ledger_pattern("ORD#[0-9").unwrap_err();
+//! assert!(matches!(err, Error::InvalidConfig(ConfigError::Invalid { setting: "ledger_pattern", .. })));
+//! assert_eq!(err.to_string(), r#"invalid configuration: ledger_pattern "ORD#[0-9" is not valid"#);
+//! // The regex crate's words are the source, said once.
+//! let why = std::error::Error::source(&err).unwrap().to_string();
+//! assert!(why.contains("unclosed character class"), "{why}");
+//! ```
 
 use std::fmt;
 
@@ -14,13 +49,18 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything that can go wrong in chatfold.
 ///
+/// The variants that carry a detail type say it in their Display; their
+/// [`source`](std::error::Error::source) is the detail's cause, if any
+/// (see the [module docs](self)).
+///
 /// Every error leaves the caller's data as it was: messages are borrowed, and a
 /// memory's state is only changed after every fallible step has succeeded.
 ///
 /// # Examples
 ///
 /// ```
-/// use chatfold::{Compactor, ConfigError, Error, FieldError, History};
+/// use chatfold::{Compactor, Error, History};
+/// use chatfold::error::ConfigError;
 ///
 /// let err = Compactor::new(100).keep_recent(500).plan(&[]).unwrap_err();
 /// assert!(matches!(
@@ -32,16 +72,14 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// let Error::InvalidMessage { index, problem } = err else { panic!() };
 /// assert_eq!((index, problem.field(), problem.found()), (1, "role", Some("a number")));
 /// ```
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
     /// A setting is out of range (budget 0, `keep_recent` above the budget,
     /// an empty summary prefix, a summary role that cannot carry a summary).
-    #[error("invalid configuration: {0}")]
     InvalidConfig(ConfigError),
 
     /// A message in the input does not have the shape of a chat message.
-    #[error("message {index}: {problem}")]
     InvalidMessage {
         /// Position of the message in the input list.
         index: usize,
@@ -51,24 +89,19 @@ pub enum Error {
 
     /// The input as a whole is not a history (not JSON, not UTF-8, not a
     /// list, unreadable).
-    #[error("invalid input: {0}")]
     InvalidInput(InputError),
 
     /// Saved memory state could not be read.
-    #[error("invalid state: {0}")]
     InvalidState(StateError),
 
     /// The summarizer returned an error (the [`source`](std::error::Error::source)).
-    #[error("summarizer failed")]
-    Summarize(#[source] BoxError),
+    Summarize(BoxError),
 
     /// The summarizer returned an empty (or all-whitespace) summary.
-    #[error("summarizer returned an empty summary")]
     EmptySummary,
 
     /// In strict mode: the result would be over the budget, because the
     /// system messages, the latest unit and the summary do not fit in it.
-    #[error("budget of {budget} tokens is unreachable: the result needs {required} tokens")]
     BudgetUnreachable {
         /// The configured budget.
         budget: usize,
@@ -77,22 +110,62 @@ pub enum Error {
     },
 
     /// A tokenizer could not be built or is unknown.
-    #[error("tokenizer: {0}")]
     Tokenizer(TokenizerError),
 
     /// A history has something the other format cannot say without loss
     /// ([`History::convert`](crate::History::convert)).
-    #[error("cannot convert: {0}")]
     Conversion(ConversionError),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::InvalidConfig(e) => write!(f, "invalid configuration: {e}"),
+            Error::InvalidMessage { index, problem } => write!(f, "message {index}: {problem}"),
+            Error::InvalidInput(e) => write!(f, "invalid input: {e}"),
+            Error::InvalidState(e) => write!(f, "invalid state: {e}"),
+            Error::Summarize(_) => f.write_str("summarizer failed"),
+            Error::EmptySummary => f.write_str("summarizer returned an empty summary"),
+            Error::BudgetUnreachable { budget, required } => write!(
+                f,
+                "budget of {budget} tokens is unreachable: the result needs {required} tokens"
+            ),
+            Error::Tokenizer(e) => write!(f, "tokenizer: {e}"),
+            Error::Conversion(e) => write!(f, "cannot convert: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    /// The cause: the summarizer's error, or the cause of the detail (the
+    /// detail itself is in Display).
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Summarize(e) => Some(&**e),
+            Error::InvalidConfig(e) => e.source(),
+            Error::InvalidMessage { problem, .. } => problem.source(),
+            Error::InvalidInput(e) => e.source(),
+            Error::InvalidState(e) => e.source(),
+            Error::Tokenizer(e) => e.source(),
+            Error::Conversion(e) => e.source(),
+            Error::EmptySummary | Error::BudgetUnreachable { .. } => None,
+        }
+    }
 }
 
 /// What in a history has no lossless form in the other format.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ConversionError {
-    message: usize,
-    field: String,
-    what: String,
-    to: crate::Format,
+    /// The index of the message (in [`History::messages`](crate::History::messages)).
+    pub message: usize,
+    /// The field or block in it (`content[2]`, `content[0].cache_control`,
+    /// `name`).
+    pub field: String,
+    /// What it is (`a \`thinking\` block`).
+    pub what: String,
+    /// The format it could not be converted to.
+    pub to: crate::Format,
 }
 
 impl ConversionError {
@@ -201,14 +274,13 @@ pub enum ConfigError {
     },
     /// `setting` could not be used (a pattern that does not compile, a URL
     /// that does not parse), for the reason `source` gives.
-    #[error("{setting} {value:?} is not valid: {source}")]
+    #[error("{setting} {value:?} is not valid")]
     Invalid {
         /// The setting.
         setting: &'static str,
         /// The value given (a URL without what may be a password).
         value: String,
-        /// Why (also shown in Display; not a `source()`, so that a printed
-        /// chain says it once).
+        /// Why: the [`source`](std::error::Error::source) (not in Display).
         source: BoxError,
     },
 }
@@ -266,10 +338,15 @@ impl ConfigError {
 /// A JSON field that is missing or has the wrong type: in a message, a tool
 /// call, or saved state.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct FieldError {
-    field: String,
-    expected: &'static str,
-    found: Option<&'static str>,
+    /// The field's path (`role`, `tool_calls[0].function.name`); empty for
+    /// the value itself (a message that is not an object).
+    pub field: String,
+    /// What the field should be: `"a string"`, `"an object"` ...
+    pub expected: &'static str,
+    /// What it was (`"a number"`, `"null"` ...); `None` when it is missing.
+    pub found: Option<&'static str>,
 }
 
 impl FieldError {
@@ -331,10 +408,14 @@ impl std::error::Error for FieldError {}
 
 /// Text that is not JSON: where, and serde_json's words for what.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct JsonError {
-    line: usize,
-    column: usize,
-    message: String,
+    /// The line (from 1) where the text stops being JSON; 0 when unknown.
+    pub line: usize,
+    /// The column (bytes from the line's start, from 1) on that line.
+    pub column: usize,
+    /// What is wrong, in serde_json's words.
+    pub message: String,
 }
 
 impl JsonError {
@@ -414,16 +495,20 @@ pub enum InputError {
     /// Not JSON.
     #[error(transparent)]
     Json(JsonError),
-    /// Not UTF-8, from byte `byte` on.
-    #[error("not valid UTF-8 (byte {byte})")]
+    /// Not UTF-8, from byte `byte` on, at `line` and `column` (counted as
+    /// [`JsonError`]'s are, over the bytes before it).
+    #[error("not valid UTF-8 at line {line} column {column} (byte {byte})")]
     NotUtf8 {
         /// Offset of the first byte that is not UTF-8.
         byte: u64,
+        /// Its line, from 1.
+        line: usize,
+        /// Its column on that line, in bytes, from 1.
+        column: usize,
     },
-    /// Reading failed (the error is in Display, not a `source()`, so that a
-    /// printed chain says it once).
-    #[error("cannot read the input: {0}")]
-    Io(std::io::Error),
+    /// Reading failed; the I/O error is the [`source`](std::error::Error::source).
+    #[error("cannot read the input")]
+    Io(#[source] std::io::Error),
     /// JSON, but neither an array nor an object with a `messages` array.
     #[error("expected an array of messages or an object with a \"messages\" array, not {found}")]
     NotAHistory {
@@ -463,9 +548,12 @@ pub enum InputError {
 /// Where a body shows its format: a message (by index) or the body itself,
 /// and what (`a \`tool_use\` block`, `the role \`tool\``).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct FormatMark {
-    message: Option<usize>,
-    what: String,
+    /// The index of the message with the mark; `None` for the body itself.
+    pub message: Option<usize>,
+    /// What the mark is.
+    pub what: String,
 }
 
 impl FormatMark {

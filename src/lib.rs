@@ -83,7 +83,7 @@
 pub mod cache;
 mod compact;
 mod count;
-mod error;
+pub mod error;
 mod fold;
 mod history;
 pub mod memory;
@@ -96,10 +96,7 @@ pub use compact::{Compaction, Compactor, CutReason, Fate, Plan, Report, Tokens};
 #[cfg(feature = "tiktoken")]
 pub use count::Tiktoken;
 pub use count::{Heuristic, NamedCounter, TokenCounter};
-pub use error::{
-    BoxError, ConfigError, ConversionError, Error, FieldError, FormatMark, InputError, JsonError, Result,
-    StateError, TokenizerError,
-};
+pub use error::{BoxError, Error, Result};
 pub use fold::{
     ClearToolResults, DEFAULT_SUMMARY_PREFIX, FoldPolicy, LEDGER_HEADING, LedgerPattern, Placement,
 };

@@ -1,7 +1,8 @@
 //! Anthropic Messages request bodies: read and written back losslessly, and
 //! compacted into requests Anthropic accepts, again and again.
 
-use chatfold::{Compactor, Error, Extractive, Format, History, InputError, Message, SummaryRequest};
+use chatfold::error::InputError;
+use chatfold::{Compactor, Error, Extractive, Format, History, Message, SummaryRequest};
 use serde_json::{Value, json};
 
 const SAMPLE: &str = include_str!("../examples/anthropic_request.json");

@@ -112,7 +112,7 @@ fn deeply_nested_json_is_an_error_not_a_stack_overflow() {
             "]".repeat(depth)
         );
         let err = History::from_json_str(&json).unwrap_err();
-        let chatfold::Error::InvalidInput(chatfold::InputError::Json(json)) = &err else {
+        let chatfold::Error::InvalidInput(chatfold::error::InputError::Json(json)) = &err else {
             panic!("{err}");
         };
         assert!(json.message().contains("recursion limit"), "{err}");
@@ -123,10 +123,10 @@ fn deeply_nested_json_is_an_error_not_a_stack_overflow() {
 fn invalid_utf8_is_an_error() {
     let bytes: &[u8] = b"[{\"role\": \"user\", \"content\": \"caf\xe9\"}]";
     let err = History::from_reader(bytes).unwrap_err();
-    assert_eq!(common::shape(&err), "utf8 33");
+    assert_eq!(common::shape(&err), "utf8 33 at 1:34");
     // A character cut off at the very end.
     let err = History::from_reader(&b"[\"\xe6\x97"[..]).unwrap_err();
-    assert_eq!(common::shape(&err), "utf8 2");
+    assert_eq!(common::shape(&err), "utf8 2 at 1:3");
 }
 
 #[test]
@@ -297,13 +297,68 @@ impl std::io::Read for Pieces<'_> {
 /// What reading `bytes` whole gives: the UTF-8 check, then `from_json_str`.
 fn whole(bytes: &[u8]) -> Result<Vec<Message>, String> {
     match std::str::from_utf8(bytes) {
-        Err(e) => Err(Error::InvalidInput(chatfold::InputError::NotUtf8 {
-            byte: e.valid_up_to() as u64,
-        })
-        .to_string()),
+        Err(e) => {
+            let before = &bytes[..e.valid_up_to()];
+            let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            Err(Error::InvalidInput(chatfold::error::InputError::NotUtf8 {
+                byte: e.valid_up_to() as u64,
+                line: 1 + before.iter().filter(|&&b| b == b'\n').count(),
+                column: before.len() - line_start + 1,
+            })
+            .to_string())
+        }
         Ok(text) => History::from_json_str(text)
             .map(|h| h.messages)
             .map_err(|e| e.to_string()),
+    }
+}
+
+#[test]
+fn bad_utf8_says_its_line_and_column_whole_and_in_tiny_chunks() {
+    // The bad byte is the 13th on line 3 (byte 51 of the input).
+    let mut bytes = b"[\n  {\"role\": \"user\", \"content\": \"hi\"},\n  {\"role\": \"".to_vec();
+    let byte = bytes.len() as u64;
+    bytes.extend_from_slice(b"\xff\"}\n]\n");
+    let expected = |e: &Error| match e {
+        Error::InvalidInput(chatfold::error::InputError::NotUtf8 {
+            byte: b,
+            line,
+            column,
+        }) => {
+            assert_eq!((*b, *line, *column), (byte, 3, 13), "{e}");
+        }
+        other => panic!("{other:?}"),
+    };
+    expected(&History::from_reader(&bytes[..]).unwrap_err());
+    for size in [1, 2, 3, 5, 7] {
+        let pieces = Pieces {
+            bytes: &bytes,
+            sizes: vec![size],
+            k: 0,
+        };
+        let err = History::from_reader(pieces).unwrap_err();
+        expected(&err);
+        assert_eq!(
+            err.to_string(),
+            "invalid input: not valid UTF-8 at line 3 column 13 (byte 51)"
+        );
+    }
+    // A body is read whole: the same place.
+    let mut body = b"{\"model\": \"m\",\n \"messages\": [\n{\"role\": \"".to_vec();
+    let at = body.len() as u64;
+    body.extend_from_slice(b"\xc3(\"}]}");
+    for size in [1, 4, 1 << 20] {
+        let pieces = Pieces {
+            bytes: &body,
+            sizes: vec![size],
+            k: 0,
+        };
+        match History::from_reader(pieces).unwrap_err() {
+            Error::InvalidInput(chatfold::error::InputError::NotUtf8 { byte, line, column }) => {
+                assert_eq!((byte, line, column), (at, 3, 11));
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }
 

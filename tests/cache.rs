@@ -366,3 +366,59 @@ fn a_cut_moves_back_only_when_its_summary_fits() {
     assert_ne!(reason, CutReason::Reused);
     assert_eq!(calls, 1);
 }
+
+#[test]
+fn two_namespaces_never_share_an_entry() {
+    let store = cache();
+    let h = conversation(40);
+    let first = Recording::new(counting);
+    Compactor::new(400)
+        .cache(store.clone(), "tenant-a")
+        .compact(&h, &first)
+        .unwrap();
+    assert_eq!(first.calls().len(), 1);
+    let held = store.stats().entries;
+    assert!(held >= 1);
+    // The same messages and settings in another namespace: a fold of its own.
+    let second = Recording::new(counting);
+    Compactor::new(400)
+        .cache(store.clone(), "tenant-b")
+        .compact(&h, &second)
+        .unwrap();
+    assert_eq!(second.calls().len(), 1, "another namespace is served nothing");
+    assert_eq!(
+        store.stats().entries,
+        2 * held,
+        "and writes under keys of its own"
+    );
+    // The first namespace still finds its own.
+    let again = Recording::new(counting);
+    Compactor::new(400)
+        .cache(store.clone(), "tenant-a")
+        .compact(&h, &again)
+        .unwrap();
+    assert!(again.calls().is_empty());
+}
+
+#[test]
+fn a_boundary_shift_between_messages_is_not_served_the_other_split() {
+    // The same concatenated text, split differently between two messages.
+    let history = |split: usize| {
+        let text = "Question: how do I configure the service? Answer: set the option.";
+        let mut h = conversation(30);
+        h.insert(1, Message::user(&text[..split]));
+        h.insert(2, Message::user(&text[split..]));
+        h
+    };
+    let store = cache();
+    let compactor = Compactor::new(400).cache(store.clone(), "ns");
+    let first = Recording::new(counting);
+    compactor.compact(&history(10), &first).unwrap();
+    assert_eq!(first.calls().len(), 1);
+    let shifted = Recording::new(counting);
+    compactor.compact(&history(11), &shifted).unwrap();
+    assert_eq!(shifted.calls().len(), 1, "another split is another prefix");
+    let same = Recording::new(counting);
+    compactor.compact(&history(10), &same).unwrap();
+    assert!(same.calls().is_empty());
+}

@@ -546,8 +546,11 @@ fn retry_after_is_read_as_seconds_milliseconds_or_a_date() {
         let names = [
             "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
         ];
+        // 1970-01-01 was a Thursday; a date with another weekday is no date.
+        let weekdays = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
         format!(
-            "Mon, {day:02} {} {year} {:02}:{:02}:{:02} GMT",
+            "{}, {day:02} {} {year} {:02}:{:02}:{:02} GMT",
+            weekdays[(days % 7) as usize],
             names[month as usize - 1],
             secs / 3600,
             secs / 60 % 60,

@@ -1,5 +1,5 @@
-//! Summary reuse across compactions: the cache trait, the keys (a hash chain
-//! over the folded prefix), and the caches shipped (in process, files; Redis
+//! Summary reuse across compactions: the cache trait, the keys (a keyed
+//! BLAKE3 hash chain over the folded prefix), and the caches shipped (in process, files; Redis
 //! behind a feature).
 
 use std::collections::{BTreeMap, HashMap};
@@ -28,6 +28,24 @@ pub use self::redis::RedisCache;
 /// Shipped: [`MemoryCache`] (in process, bounded), [`FileCache`] (a folder,
 /// for shell pipelines), and `RedisCache` (feature `redis`, for a fleet of
 /// servers).
+///
+/// # Keys and namespaces
+///
+/// A key is keyed BLAKE3 over a canonical encoding (every field
+/// length-prefixed) of the folded messages (role, text or parts, name,
+/// tool calls, call id) and of the fold's settings (the [`FoldPolicy`]'s
+/// fields, [`Compactor::clear_tool_results`],
+/// [`Compactor::max_fold_input_tokens`]); the hash's key is derived from the
+/// namespace given to [`Compactor::cache`]. Keys are therefore only as
+/// secret as the namespace. A server whose tenants share a cache must put a
+/// secret of each tenant's in its namespace (a keyed hash of the tenant's
+/// credential, say): otherwise a tenant who can guess another's messages
+/// could be served the summary of them.
+///
+/// [`FoldPolicy`]: crate::FoldPolicy
+/// [`Compactor::clear_tool_results`]: crate::Compactor::clear_tool_results
+/// [`Compactor::max_fold_input_tokens`]: crate::Compactor::max_fold_input_tokens
+/// [`Compactor::cache`]: crate::Compactor::cache
 ///
 /// # Examples
 ///
@@ -63,104 +81,234 @@ pub trait SummaryCache: Send + Sync {
 }
 
 /// The version of the keys and values chatfold writes; a cache shared by
-/// different versions never mixes them.
-const FORMAT: u32 = 1;
+/// different versions never mixes them (1: a non-cryptographic hash; 2:
+/// keyed BLAKE3 over a canonical encoding).
+const FORMAT: u32 = 2;
 
-/// Two independent 64-bit hashes, fed the same bytes: the first names the
-/// key, the second is stored in the value and checked on reading, with the
-/// prefix's length, so that a collision of the first is caught.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The context string the chain's key is derived under (BLAKE3's
+/// `derive_key`): fixed for a format, unique to this use.
+const KEY_CONTEXT: &str = "chatfold 2026-12 summary cache v2 namespace key";
+
+/// A hash chain over the canonical encoding of the fold's settings and the
+/// folded messages, keyed BLAKE3: each link is the keyed hash of the
+/// previous link and one message. Its first half names the key; its second
+/// half is stored in the value and checked on reading, with the prefix's
+/// length, so that a collision of the first is caught.
+///
+/// The key is derived from the compactor's cache namespace, so keys are
+/// only as secret as the namespace: a server that keeps tenants apart must
+/// put a secret of each tenant's in it (a keyed hash of its credential),
+/// or one tenant who knows another's messages can tell whether they were
+/// folded, and be served that fold's summary.
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Chain {
-    a: u64,
-    b: u64,
+    key: [u8; 32],
+    link: [u8; 32],
 }
+
+impl fmt::Debug for Chain {
+    /// The link's first half only: never the key.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Chain({})", hex(&self.link[..16]))
+    }
+}
+
+/// A keyed hasher fed a canonical encoding: every variable-length field
+/// length-prefixed, every choice tagged, so that no two inputs that differ
+/// feed the same bytes ("ab" + "c" is not "a" + "bc").
+struct Encoder(blake3::Hasher);
+
+impl Encoder {
+    fn new(key: &[u8; 32], what: u8) -> Self {
+        let mut hasher = blake3::Hasher::new_keyed(key);
+        hasher.update(&[what]);
+        Encoder(hasher)
+    }
+
+    fn word(&mut self, w: u64) {
+        self.0.update(&w.to_le_bytes());
+    }
+
+    fn bytes(&mut self, bytes: &[u8]) {
+        self.word(bytes.len() as u64);
+        self.0.update(bytes);
+    }
+
+    fn text(&mut self, text: &str) {
+        self.bytes(text.as_bytes());
+    }
+
+    fn optional_text(&mut self, text: Option<&str>) {
+        match text {
+            None => self.word(0),
+            Some(text) => {
+                self.word(1);
+                self.text(text);
+            }
+        }
+    }
+
+    fn optional_word(&mut self, w: Option<usize>) {
+        match w {
+            None => self.word(0),
+            Some(w) => {
+                self.word(1);
+                self.word(w as u64);
+            }
+        }
+    }
+
+    /// JSON with object keys sorted, numbers and strings as serde_json
+    /// writes them, each value tagged with its type.
+    fn json(&mut self, value: &serde_json::Value) {
+        use serde_json::Value;
+        match value {
+            Value::Null => self.word(0),
+            Value::Bool(b) => {
+                self.word(1);
+                self.word(u64::from(*b));
+            }
+            Value::Number(n) => {
+                self.word(2);
+                self.text(&n.to_string());
+            }
+            Value::String(text) => {
+                self.word(3);
+                self.text(text);
+            }
+            Value::Array(items) => {
+                self.word(4);
+                self.word(items.len() as u64);
+                for item in items {
+                    self.json(item);
+                }
+            }
+            Value::Object(fields) => {
+                self.word(5);
+                self.word(fields.len() as u64);
+                let mut sorted: Vec<_> = fields.iter().collect();
+                sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                for (k, v) in sorted {
+                    self.text(k);
+                    self.json(v);
+                }
+            }
+        }
+    }
+
+    fn finish(&self) -> [u8; 32] {
+        *self.0.finalize().as_bytes()
+    }
+}
+
+/// Link tags: what a hash is of.
+const START: u8 = 1;
+const MESSAGE: u8 = 2;
 
 impl Chain {
     /// The chain's start, from everything besides the messages that decides
-    /// the summary: the format, the fold policy, the namespace.
-    pub(crate) fn start(seed: &str) -> Chain {
-        let mut chain = Chain {
-            a: 0x243f_6a88_85a3_08d3,
-            b: 0x1319_8a2e_0370_7344,
-        };
-        chain.bytes(&FORMAT.to_le_bytes());
-        chain.bytes(seed.as_bytes());
-        chain
+    /// the summary: the format, the fold policy, the compactor's clearing
+    /// of tool results and chunking of large folds; keyed by the namespace.
+    ///
+    /// Not in it: the budget and `keep_recent` (a cached summary is reused
+    /// only where it fits) and the counter.
+    pub(crate) fn start<C>(compactor: &crate::Compactor<C>, namespace: &str) -> Chain {
+        let key = blake3::derive_key(KEY_CONTEXT, namespace.as_bytes());
+        let mut e = Encoder::new(&key, START);
+        e.word(u64::from(FORMAT));
+        // Every field named, so that a new one cannot be forgotten here.
+        let crate::FoldPolicy {
+            summary_role,
+            summary_prefix,
+            min_summary_tokens,
+            max_summary_tokens,
+            ledger,
+            ledger_percent,
+            ledger_patterns,
+            // Where the summary goes, not what it says.
+            placement: _,
+        } = &compactor.policy;
+        e.text(summary_role.as_str());
+        e.text(summary_prefix);
+        e.word(*min_summary_tokens as u64);
+        e.optional_word(*max_summary_tokens);
+        e.word(u64::from(*ledger));
+        e.word(u64::from(*ledger_percent));
+        e.word(ledger_patterns.len() as u64);
+        for pattern in ledger_patterns {
+            e.text(pattern.as_str());
+        }
+        match &compactor.clear_tool_results {
+            None => e.word(0),
+            Some(crate::ClearToolResults {
+                keep_recent,
+                min_tokens,
+                exclude,
+            }) => {
+                e.word(1);
+                e.word(*keep_recent as u64);
+                e.word(*min_tokens as u64);
+                e.word(exclude.len() as u64);
+                for tool in exclude {
+                    e.text(tool);
+                }
+            }
+        }
+        e.optional_word(compactor.max_fold_input_tokens);
+        Chain {
+            key,
+            link: e.finish(),
+        }
     }
 
     /// The chain extended by one message's canonical form: its role, text or
     /// parts, name, tool calls and call id (not its `id` or unknown fields,
     /// which no summary reads).
-    pub(crate) fn then(mut self, m: &Message) -> Chain {
-        // Every field with a tag, every list with its length: no two
-        // messages feed the same words.
-        self.bytes(m.role.as_str().as_bytes());
+    pub(crate) fn then(self, m: &Message) -> Chain {
+        let mut e = Encoder::new(&self.key, MESSAGE);
+        e.0.update(&self.link);
+        e.text(m.role.as_str());
         match &m.content {
-            None => self.word(0),
+            None => e.word(0),
             Some(Content::Text(text)) => {
-                self.word(1);
-                self.bytes(text.as_bytes());
+                e.word(1);
+                e.text(text);
             }
             Some(Content::Parts(parts)) => {
-                self.word(2);
-                self.word(parts.len() as u64);
+                e.word(2);
+                e.word(parts.len() as u64);
                 for part in parts {
-                    self.bytes(part.as_json().to_string().as_bytes());
+                    e.json(part.as_json());
                 }
             }
         }
-        self.optional(m.name.as_deref());
-        self.word(m.tool_calls.len() as u64);
+        e.optional_text(m.name.as_deref());
+        e.word(m.tool_calls.len() as u64);
         for call in &m.tool_calls {
-            self.bytes(call.id.as_bytes());
-            self.bytes(call.name.as_bytes());
-            self.bytes(call.arguments.as_bytes());
+            e.text(&call.id);
+            e.text(&call.name);
+            e.text(&call.arguments);
         }
-        self.optional(m.tool_call_id.as_deref());
-        self
-    }
-
-    fn optional(&mut self, text: Option<&str>) {
-        match text {
-            None => self.word(0),
-            Some(text) => {
-                self.word(1);
-                self.bytes(text.as_bytes());
-            }
+        e.optional_text(m.tool_call_id.as_deref());
+        Chain {
+            key: self.key,
+            link: e.finish(),
         }
     }
 
-    /// Feeds a length-prefixed byte string, eight bytes at a time.
-    fn bytes(&mut self, bytes: &[u8]) {
-        self.word(bytes.len() as u64);
-        let mut words = bytes.chunks_exact(8);
-        for w in &mut words {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(w);
-            self.word(u64::from_le_bytes(word));
-        }
-        let rest = words.remainder();
-        if !rest.is_empty() {
-            let mut word = [0u8; 8];
-            word[..rest.len()].copy_from_slice(rest);
-            self.word(u64::from_le_bytes(word));
-        }
+    /// The second check: the link's second half.
+    fn check(&self) -> String {
+        hex(&self.link[16..])
     }
 
-    fn word(&mut self, w: u64) {
-        self.a = (self.a ^ w).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
-        self.b = (self.b.rotate_left(23) ^ w).wrapping_mul(0xff51_afd7_ed55_8ccd) ^ (self.b >> 31);
-    }
-
-    /// The key naming the prefix this chain covers.
+    /// The key naming the prefix this chain covers: the link's first half.
     pub(crate) fn key(&self) -> String {
-        format!("chatfold:v{FORMAT}:{:016x}", self.a)
+        format!("chatfold:v{FORMAT}:{}", hex(&self.link[..16]))
     }
 
     /// The value for a prefix of `len` messages summarized as `summary`.
     pub(crate) fn value(&self, len: usize, summary: &str) -> String {
-        serde_json::json!({"v": FORMAT, "len": len, "check": format!("{:016x}", self.b), "summary": summary})
-            .to_string()
+        serde_json::json!({"v": FORMAT, "len": len, "check": self.check(), "summary": summary}).to_string()
     }
 
     /// The summary in `value`, if it is one this chain wrote for a prefix of
@@ -170,10 +318,21 @@ impl Chain {
         let v: serde_json::Value = serde_json::from_str(value).ok()?;
         let ours = v.get("v")?.as_u64()? == u64::from(FORMAT)
             && v.get("len")?.as_u64()? == len as u64
-            && v.get("check")?.as_str()? == format!("{:016x}", self.b);
+            && v.get("check")?.as_str()? == self.check();
         let summary = v.get("summary")?.as_str()?.trim();
         (ours && !summary.is_empty()).then(|| summary.to_owned())
     }
+}
+
+/// Lowercase hexadecimal.
+fn hex(bytes: &[u8]) -> String {
+    use fmt::Write;
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
 }
 
 /// Counters of a [`MemoryCache`].
@@ -319,8 +478,8 @@ impl SummaryCache for MemoryCache {
 ///
 /// let dir = std::env::temp_dir().join(format!("chatfold-doc-{}", std::process::id()));
 /// let cache = FileCache::new(&dir);
-/// cache.put("chatfold:v1:0123abcd", "{\"v\":1}".into());
-/// assert_eq!(cache.get("chatfold:v1:0123abcd").as_deref(), Some("{\"v\":1}"));
+/// cache.put("chatfold:v2:0123abcd", "{\"v\":1}".into());
+/// assert_eq!(cache.get("chatfold:v2:0123abcd").as_deref(), Some("{\"v\":1}"));
 /// # std::fs::remove_dir_all(&dir).ok();
 /// ```
 #[derive(Clone, Debug)]
@@ -375,45 +534,86 @@ impl SummaryCache for FileCache {
 mod tests {
     use super::*;
     use crate::message::ToolCall;
+    use crate::{ClearToolResults, Compactor, FoldPolicy};
+
+    fn start(namespace: &str) -> Chain {
+        Chain::start(&Compactor::new(100), namespace)
+    }
+
+    #[test]
+    fn a_boundary_shift_between_messages_is_another_chain() {
+        let s = start("ns");
+        let ab_c = s.then(&Message::user("ab")).then(&Message::user("c"));
+        let a_bc = s.then(&Message::user("a")).then(&Message::user("bc"));
+        assert_ne!(ab_c.key(), a_bc.key());
+        assert_ne!(ab_c.check(), a_bc.check());
+    }
+
+    #[test]
+    fn the_settings_that_change_a_summary_change_the_start() {
+        let base = Compactor::new(100);
+        let key = |c: &Compactor| Chain::start(c, "ns").then(&Message::user("x")).key();
+        assert_eq!(key(&base), key(&Compactor::new(5_000)), "the budget is not in it");
+        assert_eq!(key(&base), key(&base.clone().keep_recent(10)));
+        let policy = FoldPolicy::new();
+        for other in [
+            base.clone().policy(policy.clone().summary_prefix("[Summary]")),
+            base.clone().policy(policy.clone().max_summary_tokens(50)),
+            base.clone().policy(policy.clone().ledger(false)),
+            base.clone()
+                .policy(policy.clone().ledger_pattern("ORD#[0-9]+").unwrap()),
+            base.clone().clear_tool_results(ClearToolResults::new()),
+            base.clone().max_fold_input_tokens(1_000),
+        ] {
+            assert_ne!(key(&base), key(&other), "{other:?}");
+        }
+        // The namespace keys the hash: the same messages, another key.
+        let other = Chain::start(&base, "ns2").then(&Message::user("x"));
+        assert_ne!(key(&base), other.key());
+        assert!(
+            !format!("{other:?}").contains(&hex(&other.key)),
+            "Debug never shows the key"
+        );
+    }
 
     #[test]
     fn chains_tell_messages_and_seeds_apart() {
-        let start = Chain::start("policy");
-        let a = start.then(&Message::user("hello"));
-        assert_eq!(a, Chain::start("policy").then(&Message::user("hello")));
-        assert_ne!(a, start.then(&Message::assistant("hello")));
-        assert_ne!(a, start.then(&Message::user("hello ")));
-        assert_ne!(a, Chain::start("other").then(&Message::user("hello")));
+        let first = start("policy");
+        let a = first.then(&Message::user("hello"));
+        assert_eq!(a, start("policy").then(&Message::user("hello")));
+        assert_ne!(a, first.then(&Message::assistant("hello")));
+        assert_ne!(a, first.then(&Message::user("hello ")));
+        assert_ne!(a, start("other").then(&Message::user("hello")));
         // Boundaries between fields count: "ab" + "" is not "a" + "b".
         let call = |args: &str| Message::assistant_tool_calls(vec![ToolCall::new("c", "f", args)]);
         assert_ne!(
-            start.then(&call("ab")),
-            start.then(&call("a")).then(&Message::user("b"))
+            first.then(&call("ab")),
+            first.then(&call("a")).then(&Message::user("b"))
         );
         // Ids and unknown fields are not part of the canonical form.
-        assert_eq!(a, start.then(&Message::user("hello").with_id("m1")));
+        assert_eq!(a, first.then(&Message::user("hello").with_id("m1")));
         // Null content is not the text that looks like it; one part is not its JSON as text.
         let mut null = Message::assistant("");
         null.content = None;
-        assert_ne!(start.then(&null), start.then(&Message::assistant("")));
+        assert_ne!(first.then(&null), first.then(&Message::assistant("")));
         let part = crate::message::Part::text("x");
         let parts = Message::user("").with_parts(vec![part.clone()]);
         assert_ne!(
-            start.then(&parts),
-            start.then(&Message::user(part.as_json().to_string()))
+            first.then(&parts),
+            first.then(&Message::user(part.as_json().to_string()))
         );
     }
 
     #[test]
     fn values_are_checked_on_reading() {
-        let chain = Chain::start("p").then(&Message::user("x"));
+        let chain = start("p").then(&Message::user("x"));
         let value = chain.value(1, "the summary");
         assert_eq!(chain.read(1, &value).as_deref(), Some("the summary"));
         assert_eq!(chain.read(2, &value), None, "another length");
-        let other = Chain::start("p").then(&Message::user("y"));
+        let other = start("p").then(&Message::user("y"));
         assert_eq!(other.read(1, &value), None, "another second hash");
         assert_eq!(chain.read(1, "not json"), None);
-        assert_eq!(chain.read(1, &value.replace("\"v\":1", "\"v\":9")), None);
+        assert_eq!(chain.read(1, &value.replace("\"v\":2", "\"v\":9")), None);
         assert_eq!(chain.read(1, &chain.value(1, "   ")), None, "blank");
     }
 

@@ -34,10 +34,7 @@ impl<C: TokenCounter> Compactor<C> {
         cache: &Cache,
     ) -> (usize, Option<Reuse>, Vec<Chain>) {
         let mut chains = Vec::with_capacity(start + 1);
-        chains.push(Chain::start(&format!(
-            "{:?}\u{0}{}",
-            self.policy, cache.namespace
-        )));
+        chains.push(Chain::start(self, &cache.namespace));
         for m in &messages[..start] {
             let last = chains[chains.len() - 1];
             chains.push(last.then(m));

@@ -524,7 +524,14 @@ mod tests {
         let bad = Chunks(vec![b"[{\"role\":\"user\",\"content\":\"\xff\"}]".to_vec()]);
         let err = History::from_reader(bad).unwrap_err();
         assert!(
-            matches!(err, Error::InvalidInput(InputError::NotUtf8 { byte: 27 })),
+            matches!(
+                err,
+                Error::InvalidInput(InputError::NotUtf8 {
+                    byte: 27,
+                    line: 1,
+                    column: 28
+                })
+            ),
             "{err}"
         );
     }

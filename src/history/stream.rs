@@ -50,8 +50,26 @@ struct Input<R> {
     batches: bool,
 }
 
-fn utf8(byte: u64) -> Error {
-    Error::InvalidInput(InputError::NotUtf8 { byte })
+/// Not UTF-8 from byte `byte` on, at `(line, column)` (the column counted
+/// from 0, as [`Input`]'s are).
+fn utf8(byte: u64, (line, column): (usize, usize)) -> Error {
+    Error::InvalidInput(InputError::NotUtf8 {
+        byte,
+        line,
+        column: column + 1,
+    })
+}
+
+/// The line and column (from 0) after `bytes`, which start at `(line,
+/// column)`.
+fn advance((line, column): (usize, usize), bytes: &[u8]) -> (usize, usize) {
+    match memchr::memrchr(b'\n', bytes) {
+        None => (line, column + bytes.len()),
+        Some(last) => (
+            line + memchr::memchr_iter(b'\n', bytes).count(),
+            bytes.len() - last - 1,
+        ),
+    }
 }
 
 fn io(e: std::io::Error) -> Error {
@@ -100,7 +118,9 @@ impl<R: Read> Input<R> {
                 let e = bad.utf8_error();
                 if e.error_len().is_some() || self.eof {
                     self.broken = true;
-                    return Err(utf8(self.offset + e.valid_up_to() as u64));
+                    let valid = e.valid_up_to();
+                    let at = advance((self.line, self.column), &bad.as_bytes()[..valid]);
+                    return Err(utf8(self.offset + valid as u64, at));
                 }
                 // A character cut by the end of the read waits for the rest.
                 let mut bytes = bad.into_bytes();
@@ -119,14 +139,7 @@ impl<R: Read> Input<R> {
 
     /// Line and column of `text[i]`.
     fn position_of(&self, i: usize) -> (usize, usize) {
-        let bytes = &self.text.as_bytes()[..i];
-        match memchr::memchr_iter(b'\n', bytes).count() {
-            0 => (self.line, self.column + bytes.len()),
-            n => {
-                let last = bytes.iter().rposition(|&b| b == b'\n').unwrap_or(0);
-                (self.line + n, bytes.len() - last - 1)
-            }
-        }
+        advance((self.line, self.column), &self.text.as_bytes()[..i])
     }
 
     /// The messages that start at `text[at]` (a `{`) and end in the text
@@ -187,8 +200,11 @@ impl<R: Read> Input<R> {
         let mut bytes = std::mem::take(&mut self.raw);
         self.reader.read_to_end(&mut bytes).map_err(io)?;
         let start = self.offset + self.text.len() as u64;
-        let tail =
-            String::from_utf8(bytes).map_err(|bad| utf8(start + bad.utf8_error().valid_up_to() as u64))?;
+        let tail = String::from_utf8(bytes).map_err(|bad| {
+            let valid = bad.utf8_error().valid_up_to();
+            let end = self.position_of(self.text.len());
+            utf8(start + valid as u64, advance(end, &bad.as_bytes()[..valid]))
+        })?;
         let mut text = self.text.split_off(self.at);
         text.push_str(&tail);
         Ok(text)

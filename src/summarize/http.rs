@@ -470,40 +470,10 @@ fn duration(seconds: f64) -> Option<Duration> {
     (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds.min(1e9)))
 }
 
-/// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the form HTTP dates are sent in.
+/// An HTTP date: the IMF-fixdate HTTP sends (`Sun, 06 Nov 1994 08:49:37
+/// GMT`), or the obsolete RFC 850 and asctime forms a server may still send.
 fn http_date(text: &str) -> Option<SystemTime> {
-    let mut parts = text.split_ascii_whitespace();
-    let (_weekday, day, month, year, time, zone) = (
-        parts.next()?,
-        parts.next()?,
-        parts.next()?,
-        parts.next()?,
-        parts.next()?,
-        parts.next()?,
-    );
-    if zone != "GMT" || parts.next().is_some() {
-        return None;
-    }
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let month = MONTHS.iter().position(|m| *m == month)? as i64 + 1;
-    let (day, year): (i64, i64) = (day.parse().ok()?, year.parse().ok()?);
-    let mut hms = time.split(':').map(str::parse::<i64>);
-    let (h, m, s) = (hms.next()?.ok()?, hms.next()?.ok()?, hms.next()?.ok()?);
-    if !(1..=31).contains(&day) || !(1970..=9999).contains(&year) || h > 23 || m > 59 || s > 60 {
-        return None;
-    }
-    // Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil).
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let seconds = u64::try_from(days * 86_400 + h * 3600 + m * 60 + s).ok()?;
-    SystemTime::UNIX_EPOCH.checked_add(Duration::from_secs(seconds))
+    httpdate::parse_http_date(text).ok()
 }
 
 impl<P: Wire> Summarizer for HttpSummarizer<P> {
@@ -558,12 +528,18 @@ impl<P: Wire> AsyncSummarizer for HttpSummarizer<P> {
 /// (or what went wrong on the way), and how many attempts were made; never
 /// the API key.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct HttpError {
-    provider: &'static str,
-    kind: HttpErrorKind,
-    status: Option<u16>,
-    message: String,
-    attempts: u32,
+    /// The provider (`openai`, `anthropic`).
+    pub provider: &'static str,
+    /// What went wrong.
+    pub kind: HttpErrorKind,
+    /// The HTTP status of the last answer, when there was one.
+    pub status: Option<u16>,
+    /// The provider's message, or what went wrong on the way (never the key).
+    pub message: String,
+    /// How many attempts were made.
+    pub attempts: u32,
 }
 
 /// The kinds of [`HttpError`].
@@ -684,7 +660,12 @@ mod tests {
             leap.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs(),
             1_709_164_800
         );
+        // The obsolete forms a server may still send (RFC 9110, 5.6.7).
+        for obsolete in ["Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994"] {
+            assert_eq!(http_date(obsolete), Some(date), "{obsolete}");
+        }
         assert!(http_date("Sun, 06 Nov 1994 08:49:37 PST").is_none());
+        assert!(http_date("Sun, 31 Nov 1994 08:49:37 GMT").is_none());
         assert!(http_date("soon").is_none());
         assert!(http_date("Sun, 06 Foo 1994 08:49:37 GMT").is_none());
     }

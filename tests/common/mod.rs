@@ -53,14 +53,17 @@ pub fn conversation(turns: usize) -> Vec<Message> {
 /// caller would match on (which message, which field, which line).
 #[allow(dead_code)]
 pub fn shape(e: &chatfold::Error) -> String {
-    use chatfold::{Error, FieldError, InputError, StateError};
+    use chatfold::Error;
+    use chatfold::error::{FieldError, InputError, StateError};
     let field = |f: &FieldError| match f.found() {
         None => format!("{} missing ({})", f.field(), f.expected()),
         Some(found) => format!("{} {found} ({})", f.field(), f.expected()),
     };
     match e {
         Error::InvalidInput(InputError::Json(j)) => format!("json {}:{}", j.line(), j.column()),
-        Error::InvalidInput(InputError::NotUtf8 { byte }) => format!("utf8 {byte}"),
+        Error::InvalidInput(InputError::NotUtf8 { byte, line, column }) => {
+            format!("utf8 {byte} at {line}:{column}")
+        }
         Error::InvalidInput(InputError::NotAHistory { found }) => format!("not a history: {found}"),
         Error::InvalidInput(InputError::MessagesNotArray { found }) => format!("messages: {found}"),
         Error::InvalidMessage { index, problem } => format!("message {index}: {}", field(problem)),

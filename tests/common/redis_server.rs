@@ -6,6 +6,24 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The variable that makes a missing `redis-server` a failure, not a skip
+/// (`.ci/run` sets it, so that CI never passes without the Redis tests).
+pub const REQUIRE: &str = "CHATFOLD_REQUIRE_REDIS";
+
+/// Says that the test cannot run for `why`: a panic (the test fails) when
+/// `CHATFOLD_REQUIRE_REDIS=1`, otherwise `SKIPPED` on stderr, and the
+/// caller returns.
+pub fn unavailable(why: &str) {
+    let required = std::env::var(REQUIRE).is_ok_and(|v| v == "1");
+    assert!(
+        !required,
+        "{why}, and {REQUIRE}=1 requires the Redis tests to run"
+    );
+    eprintln!(
+        "SKIPPED: {why} (`.ci/run` installs it from Debian's packages; set {REQUIRE}=1 to make this a failure)"
+    );
+}
+
 /// A `redis-server` on a free loopback port, stopped when dropped.
 pub struct Server {
     child: Child,
@@ -13,7 +31,8 @@ pub struct Server {
 }
 
 impl Server {
-    /// `None`, with a message, when `redis-server` is not installed.
+    /// `None`, with a message, when `redis-server` is not installed (a
+    /// panic instead under `CHATFOLD_REQUIRE_REDIS=1`: see [`unavailable`]).
     pub fn start() -> Option<Server> {
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
@@ -38,11 +57,12 @@ impl Server {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn();
-        let Ok(child) = spawned else {
-            eprintln!(
-                "SKIPPED: redis-server is not installed (`.ci/run` installs it from Debian's packages)"
-            );
-            return None;
+        let child = match spawned {
+            Ok(child) => child,
+            Err(e) => {
+                unavailable(&format!("redis-server cannot be started ({e})"));
+                return None;
+            }
         };
         let server = Server { child, port };
         let deadline = Instant::now() + Duration::from_secs(10);
