@@ -6,9 +6,8 @@ use std::fmt;
 
 use chatfold::error::{ConfigError, InputError, StateError, TokenizerError};
 use chatfold::memory::State;
-use chatfold::{
-    Compactor, Error, FoldPolicy, Format, History, Message, NamedCounter, Prompt, SummaryRequest,
-};
+use chatfold::summarize::Prompt;
+use chatfold::{Compactor, Error, FoldPolicy, Format, History, Message, NamedCounter, SummaryRequest};
 
 /// The texts of `e`'s chain: its Display, then each source's.
 fn chain(e: &(dyn std::error::Error + 'static)) -> Vec<String> {
@@ -218,7 +217,7 @@ fn every_error_says_each_cause_once() {
     #[cfg(feature = "redis")]
     cases.push((
         "invalid (redis url)",
-        chatfold::RedisCache::new("http://x").unwrap_err(),
+        chatfold::cache::RedisCache::new("http://x").unwrap_err(),
         2,
     ));
 
