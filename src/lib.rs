@@ -80,6 +80,7 @@
 #![warn(unreachable_pub, clippy::incompatible_msrv)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+#[cfg(feature = "cache")]
 pub mod cache;
 mod compact;
 mod count;
@@ -104,6 +105,6 @@ pub use history::{Format, History};
 pub use message::{Content, CustomRole, Message, Part, Role, ToolCall};
 pub use summarize::{AsyncSummarizer, Extractive, Ready, Summarizer, SummaryRequest};
 
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "tiktoken", feature = "cache"))]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;

@@ -3,6 +3,8 @@
 //! full-transcript client's one-call-per-request into a call every few
 //! requests; chunked folds.
 
+#![cfg(feature = "cache")]
+
 mod common;
 
 use common::conversation;

@@ -1,8 +1,11 @@
 //! The compactor: plan (pure), summarize, apply.
 
+#[cfg(feature = "cache")]
 use std::fmt;
+#[cfg(feature = "cache")]
 use std::sync::Arc;
 
+#[cfg(feature = "cache")]
 use crate::cache::SummaryCache;
 use crate::count::{Heuristic, TokenCounter};
 use crate::error::{ConfigError, Result};
@@ -15,9 +18,11 @@ mod chunks;
 mod plan;
 mod planner;
 mod report;
+#[cfg(feature = "cache")]
 mod reuse;
 
 pub use plan::Plan;
+#[cfg(feature = "cache")]
 use plan::Reuse;
 use report::Counts;
 pub use report::{Compaction, CutReason, Fate, Report, Tokens};
@@ -120,16 +125,19 @@ pub struct Compactor<C = Heuristic> {
     /// that is one chunk of its own. `None` (the default): one
     /// call, whatever the middle's size.
     pub max_fold_input_tokens: Option<usize>,
+    #[cfg(feature = "cache")]
     cache: Option<Cache>,
 }
 
 /// A summary cache and the namespace its keys are made in.
+#[cfg(feature = "cache")]
 #[derive(Clone)]
 struct Cache {
     store: Arc<dyn SummaryCache>,
     namespace: String,
 }
 
+#[cfg(feature = "cache")]
 impl fmt::Debug for Cache {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Cache")
@@ -182,6 +190,7 @@ impl Compactor<Heuristic> {
             clear_tool_results: None,
             keep_recent_max: None,
             max_fold_input_tokens: None,
+            #[cfg(feature = "cache")]
             cache: None,
         }
     }
@@ -206,6 +215,7 @@ impl<C> Compactor<C> {
             clear_tool_results: self.clear_tool_results,
             keep_recent_max: self.keep_recent_max,
             max_fold_input_tokens: self.max_fold_input_tokens,
+            #[cfg(feature = "cache")]
             cache: self.cache,
         }
     }
@@ -277,6 +287,7 @@ impl<C> Compactor<C> {
     /// Checking the cache hashes the messages before the cut (a cost linear
     /// in the history, paid only with a cache); a history holding a previous
     /// chatfold summary rolls that forward instead, as without a cache.
+    #[cfg(feature = "cache")]
     pub fn cache(mut self, cache: Arc<dyn SummaryCache>, namespace: impl Into<String>) -> Self {
         self.cache = Some(Cache {
             store: cache,

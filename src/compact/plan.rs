@@ -7,6 +7,7 @@ use std::sync::OnceLock;
 
 use super::Compactor;
 use super::report::{Compaction, Counts, CutReason, Report, Tokens};
+#[cfg(feature = "cache")]
 use crate::cache::Chain;
 use crate::count::TokenCounter;
 use crate::error::{Error, Result};
@@ -50,6 +51,7 @@ pub struct Plan<'a, 'c, C> {
     /// summary covers it all).
     pub(super) chunks: Vec<Range<usize>>,
     /// With a cache: the hash chain before each message up to the cut.
+    #[cfg(feature = "cache")]
     pub(super) chains: Vec<Chain>,
 }
 
@@ -94,6 +96,7 @@ impl<'a, 'c, C> Plan<'a, 'c, C> {
             fold: OnceLock::new(),
             reuse: None,
             chunks: Vec::new(),
+            #[cfg(feature = "cache")]
             chains: Vec::new(),
         }
     }
@@ -177,9 +180,12 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
 
     /// Keeps `summary` in the cache as the summary of `messages[..at]`.
     fn remember(&self, at: usize, summary: &str) {
+        #[cfg(feature = "cache")]
         if let (Some(cache), Some(chain)) = (&self.compactor.cache, self.chains.get(at)) {
             cache.store.put(&chain.key(), chain.value(at, summary));
         }
+        #[cfg(not(feature = "cache"))]
+        let _ = (at, summary);
     }
 
     /// Carries the plan out with a synchronous summarizer: each chunk of the

@@ -32,6 +32,7 @@ impl<C: TokenCounter> Compactor<C> {
             summary_limit,
             reuse,
             chunks,
+            #[cfg(feature = "cache")]
             chains,
             ..
         } = self.decide(&cleared)?;
@@ -46,6 +47,7 @@ impl<C: TokenCounter> Compactor<C> {
             fold: OnceLock::new(),
             reuse,
             chunks,
+            #[cfg(feature = "cache")]
             chains,
         })
     }
@@ -85,6 +87,7 @@ impl<C: TokenCounter> Compactor<C> {
         let room = self.budget.saturating_sub(fixed).saturating_sub(min_summary);
 
         let walk = self.walk_kept(messages, &headers.callers, after, room, &mut count);
+        #[cfg_attr(not(feature = "cache"), allow(unused_mut))]
         let mut start = walk.cut.start;
         plan.report.cut = start;
         plan.report.aligned_from = walk.cut.aligned_from;
@@ -95,6 +98,7 @@ impl<C: TokenCounter> Compactor<C> {
         };
         // With a cache, a cut it has a summary for may be kept instead, and
         // otherwise the longest cached prefix is extended.
+        #[cfg(feature = "cache")]
         if let Some(cache) = self.cache.as_ref().filter(|_| headers.summaries.is_empty()) {
             let (reused_at, reuse, chains) =
                 self.reuse(messages, &headers.callers, after, start, room, &mut count, cache);
