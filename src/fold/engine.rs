@@ -450,3 +450,99 @@ where
     waiters.into_iter().for_each(Waker::wake);
     Step::Landed(result)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+
+    use super::*;
+    use crate::count::Heuristic;
+    use crate::message::ToolCall;
+
+    fn rules(policy: &FoldPolicy) -> Rules<'_, Heuristic> {
+        Rules {
+            policy,
+            counter: &Heuristic,
+            allowance: 100,
+        }
+    }
+
+    fn buffer(messages: Vec<Message>) -> Buffer {
+        Buffer::new(State::new("", messages), Some(&Heuristic))
+    }
+
+    #[test]
+    fn the_buffer_keeps_its_counts_and_callers_as_it_changes() {
+        let call = Message::assistant_tool_calls(vec![ToolCall::new("c1", "f", "{}")]);
+        let mut b = buffer(vec![Message::user("one"), call.clone()]);
+        b.push(Message::tool("r", "c1"), Some(5));
+        b.push(call, Some(7));
+        assert_eq!(b.callers, [1, 3]);
+        let total: usize = b.tokens().iter().sum();
+        assert_eq!(b.total(), total);
+        b.drop_front(2);
+        assert_eq!(b.callers, [1]);
+        assert_eq!(b.tokens(), &[5, 7]);
+        assert_eq!(b.total(), 12);
+        b.replace(0, Message::tool("cleared", "c1"), 2);
+        assert_eq!(b.total(), 9);
+        b.clear();
+        assert_eq!((b.messages().len(), b.total(), b.callers.len()), (0, 0, 0));
+    }
+
+    #[test]
+    fn a_fold_begun_before_a_clear_is_discarded() {
+        let policy = FoldPolicy::new();
+        let mut b = buffer(vec![Message::user("old turn"), Message::user("new turn")]);
+        let (ticket, request) = b.begin(1, rules(&policy)).unwrap();
+        assert_eq!(request.messages().count(), 1);
+        drop(request);
+        let summary = ticket.complete(Ok("the old turn".to_owned()), rules(&policy));
+        b.clear();
+        b.push(Message::user("after the clear"), Some(3));
+        assert!(matches!(b.land(ticket, summary), Landed::Stale));
+        assert_eq!(b.messages().len(), 1);
+        assert!(b.state.summary.is_empty());
+    }
+
+    #[test]
+    fn a_failed_or_blank_answer_changes_nothing() {
+        let policy = FoldPolicy::new();
+        let mut b = buffer(vec![Message::user("a"), Message::user("b")]);
+        for answer in [Err::<String, BoxError>("down".into()), Ok("  ".to_owned())] {
+            let (ticket, _) = b.begin(1, rules(&policy)).unwrap();
+            let summary = ticket.complete(answer, rules(&policy));
+            assert!(matches!(b.land(ticket, summary), Landed::Failed { n: 1, .. }));
+            assert_eq!(b.messages().len(), 2);
+        }
+        assert!(b.begin(0, rules(&policy)).is_none());
+    }
+
+    #[test]
+    fn a_cancelled_unlocked_fold_ends_and_the_next_one_runs() {
+        let policy = FoldPolicy::new();
+        let cell = Mutex::new(buffer(vec![Message::user("a"), Message::user("b")]));
+        let mut cx = Context::from_waker(Waker::noop());
+        {
+            let never = |_| std::future::pending::<Option<std::result::Result<String, BoxError>>>();
+            let mut fold = pin!(fold_unlocked(&cell, rules(&policy), |_| 1, never, |_, l| l));
+            assert!(fold.as_mut().poll(&mut cx).is_pending());
+            assert!(lock(&cell).folding());
+            // A second fold meanwhile is told one is in flight.
+            let busy = pin!(fold_unlocked(&cell, rules(&policy), |_| 1, never, |_, l| l)).poll(&mut cx);
+            assert!(matches!(busy, Poll::Ready(Step::Busy)));
+        }
+        assert!(!lock(&cell).folding(), "dropping the future ends the fold");
+        let answer = |_| async { Some(Ok::<_, BoxError>("a was said".to_owned())) };
+        let done = pin!(fold_unlocked(&cell, rules(&policy), |_| 1, answer, |_, l| l)).poll(&mut cx);
+        assert!(matches!(
+            done,
+            Poll::Ready(Step::Landed(Landed::Folded { n: 1, .. }))
+        ));
+        let held = lock(&cell);
+        assert_eq!(held.messages().len(), 1);
+        assert!(held.state.summary.starts_with("a was said"));
+    }
+}
