@@ -48,32 +48,54 @@
 //!
 //! # Where things are
 //!
-//! The everyday names are at the root: [`Compactor`], [`Message`],
-//! [`History`], [`FoldPolicy`], the [`Summarizer`] traits, [`Extractive`],
-//! the counters and [`Error`]. The rest sits in namespaces most users never
-//! name: [`memory`] (the stateful strategies), [`summarize`] (the LLM
-//! summarizers and their prompt), [`cache`] (summary reuse for stateless
-//! servers), and `testing`.
+//! The everyday names are at the root: [`Compactor`] (and its [`Plan`] and
+//! [`Compaction`]), [`Message`], [`History`] (request bodies, OpenAI's and
+//! Anthropic's), [`FoldPolicy`] (the summary message and its ledger), the
+//! [`Summarizer`] and [`AsyncSummarizer`] traits, [`Extractive`], the
+//! counters ([`TokenCounter`], [`Heuristic`], [`Tiktoken`], [`NamedCounter`])
+//! and [`Error`]. The rest sits in namespaces most users never name:
+//!
+//! - [`memory`]: the stateful memories (`RollingMemory`, `TieredMemory` and
+//!   the others) and their saved [`State`](memory::State);
+//! - [`summarize`]: the LLM summarizers (`OpenAiSummarizer`,
+//!   `AnthropicSummarizer`, features `openai` and `anthropic`) and their
+//!   [`Prompt`](summarize::Prompt);
+//! - [`cache`] (feature `cache`): summary reuse for stateless servers
+//!   (`MemoryCache`, `FileCache`, and `RedisCache` with feature `redis`);
+//! - [`error`]: the detail types of [`Error`]'s variants;
+//! - `testing` (feature `proptest`, outside semver): generators and rule
+//!   checks for property-testing a pipeline built on chatfold.
+//!
+//! The README has a quick start for each front end (the command line, the
+//! compactor, the memories, Anthropic request bodies, the LLM summarizers),
+//! a table of which type to use for which job, and the exit codes of the
+//! `chatfold` command.
 //!
 //! # Crate features
 //!
 //! - `tiktoken` (default): [`Tiktoken`], exact OpenAI token counts
 //!   (`o200k_base`, `cl100k_base`, by model name) through tiktoken-rs.
+//! - `cache` (default): [`cache`] and [`Compactor::cache`], summary reuse
+//!   across compactions, for servers whose clients resend the whole
+//!   transcript (pulls in blake3, which keys the cache). Without it the
+//!   compactor never hashes.
 //! - `openai`: `summarize::OpenAiSummarizer`, for any OpenAI-compatible
 //!   Chat Completions endpoint (OpenAI, Ollama, vLLM, Gemini, OpenRouter).
 //! - `anthropic`: `summarize::AnthropicSummarizer`, for Anthropic's
-//!   Messages API. Either one pulls in ureq (with rustls), backon, oneshot
-//!   and log.
-//! - `redis`: `cache::RedisCache`, a summary cache a fleet of servers
-//!   shares (pulls in the `redis` crate, without its async runtime, and log).
+//!   Messages API. Either one pulls in ureq (with rustls), backon, oneshot,
+//!   log and httpdate.
+//! - `redis` (turns on `cache`): `cache::RedisCache`, a summary cache a
+//!   fleet of servers shares (pulls in the `redis` crate, without its async
+//!   runtime, and log).
 //! - `proptest`: `testing`, the history generators, rule checks and faulty
 //!   summarizers chatfold's own tests use, for pipelines that property-test
 //!   their use of chatfold. It is **outside semver**: it follows proptest's
 //!   types and chatfold's tests, and may change in any release.
-//! - `cli`: the `chatfold` command-line tool (pulls in clap and both HTTP
-//!   summarizers).
+//! - `cli`: the `chatfold` command-line tool (pulls in clap, and turns on
+//!   `tiktoken`, `cache`, `openai`, `anthropic` and `redis`).
 //!
-//! `cargo doc --all-features --open` documents all of it.
+//! `cargo doc --all-features --open` documents all of it; plain
+//! `cargo doc --open` documents the default features only.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs, missing_debug_implementations)]
