@@ -69,8 +69,9 @@ fn main() {
         "{REQUESTS} requests of {FIRST} to {} messages; the conversation is {total} o200k tokens; budget 4 000",
         FIRST + REQUESTS - 1
     );
-    let base = Compactor::new(4_000).keep_recent(1_500).counter(o200k);
-    let stepping = base.clone().keep_recent_max(3_200);
+    // Defaults: keep_recent half the budget; with a cache, stepping up to
+    // keep_recent plus three fifths of the rest (3 200).
+    let base = Compactor::new(4_000).counter(o200k);
     let dir = std::env::temp_dir().join(format!("chatfold-bench-cache-{}", std::process::id()));
     #[cfg_attr(not(feature = "redis"), allow(unused_mut))]
     let mut caches: Vec<(&str, Arc<dyn SummaryCache>)> = vec![
@@ -86,10 +87,7 @@ fn main() {
     }
     let mut rows = vec![("no cache", run(&conversation, &base))];
     for (name, cache) in caches {
-        rows.push((
-            name,
-            run(&conversation, &stepping.clone().cache(cache, "counting")),
-        ));
+        rows.push((name, run(&conversation, &base.clone().cache(cache, "counting"))));
     }
     println!(
         "\n{:<12} {:>6} {:>14} {:>14} {:>12} {:>10}",

@@ -177,6 +177,40 @@ fn empty_summary_is_an_error_and_loses_nothing() {
     assert_eq!(texts(&memory.buffer()), ["one", "two"]);
 }
 
+/// With a low-water mark a full rolling memory folds once per several adds,
+/// each fold taking the buffer down to the mark; without, on almost every
+/// add (rollmem's behaviour).
+#[test]
+fn a_low_water_mark_batches_the_folds() {
+    let calls = |low: Option<usize>| {
+        let n = Cell::new(0usize);
+        let summarize = |_: &SummaryRequest<'_>| {
+            n.set(n.get() + 1);
+            Ok::<_, Infallible>("older turns".to_owned())
+        };
+        let settings = Settings::new(120).summarizer(summarize).counter(words);
+        let settings = match low {
+            Some(low) => settings.low_water(low),
+            None => settings,
+        };
+        let mut memory = RollingMemory::new(settings).unwrap();
+        for i in 0..60 {
+            memory
+                .add_user(format!("turn {i} about the trip to Busan"))
+                .unwrap();
+            assert!(memory.buffer_tokens() <= 120);
+        }
+        n.get()
+    };
+    let (every, batched) = (calls(None), calls(Some(60)));
+    assert!(every >= 40, "{every}");
+    assert!(batched * 4 <= every, "{batched} against {every}");
+    assert!(matches!(
+        RollingMemory::new(Settings::new(100).low_water(101)),
+        Err(Error::InvalidConfig(_))
+    ));
+}
+
 /// A summary memory's setters cannot fail: an invalid policy is refused by
 /// the first add, which adds nothing and calls no summarizer.
 #[test]
@@ -665,9 +699,15 @@ proptest! {
     #![proptest_config(common::cases(128))]
 
     #[test]
-    fn rolling_memory_loses_nothing(ops in prop::collection::vec(op(), 1..60), max in 5usize..80) {
+    fn rolling_memory_loses_nothing(ops in prop::collection::vec(op(), 1..60), max in 5usize..80, low in 0usize..=100) {
         let failing = Cell::new(false);
-        let new = |state: State| RollingMemory::from_state(state, lossless(Settings::new(max).summarizer(tagging_summarizer(&failing)).counter(words))).unwrap();
+        // A low-water mark (0: none, rollmem's behaviour) changes how much
+        // one fold takes, never what is kept.
+        let settings = |max: usize| match low {
+            0 => Settings::new(max),
+            pct => Settings::new(max).low_water((max * pct / 100).max(1)),
+        };
+        let new = |state: State| RollingMemory::from_state(state, lossless(settings(max).summarizer(tagging_summarizer(&failing)).counter(words))).unwrap();
         let mut memory = new(State::default());
         let (mut added, mut next) = (Added::default(), 0usize);
         for op in ops {

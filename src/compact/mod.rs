@@ -113,10 +113,14 @@ pub struct Compactor<C = Heuristic> {
     /// Old, large tool results to replace with a placeholder before
     /// planning; `None` (the default): none.
     pub clear_tool_results: Option<ClearToolResults>,
-    /// With a [`cache`](Self::cache): the most tokens of recent turns the
-    /// compactor may keep to land on a cut it has a summary for, instead of
-    /// folding again at [`keep_recent`](Self::keep_recent). `None` (the
-    /// default): exactly `keep_recent`.
+    /// With a cache: the most tokens of recent turns the compactor may keep
+    /// to land on a cut it has a summary for, instead of folding again at
+    /// [`keep_recent`](Self::keep_recent). `None` (the default):
+    /// `keep_recent` plus three fifths of the rest of the budget
+    /// ([`effective_keep_recent_max`](Self::effective_keep_recent_max)), so
+    /// that a client sending its whole transcript lands on the previous
+    /// cut for many requests, while the summary keeps at least a fifth of
+    /// the budget. Set it to `keep_recent` to step never.
     pub keep_recent_max: Option<usize>,
     /// The most tokens one summarizer call may take, its folded messages and
     /// the previous summary together (the summary's share is at most half):
@@ -313,6 +317,25 @@ impl<C> Compactor<C> {
     /// `keep_recent`, or half the budget when it is unset.
     pub fn effective_keep_recent(&self) -> usize {
         self.keep_recent.unwrap_or(self.budget / 2)
+    }
+
+    /// `keep_recent_max`, or, when it is unset, `keep_recent` plus three
+    /// fifths of the rest of the budget: how far a cut may step back to a
+    /// cached summary (with a cache).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::Compactor;
+    ///
+    /// assert_eq!(Compactor::new(4_000).effective_keep_recent_max(), 3_200);
+    /// assert_eq!(Compactor::new(4_000).keep_recent(1_000).effective_keep_recent_max(), 2_800);
+    /// assert_eq!(Compactor::new(4_000).keep_recent_max(2_000).effective_keep_recent_max(), 2_000);
+    /// ```
+    pub fn effective_keep_recent_max(&self) -> usize {
+        let keep = self.effective_keep_recent();
+        self.keep_recent_max
+            .unwrap_or_else(|| keep.saturating_add(self.budget.saturating_sub(keep) / 5 * 3))
     }
 
     fn validate(&self) -> Result<()> {

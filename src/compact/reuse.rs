@@ -50,10 +50,7 @@ impl<C: TokenCounter> Compactor<C> {
             })
         };
         // Cuts that keep more, up to keep_recent_max: the cut itself first.
-        let limit = self
-            .keep_recent_max
-            .unwrap_or(0)
-            .max(self.effective_keep_recent());
+        let limit = self.effective_keep_recent_max().max(self.effective_keep_recent());
         // Tokens of messages[range]: all of them, and the non-pinned ones.
         let mut tokens = |range: Range<usize>| {
             range.fold((0usize, 0usize), |(all, loose), i| {

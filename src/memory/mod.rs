@@ -5,7 +5,7 @@
 //!
 //! | strategy | keeps | summarizer calls |
 //! |---|---|---|
-//! | [`RollingMemory`] / [`AsyncRollingMemory`] | recent turns verbatim; older ones folded into a running summary once the buffer passes `max_tokens` | one per fold, once the buffer is full |
+//! | [`RollingMemory`] / [`AsyncRollingMemory`] | recent turns verbatim; older ones folded into a running summary once the buffer passes `max_tokens` | once full, one on almost every add (rollmem's behaviour); with [`low_water`](Settings::low_water), one per several adds |
 //! | [`BufferMemory`] | everything, verbatim | none |
 //! | [`WindowMemory`] | the last `max_messages` messages, whole units, aligned | none |
 //! | [`SummaryMemory`] / [`AsyncSummaryMemory`] | only a running summary; every turn folded on arrival | one per add |
@@ -272,6 +272,11 @@ impl AsyncSummarizer for Discard {
 pub struct Settings<S = Discard, C = Heuristic> {
     /// The buffer's budget in tokens.
     pub max_tokens: usize,
+    /// Where a fold brings the buffer down to once it passes `max_tokens`:
+    /// `None` (the default, rollmem's behaviour) just under `max_tokens`,
+    /// so a full buffer folds on almost every add; lower, the summarizer
+    /// runs once per several turns, each time on more of them.
+    pub low_water_tokens: Option<usize>,
     /// Folds what leaves the buffer into the summary; `None`: it is dropped.
     pub summarizer: Option<S>,
     /// Counts tokens.
@@ -287,6 +292,7 @@ impl Settings {
     pub const fn new(max_tokens: usize) -> Self {
         Settings {
             max_tokens,
+            low_water_tokens: None,
             summarizer: None,
             counter: Heuristic,
             policy: FoldPolicy::new(),
@@ -309,6 +315,7 @@ impl<S, C> Settings<S, C> {
     pub fn summarizer<T>(self, summarizer: T) -> Settings<T, C> {
         Settings {
             max_tokens: self.max_tokens,
+            low_water_tokens: self.low_water_tokens,
             summarizer: Some(summarizer),
             counter: self.counter,
             policy: self.policy,
@@ -329,6 +336,7 @@ impl<S, C> Settings<S, C> {
     pub fn counter<D: TokenCounter>(self, counter: D) -> Settings<S, D> {
         Settings {
             max_tokens: self.max_tokens,
+            low_water_tokens: self.low_water_tokens,
             summarizer: self.summarizer,
             counter,
             policy: self.policy,
@@ -352,6 +360,38 @@ impl<S, C> Settings<S, C> {
         self
     }
 
+    /// Once the buffer passes `max_tokens`, fold it down to `tokens`
+    /// (checked when the memory is built: at least 1, at most `max_tokens`):
+    /// an LLM summarizer then runs once per several turns instead of on
+    /// almost every one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::memory::{Memory, Remember, RollingMemory, Settings};
+    ///
+    /// let calls = std::cell::Cell::new(0);
+    /// let summarize = |_: &chatfold::SummaryRequest<'_>| {
+    ///     calls.set(calls.get() + 1);
+    ///     Ok::<_, std::convert::Infallible>("earlier turns".to_owned())
+    /// };
+    /// let mut memory = RollingMemory::new(Settings::new(100).low_water(50).summarizer(summarize))?;
+    /// for i in 0..60 {
+    ///     memory.add_user(format!("turn number {i} of the conversation"))?;
+    /// }
+    /// assert!(calls.get() <= 12); // without low_water: one fold on almost every add
+    /// # Ok::<(), chatfold::Error>(())
+    /// ```
+    pub fn low_water(mut self, tokens: usize) -> Self {
+        self.low_water_tokens = Some(tokens);
+        self
+    }
+
+    /// The buffer's tokens after a fold: `low_water_tokens`, else `max_tokens`.
+    pub(crate) fn fold_to(&self) -> usize {
+        self.low_water_tokens.unwrap_or(self.max_tokens)
+    }
+
     /// The summarizer's allowance: the policy's cap, else `max_tokens`.
     pub(crate) fn allowance(&self) -> usize {
         self.policy.max_summary_tokens.unwrap_or(self.max_tokens)
@@ -359,6 +399,10 @@ impl<S, C> Settings<S, C> {
 
     pub(crate) fn validate(&self) -> Result<()> {
         check_positive("max_tokens", self.max_tokens)?;
+        if let Some(low) = self.low_water_tokens {
+            check_positive("low_water_tokens", low)?;
+            ConfigError::at_most("low_water_tokens", low, self.max_tokens, Some("max_tokens"))?;
+        }
         self.policy.validate()
     }
 }

@@ -131,7 +131,7 @@ impl<S: Summarizer, C: TokenCounter> Remember for RollingMemory<S, C> {
         if self.buffer.total() <= settings.max_tokens {
             return Ok(());
         }
-        let n = self.buffer.evict_count(settings.max_tokens);
+        let n = self.buffer.evict_count(settings.fold_to());
         let Some(summarizer) = &settings.summarizer else {
             self.buffer.drop_front(n);
             return Ok(());
@@ -241,12 +241,12 @@ where
         let settings = &self.settings;
         let tokens = settings.counter.count_message(&message);
         lock(&self.cell).push(message, Some(tokens));
-        let max = settings.max_tokens;
+        let (max, to) = (settings.max_tokens, settings.fold_to());
         let due = |buffer: &mut Buffer| {
             if buffer.total() <= max {
                 0
             } else {
-                buffer.evict_count(max)
+                buffer.evict_count(to)
             }
         };
         let Some(summarizer) = &settings.summarizer else {

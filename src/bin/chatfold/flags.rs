@@ -174,7 +174,8 @@ pub(crate) struct CacheArgs {
     #[arg(long, value_name = "URL")]
     pub(crate) cache_redis: Option<String>,
     /// With a cache: keep up to this many tokens of recent turns to land on a
-    /// cut whose summary is cached (default: --keep-recent, no stepping).
+    /// cut whose summary is cached (default: --keep-recent plus three fifths
+    /// of the rest of the budget; set it to --keep-recent to never step).
     #[arg(long, value_name = "TOKENS")]
     pub(crate) keep_recent_max: Option<usize>,
 }
