@@ -12,6 +12,7 @@ use crate::cache::Chain;
 use crate::count::TokenCounter;
 use crate::error::{Error, Result};
 use crate::fold::engine::Fold;
+use crate::fold::ledger;
 use crate::message::Message;
 use crate::summarize::{AsyncSummarizer, Summarizer, SummaryRequest};
 
@@ -260,9 +261,17 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
                 report: self.report,
             });
         }
-        let fitted = self.fold().complete(
+        let fold = self.fold();
+        // Identifiers the kept turns hold verbatim need no entry.
+        let kept = match fold.entries.is_empty() {
+            true => String::new(),
+            false => ledger::said(&self.messages[self.report.cut..]),
+        };
+        let held = |entry: &str| kept.contains(entry);
+        let fitted = fold.complete(
             &compactor.policy,
             summary.into(),
+            &held,
             self.summary_limit,
             &compactor.counter,
         )?;
@@ -277,11 +286,14 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
             message.role = role;
             summary_tokens = compactor.counter.count_message(&message);
         }
-        let prose_allowance = self.fold().allowance;
+        let prose_allowance = fold.allowance;
+        let texts = &fold.entries.texts;
+        let listed = fitted.listed.iter().map(|&i| texts[i].clone()).collect();
+        let dropped = fitted.dropped.iter().map(|&i| texts[i].clone()).collect();
         let mut report = self.report;
         report.prose_allowance = prose_allowance;
-        report.ledger = fitted.kept;
-        report.ledger_dropped = fitted.dropped;
+        report.ledger = listed;
+        report.ledger_dropped = dropped;
         let tokens_after = self.fixed_tokens.saturating_add(summary_tokens);
         let over_budget = tokens_after > compactor.budget;
         if over_budget && compactor.strict {

@@ -23,6 +23,7 @@ use std::task::Waker;
 
 use crate::count::TokenCounter;
 use crate::error::{BoxError, Error, Result};
+use crate::fold::ledger::{self, Entries};
 use crate::fold::policy::{Fitted, FoldPolicy};
 use crate::fold::units;
 use crate::memory::State;
@@ -30,13 +31,14 @@ use crate::message::Message;
 use crate::summarize::SummaryRequest;
 
 /// A fold begun: the previous summaries' prose, the ledger's candidate
-/// entries, and the allowance left to the summarizer's text.
+/// entries (each counted once), and the allowance left to the summarizer's
+/// text.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Fold<'a> {
     /// The previous summaries' prose (their ledgers taken out), if any.
     pub prose: Option<Cow<'a, str>>,
-    /// The ledger's candidates, newest first.
-    pub entries: Vec<String>,
+    /// The ledger's candidates, newest first, with their tokens.
+    pub entries: Entries,
     /// Tokens the summarizer's own text may take.
     pub allowance: usize,
 }
@@ -63,11 +65,14 @@ impl<'a> Fold<'a> {
         skip: Vec<usize>,
     ) -> SummaryRequest<'m> {
         let previous = previous.or_else(|| self.prose.as_deref().map(Cow::Borrowed));
-        SummaryRequest::skipping(previous, messages, skip, self.allowance).with_ledger(self.entries.clone())
+        SummaryRequest::skipping(previous, messages, skip, self.allowance)
+            .with_ledger(Cow::Borrowed(&self.entries.texts))
     }
 
     /// The summary message for the summarizer's answer: checked (trimmed,
-    /// not blank), its ledger section added, the whole cut to `limit` tokens.
+    /// not blank), its ledger section added (less what `held`, the turns
+    /// kept beside it, holds verbatim), the whole cut to `limit` tokens,
+    /// counted exactly.
     ///
     /// # Errors
     ///
@@ -76,11 +81,13 @@ impl<'a> Fold<'a> {
         &self,
         policy: &FoldPolicy,
         text: String,
+        held: &dyn Fn(&str) -> bool,
         limit: usize,
         counter: &C,
     ) -> Result<Fitted> {
         let text = policy.accept(text)?;
-        Ok(policy.finish(&text, &self.entries, limit, counter))
+        let texts: Vec<&str> = self.entries.texts.iter().map(String::as_str).collect();
+        Ok(policy.finish(&text, &texts, &self.entries.tokens, held, limit, counter, true))
     }
 
     /// The same fold, owning its prose.
@@ -93,13 +100,15 @@ impl<'a> Fold<'a> {
     }
 }
 
-/// How a memory's folds are checked and cut: its policy, its counter, and
-/// the summarizer's allowance.
+/// How a memory's folds are checked and cut: its policy, its counter, the
+/// summarizer's allowance, and whether the summary is counted whole
+/// (`exact`) or as its prose and its entries, each counted once.
 #[derive(Debug)]
 pub(crate) struct Rules<'a, C: ?Sized> {
     pub policy: &'a FoldPolicy,
     pub counter: &'a C,
     pub allowance: usize,
+    pub exact: bool,
 }
 
 impl<C: ?Sized> Clone for Rules<'_, C> {
@@ -111,29 +120,28 @@ impl<C: ?Sized> Clone for Rules<'_, C> {
 impl<C: ?Sized> Copy for Rules<'_, C> {}
 
 /// A memory's fold in flight: how many messages it takes from the front, the
-/// epoch it began in, and the fold itself.
+/// epoch it began in, and the entries its folded messages bring.
 #[derive(Debug)]
 pub(crate) struct Ticket {
     n: usize,
     epoch: u64,
-    fold: Fold<'static>,
+    fresh: Entries,
 }
 
-impl Ticket {
-    /// The summarizer's answer as the new summary (see [`Fold::complete`]),
-    /// within the summary's allowance; run without any lock held.
-    pub(crate) fn complete<C: TokenCounter + ?Sized>(
-        &self,
-        answer: std::result::Result<String, BoxError>,
-        rules: Rules<'_, C>,
-    ) -> Result<Fitted> {
-        let text = answer.map_err(Error::Summarize)?;
-        let limit = rules
-            .policy
-            .overhead(rules.counter)
-            .saturating_add(rules.allowance);
-        self.fold.complete(rules.policy, text, limit, rules.counter)
-    }
+/// Where an entry of a memory's new ledger comes from.
+#[derive(Clone, Copy, Debug)]
+enum Source {
+    /// The folded messages' entries.
+    Fresh(usize),
+    /// The ledger the memory had.
+    Carried(usize),
+}
+
+/// A memory's new summary, and where each entry of its new ledger comes from.
+#[derive(Debug)]
+pub(crate) struct Completed {
+    fitted: Fitted,
+    ledger: Vec<Source>,
 }
 
 /// What landing a fold did.
@@ -149,7 +157,13 @@ pub(crate) enum Landed {
 }
 
 /// A memory's state with each buffered message's tokens (when it counts
-/// them), the messages that make tool calls, and its fold in flight.
+/// them), the messages that make tool calls, its ledger, and its fold in
+/// flight.
+///
+/// The ledger is the summary's section read once, with each entry's tokens
+/// (and the identifiers its prose holds, which a later summary may drop):
+/// a fold adds the entries of the messages it folds, found then, once each,
+/// and no fold reads or counts the section again.
 ///
 /// Every change is complete before the method returns, and nothing in it can
 /// panic or wait: a memory behind a lock can always be used again.
@@ -164,6 +178,8 @@ pub(crate) struct Buffer {
     /// Indices of the buffered messages that make tool calls, kept as the
     /// buffer changes so that no add reads the whole buffer.
     callers: Vec<usize>,
+    /// The summary's ledger, newest first.
+    ledger: Entries,
     /// Bumped by `clear`: a fold that began before it is discarded.
     epoch: u64,
     /// Whether a fold is in flight.
@@ -171,21 +187,45 @@ pub(crate) struct Buffer {
 }
 
 impl Buffer {
-    /// `state`, each buffered message counted once by `counter` (none: the
-    /// memory does not count).
-    pub(crate) fn new<C: TokenCounter + ?Sized>(state: State, counter: Option<&C>) -> Self {
-        let tokens: Vec<usize> = match counter {
-            Some(counter) => state.buffer.iter().map(|m| counter.count_message(m)).collect(),
-            None => Vec::new(),
+    /// `state`, each buffered message counted once by `counter` when
+    /// `count` says so, its summary's ledger read with `policy`'s patterns.
+    pub(crate) fn new<C: TokenCounter + ?Sized>(
+        state: State,
+        counter: &C,
+        count: bool,
+        policy: &FoldPolicy,
+    ) -> Self {
+        let tokens: Vec<usize> = match count {
+            true => state.buffer.iter().map(|m| counter.count_message(m)).collect(),
+            false => Vec::new(),
         };
-        Buffer {
+        let mut buffer = Buffer {
             total: tokens.iter().fold(0usize, |sum, &t| sum.saturating_add(t)),
             tokens,
             callers: units::callers(&state.buffer),
             state,
+            ledger: Entries::default(),
             epoch: 0,
             folding: false,
+        };
+        buffer.read_ledger(policy, counter);
+        buffer
+    }
+
+    /// Reads the summary's ledger (and its prose's identifiers) into the
+    /// memory's own, counted by `counter`.
+    pub(crate) fn read_ledger<C: TokenCounter + ?Sized>(&mut self, policy: &FoldPolicy, counter: &C) {
+        let (prose, listed) = ledger::split(&self.state.summary);
+        let mut texts: Vec<String> = listed.into_iter().map(str::to_owned).collect();
+        for found in ledger::identifiers(prose, &policy.ledger_patterns)
+            .into_iter()
+            .rev()
+        {
+            if !texts.iter().any(|t| ledger::same(t, &found)) {
+                texts.push(found);
+            }
         }
+        self.ledger = Entries::counted(texts, counter);
     }
 
     /// Appends `message`, of `tokens` when the memory counts.
@@ -217,6 +257,7 @@ impl Buffer {
         self.state.clear();
         self.tokens.clear();
         self.callers.clear();
+        self.ledger = Entries::default();
         self.total = 0;
         self.epoch = self.epoch.wrapping_add(1);
     }
@@ -253,14 +294,9 @@ impl Buffer {
     }
 
     /// How many messages must leave the front so that the rest costs at most
-    /// `limit` tokens (whole units, aligned, the latest kept); `cost` is each
-    /// message's cost, by default its tokens.
+    /// `limit` tokens (whole units, aligned, the latest kept).
     pub(crate) fn evict_count(&self, limit: usize) -> usize {
-        self.evict_count_by(|i| self.tokens.get(i).copied().unwrap_or(0), limit)
-    }
-
-    /// As [`evict_count`](Self::evict_count), each message costing `cost(i)`.
-    pub(crate) fn evict_count_by(&self, cost: impl Fn(usize) -> usize, limit: usize) -> usize {
+        let cost = |i: usize| self.tokens.get(i).copied().unwrap_or(0);
         units::evict_count(&self.state.buffer, &self.callers, cost, limit)
     }
 
@@ -272,9 +308,10 @@ impl Buffer {
     }
 
     /// Begins folding the first `n` messages onto the summary: the ticket
-    /// and the summarizer's request, borrowing the buffer. `None` when `n`
-    /// is 0. For a memory used through `&mut self`, which lands the fold
-    /// before anything else can change it.
+    /// and the summarizer's request, borrowing the buffer (its ledger is the
+    /// memory's, before this fold's entries join it). `None` when `n` is 0.
+    /// For a memory used through `&mut self`, which lands the fold before
+    /// anything else can change it.
     pub(crate) fn begin<C: TokenCounter + ?Sized>(
         &self,
         n: usize,
@@ -284,30 +321,96 @@ impl Buffer {
             return None;
         }
         let folded = &self.state.buffer[..n.min(self.state.buffer.len())];
-        let previous: Vec<Cow<'_, str>> = match self.state.summary.as_str() {
-            "" => Vec::new(),
-            summary => vec![Cow::Borrowed(summary)],
+        let policy = rules.policy;
+        let (prose, _) = ledger::split(&self.state.summary);
+        let fresh = match policy.ledger {
+            true => {
+                let allowance = rules.allowance;
+                let texts = ledger::candidates(
+                    folded.iter(),
+                    "",
+                    &[],
+                    &policy.ledger_patterns,
+                    FoldPolicy::enough(allowance),
+                    allowance.saturating_mul(32),
+                );
+                Entries::counted(texts, rules.counter)
+            }
+            false => Entries::default(),
         };
-        let fold = Fold::begin(
-            rules.policy,
-            &previous,
-            folded.iter(),
-            rules.allowance,
-            rules.counter,
-        );
-        let request = SummaryRequest::skipping(fold.prose.clone(), folded, Vec::new(), fold.allowance)
-            .with_ledger(fold.entries.clone());
+        let told = match policy.ledger {
+            true => {
+                let (_, tokens) = self.merged(&fresh);
+                policy.told(&tokens, rules.allowance, rules.counter)
+            }
+            false => rules.allowance,
+        };
+        let previous = (!prose.is_empty()).then_some(Cow::Borrowed(prose));
+        let listed = match policy.ledger {
+            true => Cow::Borrowed(&self.ledger.texts[..]),
+            false => Cow::Borrowed(&[][..]),
+        };
+        let request = SummaryRequest::skipping(previous, folded, Vec::new(), told).with_ledger(listed);
         let ticket = Ticket {
             n,
             epoch: self.epoch,
-            // The prose is in the request; the answer needs only the rest.
-            fold: Fold {
-                prose: None,
-                entries: fold.entries,
-                allowance: fold.allowance,
-            },
+            fresh,
         };
         Some((ticket, request))
+    }
+
+    /// The ledger a fold works on: `fresh` entries first, then the memory's
+    /// (those not among them), as texts and tokens, and where each is from.
+    fn merged<'s>(&'s self, fresh: &'s Entries) -> (Vec<(&'s str, Source)>, Vec<usize>) {
+        let mut texts = Vec::with_capacity(fresh.len() + self.ledger.len());
+        let mut tokens = Vec::with_capacity(texts.capacity());
+        for (i, (t, &n)) in fresh.texts.iter().zip(&fresh.tokens).enumerate() {
+            texts.push((t.as_str(), Source::Fresh(i)));
+            tokens.push(n);
+        }
+        for (i, (t, &n)) in self.ledger.texts.iter().zip(&self.ledger.tokens).enumerate() {
+            if !fresh.texts.iter().any(|f| ledger::same(f, t)) {
+                texts.push((t.as_str(), Source::Carried(i)));
+                tokens.push(n);
+            }
+        }
+        (texts, tokens)
+    }
+
+    /// The summarizer's answer as the new summary: checked (trimmed, not
+    /// blank), the ledger (this fold's entries, then the memory's) listed in
+    /// what the prose leaves, within the summary's allowance.
+    pub(crate) fn complete<C: TokenCounter + ?Sized>(
+        &self,
+        ticket: &Ticket,
+        answer: std::result::Result<String, BoxError>,
+        rules: Rules<'_, C>,
+    ) -> Result<Completed> {
+        let policy = rules.policy;
+        let text = policy.accept(answer.map_err(Error::Summarize)?)?;
+        let limit = policy.overhead(rules.counter).saturating_add(rules.allowance);
+        let (sourced, tokens) = match policy.ledger {
+            true => self.merged(&ticket.fresh),
+            false => (Vec::new(), Vec::new()),
+        };
+        let texts: Vec<&str> = sourced.iter().map(|(t, _)| *t).collect();
+        let fitted = policy.finish(
+            &text,
+            &texts,
+            &tokens,
+            &|_| false,
+            limit,
+            rules.counter,
+            rules.exact,
+        );
+        let mut dropped = fitted.dropped.iter().copied().peekable();
+        let ledger = sourced
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| dropped.next_if_eq(&i).is_none())
+            .map(|(_, &(_, source))| source)
+            .collect();
+        Ok(Completed { fitted, ledger })
     }
 
     /// Begins a fold that runs while the lock is released: as
@@ -327,17 +430,37 @@ impl Buffer {
         Some((ticket, request))
     }
 
-    /// Lands a fold: its summary (already checked and cut by
-    /// [`Ticket::complete`]) replaces the old one and the folded messages
-    /// leave, unless the memory was cleared meanwhile. Adds only append, so
-    /// the first `n` messages are still the folded ones.
-    pub(crate) fn land(&mut self, ticket: Ticket, summary: Result<Fitted>) -> Landed {
+    /// Lands a fold: its summary (made by [`complete`](Self::complete))
+    /// replaces the old one, its ledger the memory's, and the folded
+    /// messages leave, unless the memory was cleared meanwhile. Adds only
+    /// append, so the first `n` messages are still the folded ones.
+    pub(crate) fn land(&mut self, ticket: Ticket, summary: Result<Completed>) -> Landed {
         self.folding = false;
         if ticket.epoch != self.epoch {
             return Landed::Stale;
         }
         match summary {
-            Ok(fitted) => {
+            Ok(Completed { fitted, ledger }) => {
+                let mut fresh: Vec<Option<(String, usize)>> = ticket
+                    .fresh
+                    .texts
+                    .into_iter()
+                    .zip(ticket.fresh.tokens)
+                    .map(Some)
+                    .collect();
+                let old = std::mem::take(&mut self.ledger);
+                let mut carried: Vec<Option<(String, usize)>> =
+                    old.texts.into_iter().zip(old.tokens).map(Some).collect();
+                for source in ledger {
+                    let entry = match source {
+                        Source::Fresh(i) => fresh.get_mut(i).and_then(Option::take),
+                        Source::Carried(i) => carried.get_mut(i).and_then(Option::take),
+                    };
+                    if let Some((text, tokens)) = entry {
+                        self.ledger.texts.push(text);
+                        self.ledger.tokens.push(tokens);
+                    }
+                }
                 self.state.summary = fitted.body;
                 self.drop_front(ticket.n);
                 Landed::Folded {
@@ -438,11 +561,12 @@ where
     let Some(answer) = call(request).await else {
         return Step::Abandoned; // the guard ends the fold
     };
-    // Checked, cut and counted before taking the lock: adds never wait on it.
-    let summary = ticket.complete(answer, rules);
     std::mem::forget(guard);
     let (result, waiters) = {
+        // Checked, cut and counted under the lock: the ledger is the
+        // memory's, and an add waits for a summary's worth of work at most.
         let mut held = lock(cell);
+        let summary = held.buffer().complete(&ticket, answer, rules);
         let landed = held.buffer().land(ticket, summary);
         let waiters = held.fold_ended();
         (after(&mut held, landed), waiters)
@@ -466,11 +590,12 @@ mod tests {
             policy,
             counter: &Heuristic,
             allowance: 100,
+            exact: true,
         }
     }
 
     fn buffer(messages: Vec<Message>) -> Buffer {
-        Buffer::new(State::new("", messages), Some(&Heuristic))
+        Buffer::new(State::new("", messages), &Heuristic, true, &FoldPolicy::new())
     }
 
     #[test]
@@ -499,7 +624,7 @@ mod tests {
         let (ticket, request) = b.begin(1, rules(&policy)).unwrap();
         assert_eq!(request.messages().count(), 1);
         drop(request);
-        let summary = ticket.complete(Ok("the old turn".to_owned()), rules(&policy));
+        let summary = b.complete(&ticket, Ok("the old turn".to_owned()), rules(&policy));
         b.clear();
         b.push(Message::user("after the clear"), Some(3));
         assert!(matches!(b.land(ticket, summary), Landed::Stale));
@@ -513,7 +638,7 @@ mod tests {
         let mut b = buffer(vec![Message::user("a"), Message::user("b")]);
         for answer in [Err::<String, BoxError>("down".into()), Ok("  ".to_owned())] {
             let (ticket, _) = b.begin(1, rules(&policy)).unwrap();
-            let summary = ticket.complete(answer, rules(&policy));
+            let summary = b.complete(&ticket, answer, rules(&policy));
             assert!(matches!(b.land(ticket, summary), Landed::Failed { n: 1, .. }));
             assert_eq!(b.messages().len(), 2);
         }

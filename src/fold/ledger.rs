@@ -10,6 +10,35 @@ use serde_json::Value;
 
 use crate::message::Message;
 
+/// Ledger entries, newest first, each with its tokens, counted once when
+/// it became an entry: its text and a line's framing (`- `, the newline).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Entries {
+    pub texts: Vec<String>,
+    pub tokens: Vec<usize>,
+}
+
+impl Entries {
+    /// `texts`, each counted by `counter`.
+    pub(crate) fn counted<C: crate::count::TokenCounter + ?Sized>(texts: Vec<String>, counter: &C) -> Self {
+        let tokens = texts.iter().map(|t| entry_tokens(t, counter)).collect();
+        Entries { texts, tokens }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.texts.len()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.texts.is_empty()
+    }
+}
+
+/// An entry's tokens: its text and a line's framing.
+pub(crate) fn entry_tokens<C: crate::count::TokenCounter + ?Sized>(text: &str, counter: &C) -> usize {
+    counter.count(text).saturating_add(2)
+}
+
 /// The heading of the ledger section in a summary.
 pub const LEDGER_HEADING: &str = "Exact identifiers (kept verbatim):";
 
@@ -366,6 +395,17 @@ fn pieces(message: &Message) -> impl Iterator<Item = &str> {
     content.into_iter().chain(calls).rev()
 }
 
+/// What `messages` say where identifiers are read (see [`pieces`]), as one
+/// text: entries it holds verbatim need no line of their own.
+pub(crate) fn said(messages: &[Message]) -> String {
+    let mut out = String::new();
+    for piece in messages.iter().flat_map(pieces) {
+        out.push_str(piece);
+        out.push('\n');
+    }
+    out
+}
+
 /// Every string inside `value`, in order.
 fn strings_in<'v>(value: &'v serde_json::Value, out: &mut Vec<&'v str>) {
     match value {
@@ -415,8 +455,7 @@ pub(crate) fn candidates<'m>(
     let mut out = Vec::new();
     // One entry per identifier: `key: value` and a bare `value` are the same one.
     let mut add = |entry: String, out: &mut Vec<String>| {
-        let value = entry.split_once(": ").map_or(entry.as_str(), |(_, v)| v);
-        if seen.insert(value.to_owned()) {
+        if seen.insert(value_of(&entry).to_owned()) {
             out.push(entry);
         }
     };
@@ -467,6 +506,17 @@ pub(crate) fn candidates<'m>(
         add(entry, &mut out);
     }
     out
+}
+
+/// The identifier an entry names: the value of a `key: value` entry.
+fn value_of(entry: &str) -> &str {
+    entry.split_once(": ").map_or(entry, |(_, v)| v)
+}
+
+/// Whether two entries name the same identifier (`key: value` and a bare
+/// `value` do).
+pub(crate) fn same(a: &str, b: &str) -> bool {
+    value_of(a) == value_of(b)
 }
 
 /// Whether `entry` already stands verbatim in `prose`, as it would be

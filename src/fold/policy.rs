@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use crate::count::TokenCounter;
 use crate::error::{ConfigError, Error, Result};
 use crate::fold::engine::Fold;
-use crate::fold::ledger::{self, LedgerPattern};
+use crate::fold::ledger::{self, Entries, LedgerPattern};
 use crate::message::{Content, Message, Role, join_lines};
 
 /// The prefix chatfold starts its summary message with, and recognises it by.
@@ -144,10 +144,11 @@ pub(crate) struct Fitted {
     pub tokens: usize,
     /// Whether the prose was cut.
     pub truncated: bool,
-    /// Ledger entries listed in the section, newest first.
-    pub kept: Vec<String>,
-    /// Candidate entries neither listed nor in the prose: no room.
-    pub dropped: Vec<String>,
+    /// The candidates listed in the section (their indices), newest first.
+    pub listed: Vec<usize>,
+    /// The candidates neither listed nor held verbatim by the prose or the
+    /// kept turns: there was no room (their indices, in order).
+    pub dropped: Vec<usize>,
 }
 
 impl FoldPolicy {
@@ -409,7 +410,8 @@ impl FoldPolicy {
     /// Starts a fold onto the summary texts `previous` (bodies: prose and
     /// ledger section, oldest first) of `folded`, with `allowance` tokens of
     /// summary text: the previous prose for the summarizer, the ledger's
-    /// candidates, and the allowance left to the summarizer's own text.
+    /// candidates (each counted once, here), and the allowance left to the
+    /// summarizer's own text.
     pub(super) fn begin<'a, 'm, C: TokenCounter + ?Sized>(
         &self,
         previous: &[Cow<'a, str>],
@@ -420,7 +422,7 @@ impl FoldPolicy {
         if !self.ledger {
             return Fold {
                 prose: join_lines(previous.iter().cloned()),
-                entries: Vec::new(),
+                entries: Entries::default(),
                 allowance,
             };
         }
@@ -446,48 +448,72 @@ impl FoldPolicy {
             old.extend(entries);
         }
         proses.reverse();
-        let share = self.ledger_share(allowance);
         let old: Vec<&str> = old.iter().map(|e| &**e).collect();
         let prose_text = join_lines(proses.iter().map(|p| &**p)).unwrap_or_default();
-        let entries = ledger::candidates(
+        let texts = ledger::candidates(
             folded,
             &prose_text,
             &old,
             &self.ledger_patterns,
-            share / 8 + 8,
+            Self::enough(allowance),
             allowance.saturating_mul(32),
         );
-        // Room the section will take at most, never below the minimum prose.
-        let refs: Vec<&str> = entries.iter().map(String::as_str).collect();
-        let section = self.pack(&refs, share, counter).1;
-        let reserve = section.min(allowance.saturating_sub(self.min_summary_tokens));
+        let entries = Entries::counted(texts, counter);
+        let told = self.told(&entries.tokens, allowance, counter);
         Fold {
             prose: join_lines(proses),
             entries,
-            allowance: allowance.saturating_sub(reserve),
+            allowance: told,
         }
     }
 
-    /// The leading `entries` whose section fits in `share` tokens, and those
-    /// tokens (estimated line by line).
-    fn pack<'e, C: TokenCounter + ?Sized>(
+    /// How many candidates are worth finding for `allowance` tokens of
+    /// summary text: as many as could be listed if the ledger took it all.
+    pub(crate) fn enough(allowance: usize) -> usize {
+        allowance / 4 + 8
+    }
+
+    /// The allowance the summarizer is told: `allowance`, less the room the
+    /// ledger section would take of its share (never below the minimum
+    /// prose). The section may take more at the end, of what the prose
+    /// leaves.
+    pub(crate) fn told<C: TokenCounter + ?Sized>(
         &self,
-        entries: &[&'e str],
-        share: usize,
+        tokens: &[usize],
+        allowance: usize,
         counter: &C,
-    ) -> (Vec<&'e str>, usize) {
+    ) -> usize {
+        let share = self.ledger_share(allowance);
+        let section = self.pack(tokens, |_| true, share, counter).1;
+        let reserve = section.min(allowance.saturating_sub(self.min_summary_tokens));
+        allowance.saturating_sub(reserve)
+    }
+
+    /// The leading `entries` that `open` lets through whose section fits in
+    /// `room` tokens (their counts summed, with the heading's), and those
+    /// tokens.
+    fn pack<C: TokenCounter + ?Sized>(
+        &self,
+        entries: &[usize],
+        open: impl Fn(usize) -> bool,
+        room: usize,
+        counter: &C,
+    ) -> (Vec<usize>, usize) {
         if entries.is_empty() {
             return (Vec::new(), 0);
         }
         let mut tokens = counter.count(ledger::LEDGER_HEADING).saturating_add(2);
         let mut packed = Vec::new();
-        for &entry in entries {
-            let more = tokens.saturating_add(counter.count(entry)).saturating_add(2);
-            if more > share {
+        for (i, &t) in entries.iter().enumerate() {
+            if !open(i) {
+                continue;
+            }
+            let more = tokens.saturating_add(t);
+            if more > room {
                 break;
             }
             tokens = more;
-            packed.push(entry);
+            packed.push(i);
         }
         let tokens = if packed.is_empty() { 0 } else { tokens };
         (packed, tokens)
@@ -495,73 +521,86 @@ impl FoldPolicy {
 
     /// The summary message for the summarizer's `text` and the ledger's
     /// candidate `entries`, within `limit` tokens for the whole message (and
-    /// the policy's cap for its text): entries the prose holds verbatim are
-    /// left out, the others listed newest first in at most the ledger's
-    /// share; the prose is cut at a word boundary to make room, and when even
-    /// `…` alone does not fit beside the section, the oldest entries go.
+    /// the policy's cap for its text).
+    ///
+    /// Entries the prose (or `held`, the turns kept beside it) holds
+    /// verbatim are not listed; the others are, newest first, in the room
+    /// the prose leaves, and at least in the ledger's share of the text's
+    /// room: the prose is cut at a word boundary only to make that share,
+    /// so it keeps the rest as its floor. `exact`: the whole message is
+    /// counted, and the oldest entries dropped while it is over (BPE is not
+    /// additive); otherwise its tokens are the prose's count plus the
+    /// entries' (for a memory that folds on every add, where counting the
+    /// whole section each time would cost more than the fold).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn finish<C: TokenCounter + ?Sized>(
         &self,
         text: &str,
-        entries: &[String],
+        texts: &[&str],
+        tokens: &[usize],
+        held: &dyn Fn(&str) -> bool,
         limit: usize,
         counter: &C,
+        exact: bool,
     ) -> Fitted {
         let overhead = self.overhead(counter);
         let limit = match self.max_summary_tokens {
             Some(max) => limit.min(overhead.saturating_add(max)),
             None => limit,
         };
-        let share = self.ledger_share(limit.saturating_sub(overhead));
+        let room = limit.saturating_sub(overhead);
+        let share = self.ledger_share(room);
         let tokens_of = |body: &str| counter.count_message(&self.summary_message(body));
-        // The section is counted once; the prose is cut against what it leaves.
-        let section_of = |refs: &[&str]| match refs {
-            [] => 0,
-            refs => counter.count(&ledger::render("", refs)),
-        };
         let mut prose = text;
-        let mut packed: Vec<&str> = Vec::new();
+        // The summary message with the prose alone, framing and prefix included.
+        let mut spoken = tokens_of(prose);
+        let mut packed: Vec<usize> = Vec::new();
+        let mut section = 0;
         // Twice at most: cutting the prose can uncover entries it held.
         for _ in 0..2 {
-            let open: Vec<&str> = entries
-                .iter()
-                .map(String::as_str)
-                .filter(|e| !ledger::covered(e, prose))
-                .collect();
-            packed = self.pack(&open, share, counter).0;
-            let section = section_of(&packed);
-            if tokens_of(prose).saturating_add(section) <= limit {
+            let open = |i: usize| !ledger::covered(texts[i], prose) && !held(texts[i]);
+            let ledger_room = share.max(limit.saturating_sub(spoken));
+            (packed, section) = self.pack(tokens, open, ledger_room, counter);
+            if spoken.saturating_add(section) <= limit {
                 break;
             }
             prose = fitting_prefix(text, |p| tokens_of(p).saturating_add(section) <= limit);
+            spoken = tokens_of(prose);
         }
         let shown = if prose.is_empty() { "…" } else { prose };
-        let mut body = ledger::render(shown, &packed);
+        let render = |packed: &[usize]| {
+            let listed: Vec<&str> = packed.iter().map(|&i| texts[i]).collect();
+            ledger::render(shown, &listed)
+        };
+        let mut body = render(&packed);
+        let mut total = match (exact, prose.is_empty()) {
+            (true, _) | (false, true) => tokens_of(&body),
+            (false, false) => spoken.saturating_add(section),
+        };
         // Exact at last: BPE is not additive, so drop the oldest entries while
         // the whole is over, as many at a time as the excess asks.
-        let mut tokens = tokens_of(&body);
-        while tokens > limit && !packed.is_empty() {
-            let mut excess = tokens - limit;
+        while exact && total > limit && !packed.is_empty() {
+            let mut excess = total - limit;
             while excess > 0 {
-                let Some(entry) = packed.pop() else { break };
-                excess = excess.saturating_sub(counter.count(entry).saturating_add(2));
+                let Some(i) = packed.pop() else { break };
+                excess = excess.saturating_sub(tokens[i]);
             }
-            body = ledger::render(shown, &packed);
-            tokens = tokens_of(&body);
+            body = render(&packed);
+            total = tokens_of(&body);
         }
-        let kept: Vec<String> = packed.iter().map(|e| (*e).to_owned()).collect();
-        let listed: std::collections::HashSet<&str> = packed.iter().copied().collect();
-        let dropped = entries
-            .iter()
-            .filter(|e| !listed.contains(e.as_str()) && !ledger::covered(e, shown))
-            .cloned()
+        let mut listed = vec![false; texts.len()];
+        packed.iter().for_each(|&i| listed[i] = true);
+        let dropped = (0..texts.len())
+            .filter(|&i| !listed[i] && !ledger::covered(texts[i], shown) && !held(texts[i]))
             .collect();
+        let tokens = total;
         let message = self.summary_message(&body);
         Fitted {
             tokens,
             message,
             body,
             truncated: shown.len() < text.len() || prose.is_empty(),
-            kept,
+            listed: packed,
             dropped,
         }
     }
@@ -570,13 +609,13 @@ impl FoldPolicy {
     /// for the whole message, its entries kept in their order.
     pub(crate) fn refit<C: TokenCounter + ?Sized>(&self, body: &str, limit: usize, counter: &C) -> Fitted {
         let (prose, entries) = ledger::split(body);
-        let entries: Vec<String> = entries.into_iter().map(str::to_owned).collect();
+        let tokens: Vec<usize> = entries.iter().map(|e| ledger::entry_tokens(e, counter)).collect();
         // Every stored entry may take the room: the share applied when it was made.
         let all = FoldPolicy {
             ledger_percent: 100,
             ..self.clone()
         };
-        all.finish(prose, &entries, limit, counter)
+        all.finish(prose, &entries, &tokens, &|_| false, limit, counter, true)
     }
 
     /// Checks the settings.
@@ -661,22 +700,38 @@ mod tests {
         assert_eq!(fitting_prefix("", |_| false), "");
     }
 
+    /// `policy.finish` over `entries`, counted with the heuristic, exact;
+    /// and the entries it listed and dropped.
+    fn fin(
+        policy: &FoldPolicy,
+        text: &str,
+        entries: &[String],
+        limit: usize,
+    ) -> (Fitted, Vec<String>, Vec<String>) {
+        let texts: Vec<&str> = entries.iter().map(String::as_str).collect();
+        let tokens: Vec<usize> = texts
+            .iter()
+            .map(|t| ledger::entry_tokens(t, &Heuristic))
+            .collect();
+        let fitted = policy.finish(text, &texts, &tokens, &|_| false, limit, &Heuristic, true);
+        let kept = fitted.listed.iter().map(|&i| entries[i].clone()).collect();
+        let dropped = fitted.dropped.iter().map(|&i| entries[i].clone()).collect();
+        (fitted, kept, dropped)
+    }
+
     #[test]
     fn finish_respects_the_limit_and_the_cap() {
         let policy = FoldPolicy::new();
         let text = "word ".repeat(400);
         let text = text.trim();
-        let fitted = policy.finish(text, &[], 100, &Heuristic);
+        let (fitted, ..) = fin(&policy, text, &[], 100);
         assert!(fitted.truncated && fitted.tokens <= 100);
         assert!(fitted.message.text().ends_with("word"));
-        let capped = policy
-            .clone()
-            .max_summary_tokens(10)
-            .finish(text, &[], 100, &Heuristic);
+        let (capped, ..) = fin(&policy.clone().max_summary_tokens(10), text, &[], 100);
         assert!(capped.tokens <= policy.overhead(&Heuristic) + 10);
-        let nothing = policy.finish(text, &[], 1, &Heuristic);
+        let (nothing, ..) = fin(&policy, text, &[], 1);
         assert!(nothing.truncated && nothing.message.text().ends_with('…'));
-        let whole = policy.finish("short", &[], 100, &Heuristic);
+        let (whole, ..) = fin(&policy, "short", &[], 100);
         assert!(!whole.truncated);
     }
 
@@ -685,28 +740,83 @@ mod tests {
         let policy = FoldPolicy::new();
         let entries: Vec<String> = (0..40).map(|i| format!("/srv/data/file-{i:03}.csv")).collect();
         let text = "The agent loaded many files and compared them. ".repeat(20);
-        let fitted = policy.finish(text.trim(), &entries, 300, &Heuristic);
+        let (fitted, kept, dropped) = fin(&policy, text.trim(), &entries, 300);
         assert!(fitted.tokens <= 300);
         assert!(fitted.truncated);
-        assert!(!fitted.kept.is_empty() && !fitted.dropped.is_empty());
-        assert_eq!(fitted.kept[0], entries[0], "newest first");
-        assert_eq!(fitted.kept.len() + fitted.dropped.len(), entries.len());
-        let section: usize = fitted.kept.iter().map(|e| Heuristic.count(e) + 2).sum();
+        assert!(!kept.is_empty() && !dropped.is_empty());
+        assert_eq!(kept[0], entries[0], "newest first");
+        assert_eq!(kept.len() + dropped.len(), entries.len());
+        let section: usize = kept.iter().map(|e| Heuristic.count(e) + 2).sum();
         assert!(
             section <= (300 - policy.overhead(&Heuristic)) / 3,
-            "within a third"
+            "within a third: the prose keeps its floor"
         );
         // Every entry line whole.
         let (_, listed) = ledger::split(&fitted.body);
-        assert_eq!(listed, fitted.kept);
+        assert_eq!(listed, kept);
         // Entries the prose holds are not listed again.
-        let held = policy.finish("Loaded /srv/data/file-000.csv.", &entries[..2], 300, &Heuristic);
-        assert_eq!(held.kept, [entries[1].clone()]);
-        assert!(held.dropped.is_empty());
+        let (_, held, dropped) = fin(&policy, "Loaded /srv/data/file-000.csv.", &entries[..2], 300);
+        assert_eq!(held, [entries[1].clone()]);
+        assert!(dropped.is_empty());
         // Off: no section.
         let off = policy.clone().ledger(false);
         let begun = off.begin(&[], [Message::user("see /srv/x.csv")].iter(), 100, &Heuristic);
         assert!(begun.entries.is_empty() && begun.allowance == 100);
+    }
+
+    #[test]
+    fn the_ledger_takes_the_room_a_short_prose_leaves() {
+        let policy = FoldPolicy::new();
+        let entries: Vec<String> = (0..40).map(|i| format!("/srv/data/file-{i:03}.csv")).collect();
+        let (fitted, kept, dropped) = fin(&policy, "Files were loaded.", &entries, 300);
+        assert!(fitted.tokens <= 300 && !fitted.truncated);
+        let section: usize = kept.iter().map(|e| Heuristic.count(e) + 2).sum();
+        assert!(
+            section > (300 - policy.overhead(&Heuristic)) / 2,
+            "{section}: more than its share"
+        );
+        assert_eq!(kept[..], entries[..kept.len()], "newest first");
+        assert_eq!(kept.len() + dropped.len(), entries.len());
+    }
+
+    /// Where counting the whole says more than the parts (as BPE can), the
+    /// oldest entries leave until the whole fits, never the newest. A
+    /// counter that charges long texts extra reaches that refit.
+    #[test]
+    fn the_refit_drops_the_oldest_entries_when_the_whole_counts_more() {
+        let policy = FoldPolicy::new();
+        let surcharged = |t: &str| t.len().div_ceil(4) + (t.len() / 100).pow(2);
+        let entries: Vec<String> = (0..30).map(|i| format!("/srv/data/file-{i:03}.csv")).collect();
+        let texts: Vec<&str> = entries.iter().map(String::as_str).collect();
+        let tokens: Vec<usize> = texts
+            .iter()
+            .map(|t| ledger::entry_tokens(t, &surcharged))
+            .collect();
+        let limit = 260;
+        let fitted = policy.finish("Loaded.", &texts, &tokens, &|_| false, limit, &surcharged, true);
+        assert!(fitted.tokens <= limit, "{}", fitted.tokens);
+        assert_eq!(fitted.tokens, surcharged.count_message(&fitted.message));
+        // By the entries' own counts, more would have fitted than were listed.
+        let overhead = policy.overhead(&surcharged);
+        let room =
+            limit - overhead - (surcharged.count_message(&policy.summary_message("Loaded.")) - overhead);
+        let mut sum = surcharged.count(ledger::LEDGER_HEADING) + 2;
+        let by_parts = tokens.iter().take_while(|&&t| {
+            sum += t;
+            sum <= room
+        });
+        let by_parts = by_parts.count();
+        let listed = fitted.listed.clone();
+        assert!(
+            !listed.is_empty() && listed.len() < by_parts,
+            "{} of {by_parts}",
+            listed.len()
+        );
+        assert_eq!(
+            listed,
+            (0..listed.len()).collect::<Vec<_>>(),
+            "the newest kept, the oldest dropped"
+        );
     }
 
     #[test]

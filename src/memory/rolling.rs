@@ -14,7 +14,7 @@ use crate::summarize::{AsyncSummarizer, Summarizer};
 impl<S, C: TokenCounter> Settings<S, C> {
     /// `state`, each buffered message counted once.
     fn buffer(&self, state: State) -> Buffer {
-        Buffer::new(state, Some(&self.counter))
+        Buffer::new(state, &self.counter, true, &self.policy)
     }
 
     /// How this memory's folds are checked and cut.
@@ -23,6 +23,7 @@ impl<S, C: TokenCounter> Settings<S, C> {
             policy: &self.policy,
             counter: &self.counter,
             allowance: self.allowance(),
+            exact: false,
         }
     }
 }
@@ -142,7 +143,7 @@ impl<S: Summarizer, C: TokenCounter> Remember for RollingMemory<S, C> {
         };
         let answer = summarizer.summarize(&request).map_err(|e| e.into());
         drop(request);
-        let summary = ticket.complete(answer, rules);
+        let summary = self.buffer.complete(&ticket, answer, rules);
         match self.buffer.land(ticket, summary) {
             Landed::Failed { error, .. } => Err(error),
             Landed::Folded { .. } | Landed::Stale => Ok(()),

@@ -68,6 +68,7 @@ impl<C: TokenCounter> Fold<C> {
             policy: &self.policy,
             counter: &self.counter,
             allowance: self.allowance(),
+            exact: false,
         }
     }
 }
@@ -85,7 +86,7 @@ impl<S: Summarizer> SummaryMemory<S> {
             counter: Heuristic,
         };
         SummaryMemory {
-            buffer: Buffer::new::<Heuristic>(state, None),
+            buffer: Buffer::new(state, &Heuristic, false, &fold.policy),
             summarizer,
             fold,
         }
@@ -164,7 +165,7 @@ impl<S: Summarizer, C: TokenCounter> Remember for SummaryMemory<S, C> {
         };
         let answer = self.summarizer.summarize(&request).map_err(|e| e.into());
         drop(request);
-        let summary = ticket.complete(answer, rules);
+        let summary = self.buffer.complete(&ticket, answer, rules);
         match self.buffer.land(ticket, summary) {
             Landed::Failed { error, .. } => Err(error),
             Landed::Folded { .. } | Landed::Stale => Ok(()),
@@ -216,7 +217,7 @@ impl<S: AsyncSummarizer> AsyncSummaryMemory<S> {
             counter: Heuristic,
         };
         AsyncSummaryMemory {
-            cell: Mutex::new(Buffer::new::<Heuristic>(state, None)),
+            cell: Mutex::new(Buffer::new(state, &Heuristic, false, &fold.policy)),
             summarizer,
             fold,
         }

@@ -66,7 +66,7 @@ pub struct SummaryRequest<'a> {
     previous: Option<Cow<'a, str>>,
     messages: Folded<'a>,
     allowance: usize,
-    ledger: Vec<String>,
+    ledger: Cow<'a, [String]>,
 }
 
 /// The folded messages: borrowed from the caller (a list, or a slice less
@@ -93,7 +93,7 @@ impl<'a> SummaryRequest<'a> {
             previous: previous.map(Cow::Borrowed),
             messages: Folded::Borrowed(messages.into_iter().collect()),
             allowance,
-            ledger: Vec::new(),
+            ledger: Cow::Borrowed(&[]),
         }
     }
 
@@ -108,12 +108,12 @@ impl<'a> SummaryRequest<'a> {
             previous,
             messages: Folded::Skipping { messages, skip },
             allowance,
-            ledger: Vec::new(),
+            ledger: Cow::Borrowed(&[]),
         }
     }
 
     /// The same request with the ledger's entries.
-    pub(crate) fn with_ledger(mut self, entries: Vec<String>) -> Self {
+    pub(crate) fn with_ledger(mut self, entries: Cow<'a, [String]>) -> Self {
         self.ledger = entries;
         self
     }
@@ -186,13 +186,13 @@ impl<'a> SummaryRequest<'a> {
                         previous: None,
                         messages: borrowed,
                         allowance: 0,
-                        ledger: Vec::new(),
+                        ledger: Cow::Borrowed(&[]),
                     };
                     Folded::Owned(request.messages().cloned().collect())
                 }
             },
             allowance: self.allowance,
-            ledger: self.ledger,
+            ledger: Cow::Owned(self.ledger.into_owned()),
         }
     }
 }

@@ -184,6 +184,7 @@ impl<S, C> Core<S, C> {
             policy: &settings.policy,
             counter: &settings.counter,
             allowance: settings.allowance(),
+            exact: true,
         }
     }
 }
@@ -231,7 +232,7 @@ where
             summary => counter.count_message(&settings.policy.summary_message(summary)),
         };
         let tiers = Tiers {
-            buffer: Buffer::new(state, Some(counter)),
+            buffer: Buffer::new(state, counter, true, &settings.policy),
             system_tokens,
             summary_tokens,
             ..Tiers::default()
