@@ -368,8 +368,14 @@ impl Buffer {
             texts.push((t.as_str(), Source::Fresh(i)));
             tokens.push(n);
         }
+        let values: Vec<&str> = fresh.texts.iter().map(|f| ledger::value_of(f)).collect();
         for (i, (t, &n)) in self.ledger.texts.iter().zip(&self.ledger.tokens).enumerate() {
-            if !fresh.texts.iter().any(|f| ledger::same(f, t)) {
+            // Only an entry as long as a fresh one's value, or longer, can name it.
+            let fresh_again = !values.is_empty()
+                && values
+                    .iter()
+                    .any(|v| t.len() >= v.len() && ledger::value_of(t) == *v);
+            if !fresh_again {
                 texts.push((t.as_str(), Source::Carried(i)));
                 tokens.push(n);
             }

@@ -509,8 +509,11 @@ pub(crate) fn candidates<'m>(
 }
 
 /// The identifier an entry names: the value of a `key: value` entry.
-fn value_of(entry: &str) -> &str {
-    entry.split_once(": ").map_or(entry, |(_, v)| v)
+pub(crate) fn value_of(entry: &str) -> &str {
+    let bytes = entry.as_bytes();
+    memchr::memchr_iter(b':', bytes)
+        .find(|&i| bytes.get(i + 1) == Some(&b' '))
+        .map_or(entry, |i| &entry[i + 2..])
 }
 
 /// Whether two entries name the same identifier (`key: value` and a bare
@@ -523,7 +526,7 @@ pub(crate) fn same(a: &str, b: &str) -> bool {
 /// listed. (A `key: value` entry whose value alone is in the prose is still
 /// listed: read back from prose, a value matches no pattern of its own.)
 pub(crate) fn covered(entry: &str, prose: &str) -> bool {
-    prose.contains(entry)
+    entry.len() <= prose.len() && memchr::memmem::find(prose.as_bytes(), entry.as_bytes()).is_some()
 }
 
 /// `prose` followed by the ledger section listing `entries` (none: `prose`).
