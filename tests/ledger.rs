@@ -310,6 +310,64 @@ proptest! {
         }
     }
 
+    /// A summarizer that keeps nothing, twenty stateless compactions, both
+    /// formats: every identifier of the folded turns (in user text, tool
+    /// call arguments or `tool_use` inputs, tool results) is still in the
+    /// context, verbatim, when they all fit the summary's room.
+    #[test]
+    fn every_identifier_that_fits_survives_a_summarizer_that_drops_everything(
+        ids in prop::collection::vec(common::identifier(), 1..9),
+        anthropic in any::<bool>(),
+    ) {
+        let nothing = |_: &SummaryRequest<'_>| Ok::<_, Infallible>("Nothing to keep.".to_owned());
+        let compactor = Compactor::new(1_200);
+        let mut history = Vec::new();
+        for (i, id) in ids.iter().enumerate() {
+            let call = format!("call_{i}");
+            match (i % 3, anthropic) {
+                (0, _) => history.push(Message::user(format!("Please look at {id} first."))),
+                (1, false) => {
+                    history.push(Message::assistant_tool_calls(vec![ToolCall::new(call.clone(), "open", format!(r#"{{"target": "{id}"}}"#))]));
+                    history.push(Message::tool("opened", call));
+                }
+                (_, false) => {
+                    history.push(Message::assistant_tool_calls(vec![ToolCall::new(call.clone(), "find", "{}")]));
+                    history.push(Message::tool(format!("found {id} in the index"), call));
+                }
+                (1, true) => {
+                    let m: Message = serde_json::from_value(serde_json::json!({"role": "assistant", "content": [
+                        {"type": "tool_use", "id": call, "name": "open", "input": {"target": id}}]})).unwrap();
+                    history.push(m);
+                    history.push(serde_json::from_value(serde_json::json!({"role": "user", "content": [
+                        {"type": "tool_result", "tool_use_id": call, "content": "opened"}]})).unwrap());
+                }
+                (_, true) => {
+                    let m: Message = serde_json::from_value(serde_json::json!({"role": "assistant", "content": [
+                        {"type": "tool_use", "id": call, "name": "find", "input": {}}]})).unwrap();
+                    history.push(m);
+                    history.push(serde_json::from_value(serde_json::json!({"role": "user", "content": [
+                        {"type": "tool_result", "tool_use_id": call, "content": format!("found {id} in the index")}]})).unwrap());
+                }
+            }
+            history.push(Message::assistant("Done."));
+        }
+        for turn in 0..20 {
+            for k in 0..6 {
+                history.push(Message::user(format!("turn {turn}.{k}: a question about nothing in particular")));
+                history.push(Message::assistant("An answer about nothing in particular, at some length."));
+            }
+            let result = compactor.compact(&history, &nothing).unwrap();
+            prop_assert!(result.tokens_after <= 1_200 || result.over_budget);
+            history = result.messages.into_owned();
+        }
+        let context = serde_json::to_string(&history).unwrap();
+        let text = context_text(&history);
+        for id in &ids {
+            let escaped = serde_json::to_string(id).unwrap();
+            prop_assert!(text.contains(id.as_str()) || context.contains(escaped.trim_matches('"')), "{} lost: {}", id, text);
+        }
+    }
+
     /// A previous summary without a ledger section is read back whole, as prose.
     #[test]
     fn a_summary_without_a_section_is_all_prose(prose in "[a-zA-Z .,\\n]{1,200}") {
