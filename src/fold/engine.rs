@@ -142,6 +142,8 @@ enum Source {
 pub(crate) struct Completed {
     fitted: Fitted,
     ledger: Vec<Source>,
+    /// The most entries the memory keeps ([`FoldPolicy::enough`]).
+    cap: usize,
 }
 
 /// What landing a fold did.
@@ -331,7 +333,7 @@ impl Buffer {
                     "",
                     &[],
                     &policy.ledger_patterns,
-                    FoldPolicy::enough(allowance),
+                    policy.enough(allowance),
                     allowance.saturating_mul(32),
                 );
                 Entries::counted(texts, rules.counter)
@@ -339,8 +341,10 @@ impl Buffer {
             false => Entries::default(),
         };
         let told = match policy.ledger {
+            // The section's share, from the entries' counts (a repeated
+            // entry counted twice: the summarizer is told a little less).
             true => {
-                let (_, tokens) = self.merged(&fresh);
+                let tokens: Vec<usize> = fresh.tokens.iter().chain(&self.ledger.tokens).copied().collect();
                 policy.told(&tokens, rules.allowance, rules.counter)
             }
             false => rules.allowance,
@@ -368,13 +372,19 @@ impl Buffer {
             texts.push((t.as_str(), Source::Fresh(i)));
             tokens.push(n);
         }
-        let values: Vec<&str> = fresh.texts.iter().map(|f| ledger::value_of(f)).collect();
-        for (i, (t, &n)) in self.ledger.texts.iter().zip(&self.ledger.tokens).enumerate() {
-            // Only an entry as long as a fresh one's value, or longer, can name it.
-            let fresh_again = !values.is_empty()
-                && values
-                    .iter()
-                    .any(|v| t.len() >= v.len() && ledger::value_of(t) == *v);
+        let ledger = &self.ledger;
+        for (i, ((t, &n), key)) in ledger
+            .texts
+            .iter()
+            .zip(&ledger.tokens)
+            .zip(&ledger.keys)
+            .enumerate()
+        {
+            let fresh_again = fresh
+                .keys
+                .iter()
+                .zip(&fresh.texts)
+                .any(|(k, f)| k == key && ledger::same(f, t));
             if !fresh_again {
                 texts.push((t.as_str(), Source::Carried(i)));
                 tokens.push(n);
@@ -416,7 +426,11 @@ impl Buffer {
             .filter(|&(i, _)| dropped.next_if_eq(&i).is_none())
             .map(|(_, &(_, source))| source)
             .collect();
-        Ok(Completed { fitted, ledger })
+        Ok(Completed {
+            fitted,
+            ledger,
+            cap: policy.enough(rules.allowance),
+        })
     }
 
     /// Begins a fold that runs while the lock is released: as
@@ -446,25 +460,24 @@ impl Buffer {
             return Landed::Stale;
         }
         match summary {
-            Ok(Completed { fitted, ledger }) => {
-                let mut fresh: Vec<Option<(String, usize)>> = ticket
-                    .fresh
-                    .texts
-                    .into_iter()
-                    .zip(ticket.fresh.tokens)
-                    .map(Some)
-                    .collect();
-                let old = std::mem::take(&mut self.ledger);
-                let mut carried: Vec<Option<(String, usize)>> =
-                    old.texts.into_iter().zip(old.tokens).map(Some).collect();
-                for source in ledger {
+            Ok(Completed { fitted, ledger, cap }) => {
+                let entries = |e: Entries| -> Vec<Option<(String, usize, u64)>> {
+                    e.texts
+                        .into_iter()
+                        .zip(e.tokens)
+                        .zip(e.keys)
+                        .map(|((t, n), k)| Some((t, n, k)))
+                        .collect()
+                };
+                let mut fresh = entries(ticket.fresh);
+                let mut carried = entries(std::mem::take(&mut self.ledger));
+                for source in ledger.into_iter().take(cap) {
                     let entry = match source {
                         Source::Fresh(i) => fresh.get_mut(i).and_then(Option::take),
                         Source::Carried(i) => carried.get_mut(i).and_then(Option::take),
                     };
-                    if let Some((text, tokens)) = entry {
-                        self.ledger.texts.push(text);
-                        self.ledger.tokens.push(tokens);
+                    if let Some((text, tokens, key)) = entry {
+                        self.ledger.push(text, tokens, key);
                     }
                 }
                 self.state.summary = fitted.body;

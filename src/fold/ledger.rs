@@ -16,13 +16,30 @@ use crate::message::Message;
 pub(crate) struct Entries {
     pub texts: Vec<String>,
     pub tokens: Vec<usize>,
+    /// A hash of each entry's identifier ([`value_of`]), to find one again
+    /// without comparing texts.
+    pub keys: Vec<u64>,
+}
+
+/// The hash [`Entries::keys`] holds.
+pub(crate) fn key_of(entry: &str) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(value_of(entry))
 }
 
 impl Entries {
     /// `texts`, each counted by `counter`.
     pub(crate) fn counted<C: crate::count::TokenCounter + ?Sized>(texts: Vec<String>, counter: &C) -> Self {
         let tokens = texts.iter().map(|t| entry_tokens(t, counter)).collect();
-        Entries { texts, tokens }
+        let keys = texts.iter().map(|t| key_of(t)).collect();
+        Entries { texts, tokens, keys }
+    }
+
+    /// Appends one entry (its count and key already known).
+    pub(crate) fn push(&mut self, text: String, tokens: usize, key: u64) {
+        self.texts.push(text);
+        self.tokens.push(tokens);
+        self.keys.push(key);
     }
 
     pub(crate) fn len(&self) -> usize {

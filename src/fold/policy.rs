@@ -455,7 +455,7 @@ impl FoldPolicy {
             &prose_text,
             &old,
             &self.ledger_patterns,
-            Self::enough(allowance),
+            self.enough(allowance),
             allowance.saturating_mul(32),
         );
         let entries = Entries::counted(texts, counter);
@@ -467,10 +467,12 @@ impl FoldPolicy {
         }
     }
 
-    /// How many candidates are worth finding for `allowance` tokens of
-    /// summary text: as many as could be listed if the ledger took it all.
-    pub(crate) fn enough(allowance: usize) -> usize {
-        allowance / 4 + 8
+    /// How many entries a ledger holds at most for `allowance` tokens of
+    /// summary text: as many as twice its share could list at 8 tokens an
+    /// entry, so that the room a short prose leaves is used, while finding
+    /// and carrying entries stays a cost of the share's size.
+    pub(crate) fn enough(&self, allowance: usize) -> usize {
+        self.ledger_share(allowance) / 4 + 8
     }
 
     /// The allowance the summarizer is told: `allowance`, less the room the
