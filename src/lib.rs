@@ -58,7 +58,8 @@
 //! # Crate features
 //!
 //! - `tiktoken` (default): [`Tiktoken`], exact OpenAI token counts
-//!   (`o200k_base`, `cl100k_base`, by model name) through tiktoken-rs.
+//!   (`o200k_base`, `cl100k_base`, by model name): tiktoken-rs's
+//!   vocabularies, prepared at build time, and a counter of chatfold's own.
 //! - `openai`: `summarize::OpenAiSummarizer`, for any OpenAI-compatible
 //!   Chat Completions endpoint (OpenAI, Ollama, vLLM, Gemini, OpenRouter).
 //! - `anthropic`: `summarize::AnthropicSummarizer`, for Anthropic's
