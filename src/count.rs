@@ -3,6 +3,10 @@
 use crate::message::{Content, Message, Part};
 
 #[cfg(feature = "tiktoken")]
+mod bpe;
+#[cfg(feature = "tiktoken")]
+mod table;
+#[cfg(feature = "tiktoken")]
 mod tiktoken;
 #[cfg(feature = "tiktoken")]
 pub use tiktoken::Tiktoken;

@@ -74,7 +74,8 @@
 //! # Crate features
 //!
 //! - `tiktoken` (default): [`Tiktoken`], exact OpenAI token counts
-//!   (`o200k_base`, `cl100k_base`, by model name) through tiktoken-rs.
+//!   (`o200k_base`, `cl100k_base`, by model name): tiktoken-rs's
+//!   vocabularies, prepared at build time, and a counter of chatfold's own.
 //! - `cache` (default): [`cache`] and [`Compactor::cache`], summary reuse
 //!   across compactions, for servers whose clients resend the whole
 //!   transcript (pulls in blake3, which keys the cache). Without it the

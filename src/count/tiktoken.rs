@@ -1,31 +1,41 @@
-//! Exact OpenAI token counts through tiktoken-rs.
+//! Exact OpenAI token counts: tiktoken's vocabularies, prepared at build
+//! time, and a byte-pair counter of our own over them.
 
 use std::fmt;
 use std::sync::OnceLock;
 
-use tiktoken_rs::CoreBPE;
 use tiktoken_rs::tokenizer::{Tokenizer, get_tokenizer};
 
+use super::bpe::{CL100K_SPLIT, Encoding, O200K_SPLIT, Vocab};
 use super::{MESSAGE_OVERHEAD, TokenCounter};
 use crate::error::{Error, Result, TokenizerError};
 use crate::message::Message;
-
-/// Texts longer than this are counted in pieces cut where the tokenizer's
-/// pre-split would cut them anyway, so counts stay exact and very long
-/// texts never reach the regex engine's stack limit in one call.
-const PIECE_BYTES: usize = 16 * 1024;
 
 /// The longest token of `o200k_base` and `cl100k_base`, in bytes: no text
 /// counts fewer tokens than its length over this.
 const LONGEST_TOKEN: usize = 128;
 
+/// The tables `build.rs` writes for an encoding.
+macro_rules! vocab {
+    ($name:literal) => {
+        Vocab::new(
+            include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".bytes")),
+            include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".ends")),
+            include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".slots")),
+        )
+    };
+}
+
 /// OpenAI's tokenizers, exact: `o200k_base` (GPT-4o, GPT-4.1, GPT-5, o-series)
 /// and `cl100k_base` (GPT-4, GPT-3.5).
 ///
-/// Each encoder is built once per process, on first use, and shared: a
-/// `Tiktoken` is a reference to it and is `Copy`. Text is counted as ordinary
-/// text: special-token strings such as `<|endoftext|>` inside a message count
-/// as the text they are, as the chat APIs treat them.
+/// The counts are tiktoken's (`encode_ordinary(text).len()`), from the
+/// vocabularies tiktoken-rs ships, which the build turns into tables read
+/// in place: loading an encoding only compiles its pre-split regex, once
+/// per process, on first use, and shares it: a `Tiktoken` is a reference to
+/// it and is `Copy`. Text is counted as ordinary text: special-token
+/// strings such as `<|endoftext|>` inside a message count as the text they
+/// are, as the chat APIs treat them.
 ///
 /// # Examples
 ///
@@ -41,7 +51,7 @@ const LONGEST_TOKEN: usize = 128;
 /// ```
 #[derive(Clone, Copy)]
 pub struct Tiktoken {
-    bpe: &'static CoreBPE,
+    bpe: &'static Encoding,
     name: &'static str,
 }
 
@@ -52,8 +62,8 @@ impl Tiktoken {
     ///
     /// [`Error::Tokenizer`] if the bundled vocabulary cannot be loaded.
     pub fn o200k_base() -> Result<Self> {
-        static CELL: OnceLock<std::result::Result<CoreBPE, String>> = OnceLock::new();
-        Self::load(&CELL, "o200k_base", tiktoken_rs::o200k_base)
+        static CELL: OnceLock<std::result::Result<Encoding, String>> = OnceLock::new();
+        Self::load(&CELL, "o200k_base", || vocab!("o200k_base"), O200K_SPLIT)
     }
 
     /// The `cl100k_base` encoding.
@@ -62,8 +72,8 @@ impl Tiktoken {
     ///
     /// [`Error::Tokenizer`] if the bundled vocabulary cannot be loaded.
     pub fn cl100k_base() -> Result<Self> {
-        static CELL: OnceLock<std::result::Result<CoreBPE, String>> = OnceLock::new();
-        Self::load(&CELL, "cl100k_base", tiktoken_rs::cl100k_base)
+        static CELL: OnceLock<std::result::Result<Encoding, String>> = OnceLock::new();
+        Self::load(&CELL, "cl100k_base", || vocab!("cl100k_base"), CL100K_SPLIT)
     }
 
     /// The encoding of an OpenAI model (`gpt-4o`, `gpt-4.1`, `o3`, `gpt-4`,
@@ -105,12 +115,13 @@ impl Tiktoken {
         self.name
     }
 
-    fn load<E: fmt::Display>(
-        cell: &'static OnceLock<std::result::Result<CoreBPE, String>>,
+    fn load(
+        cell: &'static OnceLock<std::result::Result<Encoding, String>>,
         name: &'static str,
-        build: fn() -> std::result::Result<CoreBPE, E>,
+        vocab: fn() -> Vocab,
+        split: &str,
     ) -> Result<Self> {
-        match cell.get_or_init(|| build().map_err(|e| e.to_string())) {
+        match cell.get_or_init(|| Encoding::new(vocab(), split).map_err(|e| e.to_string())) {
             Ok(bpe) => Ok(Tiktoken { bpe, name }),
             Err(reason) => Err(Error::Tokenizer(TokenizerError::Load {
                 name,
@@ -122,14 +133,7 @@ impl Tiktoken {
 
 impl TokenCounter for Tiktoken {
     fn count(&self, text: &str) -> usize {
-        let mut total = 0usize;
-        let mut rest = text;
-        while rest.len() > PIECE_BYTES {
-            let cut = split_point(rest, PIECE_BYTES);
-            total = total.saturating_add(self.bpe.count_ordinary(&rest[..cut]));
-            rest = &rest[cut..];
-        }
-        total.saturating_add(self.bpe.count_ordinary(rest))
+        self.bpe.count(text)
     }
 
     fn count_message_at_least(&self, message: &Message) -> usize {
@@ -143,30 +147,6 @@ impl TokenCounter for Tiktoken {
     }
 }
 
-/// A byte index at or below `target` (and past half of it) where the text
-/// can be cut without changing its token count: a single space between two
-/// non-space characters. The OpenAI pre-split patterns never join the
-/// character before such a space with the space, and look only forward, so
-/// the pieces on either side tokenize as they would in the whole text.
-/// Without such a space (a huge run of one character), any character boundary.
-fn split_point(text: &str, target: usize) -> usize {
-    let bytes = text.as_bytes();
-    let low = (target / 2).max(1);
-    for i in (low..target.min(bytes.len().saturating_sub(1))).rev() {
-        if bytes[i] == b' '
-            && text[..i].chars().next_back().is_some_and(|c| !c.is_whitespace())
-            && text[i + 1..].chars().next().is_some_and(|c| !c.is_whitespace())
-        {
-            return i;
-        }
-    }
-    let mut cut = target.min(text.len());
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    cut.max(1)
-}
-
 impl fmt::Debug for Tiktoken {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Tiktoken").field("name", &self.name).finish()
@@ -176,24 +156,6 @@ impl fmt::Debug for Tiktoken {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn split_points_are_char_boundaries_and_progress() {
-        let text = "é".repeat(20_000);
-        let cut = split_point(&text, PIECE_BYTES);
-        assert!(text.is_char_boundary(cut) && cut > 0 && cut <= PIECE_BYTES);
-        let spaced = "word ".repeat(10_000);
-        let cut = split_point(&spaced, PIECE_BYTES);
-        assert_eq!(&spaced[cut..cut + 1], " ");
-    }
-
-    #[test]
-    fn long_text_counts_as_whole() {
-        let t = Tiktoken::o200k_base().unwrap();
-        let text = "The quick brown fox, jumps over 1234 lazy dogs!\n  ".repeat(2_000);
-        assert!(text.len() > 4 * PIECE_BYTES);
-        assert_eq!(t.count(&text), t.bpe.count_ordinary(&text));
-    }
 
     #[test]
     fn lower_bound_never_exceeds_the_count() {

@@ -1,0 +1,274 @@
+//! An exact byte-pair counter over the vocabulary tables `build.rs`
+//! prepares: the same pre-split and the same merges as tiktoken, with
+//! nothing to build at run time but the pre-split regex.
+
+use std::collections::BinaryHeap;
+
+use regex::Regex;
+
+use super::table;
+
+/// One encoding: its vocabulary and its pre-split.
+#[derive(Debug)]
+pub(crate) struct Encoding {
+    vocab: Vocab,
+    split: Regex,
+}
+
+/// tiktoken's `o200k_base` pre-split without its one look-ahead,
+/// `\s+(?!\S)`, which [`Encoding::count`] applies to the `\s+` matches.
+pub(crate) const O200K_SPLIT: &str = concat!(
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"|\p{N}{1,3}",
+    r"| ?[^\s\p{L}\p{N}]+[\r\n/]*",
+    r"|\s*[\r\n]+",
+    r"|\s+",
+);
+
+/// tiktoken-rs's `cl100k_base` pre-split, likewise (its possessive
+/// quantifiers change no match here, so they are plain ones).
+pub(crate) const CL100K_SPLIT: &str = concat!(
+    r"'(?i:[sdmt]|ll|ve|re)",
+    r"|[^\r\n\p{L}\p{N}]?\p{L}+",
+    r"|\p{N}{1,3}",
+    r"| ?[^\s\p{L}\p{N}]+[\r\n]*",
+    r"|\s+$",
+    r"|\s*[\r\n]",
+    r"|\s+",
+);
+
+impl Encoding {
+    /// The encoding over the tables of `vocab` and the pre-split `split`.
+    pub(crate) fn new(vocab: Vocab, split: &str) -> Result<Self, regex::Error> {
+        Ok(Encoding {
+            vocab,
+            split: Regex::new(split)?,
+        })
+    }
+
+    /// Tokens in `text`, as tiktoken's `encode_ordinary(text).len()`.
+    pub(crate) fn count(&self, text: &str) -> usize {
+        let mut total = 0usize;
+        let mut at = 0;
+        while let Some(found) = self.split.find_at(text, at) {
+            let piece = found.as_str();
+            let mut end = found.end();
+            // The pattern's `\s+(?!\S)`: a run of whitespace (no line break,
+            // or `\s*[\r\n]` would have matched) followed by more text gives
+            // its last character to what follows.
+            if end < text.len()
+                && piece.chars().next_back().is_some_and(char::is_whitespace)
+                && !piece.contains(['\r', '\n'])
+            {
+                if let Some((last, _)) = piece.char_indices().next_back() {
+                    if last > 0 {
+                        end = found.start() + last;
+                    }
+                }
+            }
+            let piece = text.as_bytes().get(found.start()..end).unwrap_or_default();
+            total = total.saturating_add(self.vocab.count(piece));
+            at = end;
+        }
+        total
+    }
+}
+
+/// A vocabulary laid out as src/count/table.rs says, in static memory.
+#[derive(Debug)]
+pub(crate) struct Vocab {
+    bytes: &'static [u8],
+    ends: &'static [u8],
+    slots: &'static [u8],
+    bits: u32,
+}
+
+/// The rank of a pair that is no token.
+const NONE: u32 = u32::MAX;
+
+fn word(data: &[u8], i: usize) -> u32 {
+    match data.get(i * 4..i * 4 + 4) {
+        Some(&[a, b, c, d]) => u32::from_le_bytes([a, b, c, d]),
+        _ => 0,
+    }
+}
+
+impl Vocab {
+    /// The tables `build.rs` wrote: token bytes, end offsets, slots.
+    pub(crate) fn new(bytes: &'static [u8], ends: &'static [u8], slots: &'static [u8]) -> Self {
+        let count = slots.len() / 4;
+        // `count` is a power of two; a table of one slot is never written.
+        let bits = count.max(2).trailing_zeros();
+        Vocab {
+            bytes,
+            ends,
+            slots,
+            bits,
+        }
+    }
+
+    fn token(&self, rank: usize) -> &[u8] {
+        let start = match rank {
+            0 => 0,
+            r => word(self.ends, r - 1) as usize,
+        };
+        let end = word(self.ends, rank) as usize;
+        self.bytes.get(start..end).unwrap_or_default()
+    }
+
+    /// The rank of the token `bytes`, or [`NONE`].
+    fn rank(&self, bytes: &[u8]) -> u32 {
+        let hash = table::hash(bytes);
+        let tag = table::tag(hash);
+        let mask = (1usize << self.bits) - 1;
+        let mut i = table::home(hash, self.bits);
+        // The table is at most half full: some slot is empty.
+        for _ in 0..=mask {
+            let slot = word(self.slots, i);
+            if slot == 0 {
+                return NONE;
+            }
+            if slot >> table::RANK_BITS == tag {
+                let rank = (slot & table::RANK_MASK) - 1;
+                if self.token(rank as usize) == bytes {
+                    return rank;
+                }
+            }
+            i = (i + 1) & mask;
+        }
+        NONE
+    }
+
+    /// Tokens in one pre-split piece, as tiktoken's `byte_pair_encode`
+    /// (and the same merges: short pieces as its `_byte_pair_merge`, long
+    /// ones as its `_byte_pair_merge_large`).
+    fn count(&self, piece: &[u8]) -> usize {
+        if piece.len() <= 1 || self.rank(piece) != NONE {
+            return piece.len().min(1);
+        }
+        if piece.len() < 100 {
+            self.merge_short(piece)
+        } else {
+            self.merge_long(piece)
+        }
+    }
+
+    /// Merges the lowest-ranked adjacent pair (the leftmost of equals)
+    /// until no pair is a token; O(n²), fast for short pieces.
+    fn merge_short(&self, piece: &[u8]) -> usize {
+        // (start, rank of the pair starting here)
+        let mut parts: Vec<(usize, u32)> = Vec::with_capacity(piece.len() + 1);
+        let mut min = (NONE, usize::MAX);
+        for i in 0..piece.len() - 1 {
+            let rank = self.rank(&piece[i..i + 2]);
+            if rank < min.0 {
+                min = (rank, i);
+            }
+            parts.push((i, rank));
+        }
+        parts.push((piece.len() - 1, NONE));
+        parts.push((piece.len(), NONE));
+        let pair = |parts: &[(usize, u32)], i: usize| match (parts.get(i), parts.get(i + 3)) {
+            (Some(&(start, _)), Some(&(end, _))) => self.rank(&piece[start..end]),
+            _ => NONE,
+        };
+        while min.0 != NONE {
+            let i = min.1;
+            if i > 0 {
+                parts[i - 1].1 = pair(&parts, i - 1);
+            }
+            parts[i].1 = pair(&parts, i);
+            parts.remove(i + 1);
+            min = (NONE, usize::MAX);
+            for (i, &(_, rank)) in parts[..parts.len() - 1].iter().enumerate() {
+                if rank < min.0 {
+                    min = (rank, i);
+                }
+            }
+        }
+        parts.len() - 1
+    }
+
+    /// The same merges through a heap: O(n log n) for long pieces.
+    fn merge_long(&self, piece: &[u8]) -> usize {
+        #[derive(Clone, Copy)]
+        struct Part {
+            prev: usize,
+            end: usize,
+            next_end: usize,
+            next_rank: u32,
+        }
+        /// Pops the lowest rank, then the leftmost start.
+        #[derive(PartialEq, Eq)]
+        struct Merge {
+            rank: u32,
+            start: usize,
+        }
+        impl Ord for Merge {
+            fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+                (other.rank, other.start).cmp(&(self.rank, self.start))
+            }
+        }
+        impl PartialOrd for Merge {
+            fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+                Some(self.cmp(other))
+            }
+        }
+
+        let len = piece.len();
+        let mut parts: Vec<Part> = (0..len)
+            .map(|i| Part {
+                prev: i.wrapping_sub(1),
+                end: i + 1,
+                next_end: i + 2,
+                next_rank: NONE,
+            })
+            .collect();
+        let mut heap = BinaryHeap::with_capacity(len);
+        for i in 0..len - 1 {
+            let rank = self.rank(&piece[i..i + 2]);
+            if rank != NONE {
+                heap.push(Merge { rank, start: i });
+                parts[i].next_rank = rank;
+            }
+        }
+        // The pair starting at `start` now ends at `next_end`.
+        let offer = |parts: &mut [Part], heap: &mut BinaryHeap<Merge>, start: usize, next_end| {
+            parts[start].next_end = next_end;
+            parts[start].next_rank = NONE;
+            if next_end <= len {
+                let rank = self.rank(&piece[start..next_end]);
+                if rank != NONE {
+                    heap.push(Merge { rank, start });
+                    parts[start].next_rank = rank;
+                }
+            }
+        };
+        while let Some(Merge { rank, start }) = heap.pop() {
+            if rank != parts[start].next_rank {
+                continue; // outdated
+            }
+            let right = parts[start].end;
+            let right_end = parts[start].next_end;
+            let right_next_end = parts[right].next_end;
+            parts[start].end = right_end;
+            offer(&mut parts, &mut heap, start, right_next_end);
+            if right_end < len {
+                parts[right_end].prev = start;
+            }
+            if start > 0 {
+                let prev = parts[start].prev;
+                offer(&mut parts, &mut heap, prev, right_end);
+            }
+            parts[right].next_rank = NONE;
+        }
+        let mut tokens = 0;
+        let mut i = 0;
+        while i < len {
+            tokens += 1;
+            i = parts[i].end;
+        }
+        tokens
+    }
+}
