@@ -334,7 +334,7 @@ impl Buffer {
                     &[],
                     &policy.ledger_patterns,
                     policy.enough(allowance),
-                    allowance.saturating_mul(32),
+                    allowance.saturating_mul(8),
                 );
                 Entries::counted(texts, rules.counter)
             }

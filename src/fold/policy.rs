@@ -33,16 +33,21 @@ pub const DEFAULT_SUMMARY_PREFIX: &str = "Summary of earlier conversation:\n";
 /// the string values of keys that name identifiers, as `key: value`) that the
 /// summarizer's text does not already hold verbatim are listed after it,
 /// newest first, under the heading [`LEDGER_HEADING`](crate::LEDGER_HEADING),
-/// one `- entry` a line. The section takes at most
-/// [`ledger_percent`](Self::ledger_percent) of the summary's allowance; the
-/// cut to the allowance shortens the prose first and never cuts an entry in
-/// half. When the summary is folded again, its ledger is read back and
-/// merged with the new entries (reappearing ones move to the front, the
-/// oldest leave first when room runs out), so identifiers survive any number
-/// of stateless compactions. Finding them reads the folded text newest first,
-/// one pass, and stops once it has more entries than the section can hold or
-/// has read 32 bytes per token of allowance (about eight times the text the
-/// allowance holds): the cost follows the budget, not the history.
+/// one `- entry` a line, none that the prose or the turns kept beside it
+/// already hold verbatim. The section takes the room the prose leaves, and
+/// at least [`ledger_percent`](Self::ledger_percent) of the summary's room:
+/// the prose keeps the rest as its floor, and the summarizer is told an
+/// allowance less the section's share. The cut to the allowance shortens
+/// the prose first and never cuts an entry in half. When the summary is
+/// folded again, its ledger is read back and merged with the new entries
+/// (reappearing ones move to the front, the oldest leave first when room
+/// runs out), so identifiers survive any number of stateless compactions.
+/// Finding them reads the folded text newest first, one pass, and stops
+/// once it has as many entries as twice the share could list (8 tokens an
+/// entry) or has read 8 bytes per token of allowance (about twice the text
+/// the allowance holds): the cost follows the budget, not the history. A
+/// memory reads its summary's ledger once and counts each entry once, when
+/// it enters.
 ///
 /// # Examples
 ///
@@ -456,7 +461,7 @@ impl FoldPolicy {
             &old,
             &self.ledger_patterns,
             self.enough(allowance),
-            allowance.saturating_mul(32),
+            allowance.saturating_mul(8),
         );
         let entries = Entries::counted(texts, counter);
         let told = self.told(&entries.tokens, allowance, counter);
