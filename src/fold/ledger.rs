@@ -337,6 +337,19 @@ fn usable(s: &str) -> bool {
     !s.trim().is_empty() && s.len() <= 300 && !s.contains('\n')
 }
 
+/// Whether `text` may hold an identifier of a built-in class: every class
+/// needs a digit, `:`, `/`, `\\`, `@`, or a `.` followed by a letter or
+/// digit (a file name, a host), and prose mostly has none of them. One pass
+/// over the bytes, much cheaper than the patterns'.
+fn may_hold_one(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    bytes.iter().enumerate().any(|(i, &b)| match b {
+        b'0'..=b'9' | b':' | b'/' | b'\\' | b'@' => true,
+        b'.' => bytes.get(i + 1).is_some_and(u8::is_ascii_alphanumeric),
+        _ => false,
+    })
+}
+
 /// The identifiers in one text, in order of position: JSON `key: value`
 /// entries first when the text is a JSON object or array, then pattern
 /// matches (those inside a longer match, or equal to a JSON value, left out),
@@ -350,7 +363,7 @@ pub(crate) fn identifiers(text: &str, extra: &[LedgerPattern]) -> Vec<String> {
             json_entries(&value, &mut out, &mut json_values);
         }
     }
-    if let Some(patterns) = patterns() {
+    if let Some(patterns) = patterns().filter(|_| may_hold_one(text)) {
         for m in patterns.all.find_iter(text) {
             let mut found = m.as_str();
             // An absolute path's match holds the character before the path.
