@@ -406,7 +406,7 @@ fn the_ledger_keeps_identifiers_from_tool_use_inputs() {
 }
 
 /// The extractive summarizer reads Anthropic's tool calls and results as
-/// it reads OpenAI's: they are lines of its second tier.
+/// it reads OpenAI's: each call with its result is a line under `Tools:`.
 #[test]
 fn the_extractive_summary_names_tool_calls_and_results_in_blocks() {
     let mut messages = Vec::new();
@@ -423,7 +423,7 @@ fn the_extractive_summary_names_tool_calls_and_results_in_blocks() {
         .unwrap()
         .to_owned();
     assert!(
-        summary.contains(r#"called search({"q":"day 0 sights"})"#),
+        summary.contains(r#"search({"q":"day 0 sights"}) → Palace 0, museum 0, market 0."#),
         "{summary}"
     );
     assert!(summary.contains("Palace 0, museum 0, market 0."), "{summary}");

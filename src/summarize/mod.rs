@@ -17,6 +17,7 @@
 use std::borrow::Cow;
 use std::future::Future;
 
+use crate::count::TokenCounter;
 use crate::error::BoxError;
 use crate::message::Message;
 
@@ -67,6 +68,26 @@ pub struct SummaryRequest<'a> {
     messages: Folded<'a>,
     allowance: usize,
     ledger: Cow<'a, [String]>,
+    counter: CallerCounter<'a>,
+}
+
+/// The counter the caller measures the summary with, when it attached one.
+///
+/// Requests compare and print without it: it says how to measure, not what
+/// is asked.
+#[derive(Clone, Copy, Default)]
+struct CallerCounter<'a>(Option<&'a (dyn TokenCounter + Sync)>);
+
+impl std::fmt::Debug for CallerCounter<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "Some(..)" } else { "None" })
+    }
+}
+
+impl PartialEq for CallerCounter<'_> {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 /// The folded messages: borrowed from the caller (a list, or a slice less
@@ -94,6 +115,7 @@ impl<'a> SummaryRequest<'a> {
             messages: Folded::Borrowed(messages.into_iter().collect()),
             allowance,
             ledger: Cow::Borrowed(&[]),
+            counter: CallerCounter(None),
         }
     }
 
@@ -109,6 +131,7 @@ impl<'a> SummaryRequest<'a> {
             messages: Folded::Skipping { messages, skip },
             allowance,
             ledger: Cow::Borrowed(&[]),
+            counter: CallerCounter(None),
         }
     }
 
@@ -116,6 +139,33 @@ impl<'a> SummaryRequest<'a> {
     pub(crate) fn with_ledger(mut self, entries: Cow<'a, [String]>) -> Self {
         self.ledger = entries;
         self
+    }
+
+    /// The same request carrying `counter`, the one the caller measures the
+    /// summary with (see [`count`](Self::count)).
+    #[allow(dead_code)] // attached by the compactor and the memories
+    pub(crate) fn with_counter(mut self, counter: &'a (dyn TokenCounter + Sync)) -> Self {
+        self.counter = CallerCounter(Some(counter));
+        self
+    }
+
+    /// The caller's count of `text`, when the request carries its counter:
+    /// the tokens `text` takes as the caller measures the summary against
+    /// the [`allowance`](Self::allowance). `None` when the caller attached
+    /// none (a request made with [`new`](Self::new), or made owned by
+    /// [`into_owned`](Self::into_owned)); a summarizer then measures with a
+    /// counter of its own.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::{Message, SummaryRequest};
+    ///
+    /// let folded = [Message::user("hi")];
+    /// assert_eq!(SummaryRequest::new(None, &folded, 50).count("hello"), None);
+    /// ```
+    pub fn count(&self, text: &str) -> Option<usize> {
+        self.counter.0.map(|c| c.count(text))
     }
 
     /// The identifiers the summary's ledger section will keep verbatim
@@ -187,12 +237,14 @@ impl<'a> SummaryRequest<'a> {
                         messages: borrowed,
                         allowance: 0,
                         ledger: Cow::Borrowed(&[]),
+                        counter: CallerCounter(None),
                     };
                     Folded::Owned(request.messages().cloned().collect())
                 }
             },
             allowance: self.allowance,
             ledger: Cow::Owned(self.ledger.into_owned()),
+            counter: CallerCounter(None),
         }
     }
 }
@@ -395,7 +447,7 @@ where
 /// let folded = [Message::user("The deploy failed. Logs attached.")];
 /// let request = SummaryRequest::new(None, &folded, 50).into_owned();
 /// let summary = pollster::block_on(Ready(Extractive::new()).summarize(request))?;
-/// assert_eq!(summary, "user: The deploy failed. Logs attached.");
+/// assert_eq!(summary, "Started with:\nuser: The deploy failed. Logs attached.");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Copy, Debug, Default)]
@@ -440,5 +492,19 @@ mod tests {
             texts(&mut request.clone().into_owned().messages()),
             ["1", "3", "4"]
         );
+    }
+
+    #[test]
+    fn the_callers_counter_is_carried_but_not_owned() {
+        let h = [Message::user("a b c")];
+        let words = |t: &str| t.split_whitespace().count();
+        let request = SummaryRequest::new(None, &h, 10);
+        assert_eq!(request.count("a b c"), None);
+        let request = request.with_counter(&words);
+        assert_eq!(request.count("a b c"), Some(3));
+        // It measures; it is not part of what is asked.
+        assert_eq!(request, SummaryRequest::new(None, &h, 10));
+        assert_eq!(request.clone().count("x y"), Some(2));
+        assert_eq!(request.into_owned().count("a b c"), None);
     }
 }
