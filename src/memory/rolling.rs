@@ -34,10 +34,15 @@ impl<S, C: TokenCounter> Settings<S, C> {
 /// When the buffer passes `max_tokens`, its oldest whole units are folded into
 /// the summary with one summarizer call (previous summary + evicted turns, the
 /// summarizer told its allowance: the policy's `max_summary_tokens`, else
-/// `max_tokens`), and only then removed. A longer summary is cut to the
-/// allowance at a word boundary, so `messages()` stays within `max_tokens`
-/// plus the summary's cap. Without a summarizer evicted turns are dropped. The buffer is left opening with a
-/// user turn when it can be, and the latest unit stays even over budget.
+/// `max_tokens`), and only then removed; with a
+/// [`low_water`](Settings::low_water) mark, down to the mark. A longer
+/// summary is cut to the allowance at a word boundary, so `messages()` stays
+/// within `max_tokens` plus the summary's cap. The summary's size is its
+/// text's count plus its ledger entries' counts, each entry counted once
+/// when it entered: with a counter that is not additive (BPE), the whole can
+/// count a few tokens differently from that sum. Without a summarizer
+/// evicted turns are dropped. The buffer is left opening with a user turn
+/// when it can be, and the latest unit stays even over budget.
 ///
 /// Each message is counted once, when it is added (or restored), and the
 /// buffer's total is kept running: an add costs the same at the ten-thousandth
