@@ -280,10 +280,10 @@ fn strict_unreachable_budget_exits_4() {
     assert!(stderr(&out).starts_with("warning: the result takes"));
 }
 
-#[test]
-fn report_lists_every_index_once() {
-    let dir = std::env::temp_dir().join(format!("chatfold-report-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+/// `compact --budget 2000 --report FILE` on the sample, in a scratch folder
+/// named for `name`: the folder, the run and the report's text.
+fn sample_report(name: &str) -> (std::path::PathBuf, Output, String) {
+    let dir = scratch(name);
     let path = dir.join("report.json");
     let out = run(
         &[
@@ -297,7 +297,14 @@ fn report_lists_every_index_once() {
         b"",
     );
     assert!(out.status.success(), "{}", stderr(&out));
-    let report: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    (dir, out, text)
+}
+
+#[test]
+fn report_lists_every_index_once() {
+    let (dir, out, text) = sample_report("report");
+    let report: Value = serde_json::from_str(&text).unwrap();
     let input = chatfold::History::from_json_str(SAMPLE)
         .map(|h| h.messages)
         .unwrap();
@@ -975,21 +982,7 @@ fn a_trailing_tool_result_without_its_call_is_warned_of() {
 
 #[test]
 fn the_report_keeps_index_lists_on_one_line() {
-    let dir = scratch("report-lines");
-    let path = dir.join("report.json");
-    let out = run(
-        &[
-            "compact",
-            "--budget",
-            "2000",
-            "--report",
-            path.to_str().unwrap(),
-            "examples/history.json",
-        ],
-        b"",
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
-    let text = std::fs::read_to_string(&path).unwrap();
+    let (dir, _, text) = sample_report("report-lines");
     let messages = chatfold::History::from_json_str(SAMPLE).unwrap().messages.len();
     let fields = [
         "budget",

@@ -119,6 +119,19 @@ impl<C: ?Sized> Clone for Rules<'_, C> {
 
 impl<C: ?Sized> Copy for Rules<'_, C> {}
 
+impl<'a, C: ?Sized> Rules<'a, C> {
+    /// The rules of a memory that folds on almost every add: the summary
+    /// counted as its text and its entries (`exact: false`).
+    pub(crate) fn summed(policy: &'a FoldPolicy, counter: &'a C, allowance: usize) -> Self {
+        Rules {
+            policy,
+            counter,
+            allowance,
+            exact: false,
+        }
+    }
+}
+
 /// A memory's fold in flight: how many messages it takes from the front, the
 /// epoch it began in, and the entries its folded messages bring.
 #[derive(Debug)]

@@ -19,12 +19,7 @@ impl<S, C: TokenCounter> Settings<S, C> {
 
     /// How this memory's folds are checked and cut.
     fn rules(&self) -> Rules<'_, C> {
-        Rules {
-            policy: &self.policy,
-            counter: &self.counter,
-            allowance: self.allowance(),
-            exact: false,
-        }
+        Rules::summed(&self.policy, &self.counter, self.allowance())
     }
 }
 

@@ -64,12 +64,7 @@ impl<C: TokenCounter> Fold<C> {
     }
 
     fn rules(&self) -> Rules<'_, C> {
-        Rules {
-            policy: &self.policy,
-            counter: &self.counter,
-            allowance: self.allowance(),
-            exact: false,
-        }
+        Rules::summed(&self.policy, &self.counter, self.allowance())
     }
 }
 
