@@ -51,7 +51,8 @@ fn compact_end_to_end(c: &mut Criterion) {
 }
 
 /// `compact_async` borrows the folded messages: within 1.2x of `compact` on
-/// 100 000 messages. A closure summarizer gets an owned copy (the third row).
+/// 100 000 messages. A plain closure summarizer gets an owned copy (the third
+/// row); one made by `summarize::borrowing` reads them in place (the fourth).
 fn compact_async_vs_sync(c: &mut Criterion) {
     let h = history::history(100_000, 42);
     let compactor = Compactor::new(8_000)
@@ -68,6 +69,10 @@ fn compact_async_vs_sync(c: &mut Criterion) {
     let closure = |r: SummaryRequest<'static>| async move { fixed(&r) };
     group.bench_function("compact_async_closure_copy", |b| {
         b.iter(|| pollster::block_on(compactor.compact_async(black_box(&h), &closure)).unwrap())
+    });
+    let borrowing = chatfold::summarize::borrowing(|r| Box::pin(async move { fixed(&r) }));
+    group.bench_function("compact_async_borrowing_closure", |b| {
+        b.iter(|| pollster::block_on(compactor.compact_async(black_box(&h), &borrowing)).unwrap())
     });
     group.finish();
 }

@@ -359,3 +359,43 @@ fn tiktoken_lower_bound_changes_nothing_but_the_work() {
         "bounded {bounded_chars} vs exact {exact_chars}"
     );
 }
+
+/// `summarize::borrowing`: an async closure reads the folded messages where
+/// they are (the same addresses as the caller's), and the compaction's future
+/// stays `Send` inside an owned task, as a server spawns it.
+#[test]
+fn a_borrowing_closure_reads_the_callers_messages_in_place() {
+    let history: Vec<Message> = (0..60)
+        .map(|i| Message::user(format!("turn number {i}")))
+        .collect();
+    let first = std::sync::atomic::AtomicUsize::new(0);
+    let summarizer = chatfold::summarize::borrowing(|request| {
+        let at = request
+            .messages()
+            .next()
+            .map_or(0, |m| m as *const Message as usize);
+        first.store(at, std::sync::atomic::Ordering::Relaxed);
+        Box::pin(async move { Ok::<_, Infallible>(format!("{} turns", request.messages().len())) })
+    });
+    let result = pollster::block_on(Compactor::new(120).compact_async(&history, &summarizer)).unwrap();
+    assert!(result.summarized && result.tokens_after <= 120);
+    assert_eq!(
+        first.into_inner(),
+        &history[0] as *const Message as usize,
+        "not a copy"
+    );
+
+    fn is_send<T: Send>(_: &T) {}
+    let owned = history.clone();
+    let task = async move {
+        let summarizer = chatfold::summarize::borrowing(|request| {
+            Box::pin(async move { Ok::<_, Infallible>(format!("{} turns", request.messages().len())) })
+        });
+        Compactor::new(120)
+            .compact_async(&owned, &summarizer)
+            .await
+            .map(|r| r.tokens_after)
+    };
+    is_send(&task);
+    assert!(pollster::block_on(task).unwrap() <= 120);
+}

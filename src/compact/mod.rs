@@ -377,6 +377,13 @@ impl<C: TokenCounter> Compactor<C> {
     /// [`compact`](Self::compact) does. Dropping the future cancels the
     /// compaction and changes nothing.
     ///
+    /// The summarizer's requests borrow `messages`: a summarizer type (an
+    /// HTTP summarizer, [`Ready`](crate::Ready)) or a closure made by
+    /// [`summarize::borrowing`](crate::summarize::borrowing) reads them in
+    /// place, and this costs what [`compact`](Self::compact) does. A plain
+    /// `|request: SummaryRequest<'static>| async move { .. }` closure works
+    /// too, on a copy of the folded messages.
+    ///
     /// # Errors
     ///
     /// As [`compact`](Self::compact).
@@ -384,12 +391,15 @@ impl<C: TokenCounter> Compactor<C> {
     /// # Examples
     ///
     /// ```
-    /// use chatfold::{Compactor, Message, SummaryRequest};
+    /// use chatfold::summarize::borrowing;
+    /// use chatfold::{Compactor, Message};
     ///
     /// let history: Vec<Message> = (0..50).map(|i| Message::user(format!("turn {i}"))).collect();
-    /// let summarizer = |request: SummaryRequest<'static>| async move {
-    ///     Ok::<_, std::convert::Infallible>(format!("{} turns happened", request.messages().len()))
-    /// };
+    /// let summarizer = borrowing(|request| {
+    ///     Box::pin(async move {
+    ///         Ok::<_, std::convert::Infallible>(format!("{} turns happened", request.messages().len()))
+    ///     })
+    /// });
     /// let result = pollster::block_on(Compactor::new(100).compact_async(&history, &summarizer))?;
     /// assert!(result.summarized && result.tokens_after <= 100);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
