@@ -278,8 +278,10 @@ impl Gathered {
             return;
         }
         for word in words(text) {
-            if let Some(holders) = self.asked.get(word.as_str()) {
-                for &(q, bit) in holders {
+            // A word's bit, once set, stays set: the questions holding it
+            // need no second visit, so each (question, word) is visited once.
+            if let Some(holders) = self.asked.get_mut(word.as_str()) {
+                for (q, bit) in holders.drain(..) {
                     self.questions[q].hit |= bit;
                 }
             }
@@ -864,9 +866,23 @@ const ERROR_MARKERS: &[&str] = &[
 ];
 
 fn is_error(text: &str) -> bool {
-    let lower = text.to_lowercase();
-    ERROR_MARKERS.iter().any(|m| marked(&lower, m))
+    markers(ERROR_MARKERS.iter().copied(), &ERRORS).is_some_and(|set| set.is_match(&text.to_lowercase()))
 }
+
+/// One set of `words`, each to match at the start of a word (lower-cased
+/// text): one pass over a line finds them all. Built once per process.
+fn markers<'w>(
+    words: impl Iterator<Item = &'w str>,
+    cell: &'static std::sync::OnceLock<Option<regex::RegexSet>>,
+) -> Option<&'static regex::RegexSet> {
+    cell.get_or_init(|| {
+        regex::RegexSet::new(words.map(|w| format!(r"(?:^|[^[:alnum:]]){}", regex::escape(w)))).ok()
+    })
+    .as_ref()
+}
+
+static ERRORS: std::sync::OnceLock<Option<regex::RegexSet>> = std::sync::OnceLock::new();
+static DECISIONS: std::sync::OnceLock<Option<regex::RegexSet>> = std::sync::OnceLock::new();
 
 /// Phrases that decide or conclude, and how strongly.
 const DECISION_MARKERS: &[(&str, i32)] = &[
@@ -961,11 +977,12 @@ const IMPERATIVES: &[&str] = &[
 /// How strongly sentence `s` (said in `role`) decides something, if it does.
 fn decision(s: &str, role: &Role) -> Option<i32> {
     let lower = s.to_lowercase();
-    let marked_strength = DECISION_MARKERS
-        .iter()
-        .filter(|(m, _)| marked(&lower, m))
-        .map(|&(_, k)| k)
-        .max();
+    let marked_strength = markers(DECISION_MARKERS.iter().map(|&(m, _)| m), &DECISIONS).and_then(|set| {
+        set.matches(&lower)
+            .into_iter()
+            .filter_map(|i| DECISION_MARKERS.get(i).map(|&(_, k)| k))
+            .max()
+    });
     if marked_strength.is_some() {
         return marked_strength;
     }
@@ -979,16 +996,6 @@ fn decision(s: &str, role: &Role) -> Option<i32> {
         (_, Role::User) if verb => Some(1),
         _ => None,
     }
-}
-
-/// Whether `lower` holds `marker` at the start of a word.
-fn marked(lower: &str, marker: &str) -> bool {
-    memchr::memmem::find_iter(lower.as_bytes(), marker.as_bytes()).any(|at| {
-        lower[..at]
-            .chars()
-            .next_back()
-            .is_none_or(|c| !c.is_alphanumeric())
-    })
 }
 
 fn is_question(s: &str) -> bool {
