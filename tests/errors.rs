@@ -4,6 +4,8 @@
 
 use std::fmt;
 
+mod common;
+
 use chatfold::error::{ConfigError, InputError, StateError, TokenizerError};
 use chatfold::memory::State;
 use chatfold::summarize::Prompt;
@@ -58,19 +60,6 @@ impl std::io::Read for Broken {
     fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
         Err(std::io::Error::other("the disk went away"))
     }
-}
-
-fn history(turns: usize) -> Vec<Message> {
-    let mut h = vec![Message::system("You are terse.")];
-    for i in 0..turns {
-        h.push(Message::user(format!(
-            "question {i} about the billing options of the service"
-        )));
-        h.push(Message::assistant(format!(
-            "answer {i}: the billing options are monthly or yearly"
-        )));
-    }
-    h
 }
 
 fn input(json: &str) -> Error {
@@ -143,7 +132,7 @@ fn every_error_says_each_cause_once() {
         (
             "summarize",
             Compactor::new(200)
-                .compact(&history(30), &|_: &SummaryRequest<'_>| {
+                .compact(&common::conversation(30), &|_: &SummaryRequest<'_>| {
                     Err(Upstream(std::io::Error::other("connection reset by peer")))
                 })
                 .unwrap_err(),
@@ -152,13 +141,13 @@ fn every_error_says_each_cause_once() {
         (
             "empty summary",
             Compactor::new(200)
-                .compact(&history(30), &|_: &SummaryRequest<'_>| Ok::<_, std::convert::Infallible>("  ".to_owned()))
+                .compact(&common::conversation(30), &|_: &SummaryRequest<'_>| Ok::<_, std::convert::Infallible>("  ".to_owned()))
                 .unwrap_err(),
             1,
         ),
         (
             "budget unreachable",
-            Compactor::new(20).strict(true).compact(&history(30), &ok).unwrap_err(),
+            Compactor::new(20).strict(true).compact(&common::conversation(30), &ok).unwrap_err(),
             1,
         ),
         // Error::Tokenizer, each kind.
