@@ -9,7 +9,7 @@ mod common;
 use chatfold::error::{ConfigError, InputError, StateError, TokenizerError};
 use chatfold::memory::State;
 use chatfold::summarize::Prompt;
-use chatfold::{Compactor, Error, FoldPolicy, Format, History, Message, NamedCounter, SummaryRequest};
+use chatfold::{Compactor, Error, FoldPolicy, Format, History, NamedCounter, SummaryRequest};
 
 /// The texts of `e`'s chain: its Display, then each source's.
 fn chain(e: &(dyn std::error::Error + 'static)) -> Vec<String> {
