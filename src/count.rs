@@ -83,6 +83,16 @@ pub trait TokenCounter {
         REPLY_PRIMING
     }
 
+    /// This counter, shareable between threads, if it is: a compaction
+    /// attaches it to its summarizer requests
+    /// ([`SummaryRequest::count`](crate::SummaryRequest::count)) so that a
+    /// summarizer measures its text as the compactor will. `None` unless
+    /// implemented (a closure counter); the built-in counters give
+    /// themselves.
+    fn shared(&self) -> Option<&(dyn TokenCounter + Sync)> {
+        None
+    }
+
     /// Tokens in a whole list: the sum of [`count_message`](TokenCounter::count_message)
     /// plus [`reply_priming`](TokenCounter::reply_priming). What a budget is measured against.
     fn count_messages(&self, messages: &[Message]) -> usize {
@@ -123,6 +133,10 @@ pub struct Heuristic;
 impl TokenCounter for Heuristic {
     fn count(&self, text: &str) -> usize {
         text.chars().count().div_ceil(4)
+    }
+
+    fn shared(&self) -> Option<&(dyn TokenCounter + Sync)> {
+        Some(self)
     }
 }
 
@@ -190,6 +204,10 @@ impl std::fmt::Display for NamedCounter {
 }
 
 impl TokenCounter for NamedCounter {
+    fn shared(&self) -> Option<&(dyn TokenCounter + Sync)> {
+        Some(self)
+    }
+
     fn count(&self, text: &str) -> usize {
         match self {
             NamedCounter::Heuristic => Heuristic.count(text),

@@ -399,3 +399,33 @@ fn a_borrowing_closure_reads_the_callers_messages_in_place() {
     is_send(&task);
     assert!(pollster::block_on(task).unwrap() <= 120);
 }
+
+/// A compaction's requests carry its counter when it is a built-in one, so
+/// the built-in summarizer fits its allowance as the compactor counts (o200k
+/// here), not by its own heuristic; a closure counter is not attached.
+#[cfg(feature = "tiktoken")]
+#[test]
+fn the_summarizer_measures_with_the_compactors_counter() {
+    use chatfold::{Extractive, Summarizer, Tiktoken, TokenCounter};
+    let o200k = Tiktoken::o200k_base().unwrap();
+    let h: Vec<Message> = (0..80)
+        .map(|i| {
+            Message::user(format!(
+                "Message {i}: the deploy of service {i} to région Nord-Est, naïve café ünïcödé 東京 {i}."
+            ))
+        })
+        .collect();
+    let c = Compactor::new(400).counter(o200k);
+    let plan = c.plan(&h).unwrap();
+    let request = plan.folded().unwrap();
+    assert_eq!(request.count("hello world"), Some(o200k.count("hello world")));
+    let text = Extractive::new().summarize(&request).unwrap();
+    assert!(
+        o200k.count(&text) <= request.allowance(),
+        "{} > {}",
+        o200k.count(&text),
+        request.allowance()
+    );
+    let closure = Compactor::new(400).counter(|t: &str| t.len());
+    assert_eq!(closure.plan(&h).unwrap().folded().unwrap().count("hello"), None);
+}

@@ -123,7 +123,10 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
             return None;
         }
         let (before_cut, skip) = self.folded_part();
-        Some(self.fold().request(None, before_cut, skip))
+        Some(
+            self.fold()
+                .request(None, before_cut, skip, self.compactor.counter.shared()),
+        )
     }
 
     /// The messages before the cut, and the (sorted) indices among them that
@@ -347,7 +350,12 @@ impl<C: TokenCounter> Folding<'_, '_, C> {
             .map(|&i| i - chunk.start)
             .collect();
         skip.sort_unstable();
-        Some(fold.request(previous, &plan.messages[chunk], skip))
+        Some(fold.request(
+            previous,
+            &plan.messages[chunk],
+            skip,
+            plan.compactor.counter.shared(),
+        ))
     }
 
     /// Takes the answer to the latest request.

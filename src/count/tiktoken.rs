@@ -132,6 +132,10 @@ impl Tiktoken {
 }
 
 impl TokenCounter for Tiktoken {
+    fn shared(&self) -> Option<&(dyn TokenCounter + Sync)> {
+        Some(self)
+    }
+
     fn count(&self, text: &str) -> usize {
         self.bpe.count(text)
     }

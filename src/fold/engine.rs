@@ -63,10 +63,12 @@ impl<'a> Fold<'a> {
         previous: Option<Cow<'m, str>>,
         messages: &'m [Message],
         skip: Vec<usize>,
+        counter: Option<&'m (dyn TokenCounter + Sync)>,
     ) -> SummaryRequest<'m> {
         let previous = previous.or_else(|| self.prose.as_deref().map(Cow::Borrowed));
         SummaryRequest::skipping(previous, messages, skip, self.allowance)
             .with_ledger(Cow::Borrowed(&self.entries.texts))
+            .with_counter(counter)
     }
 
     /// The summary message for the summarizer's answer: checked (trimmed,
@@ -327,11 +329,11 @@ impl Buffer {
     /// memory's, before this fold's entries join it). `None` when `n` is 0.
     /// For a memory used through `&mut self`, which lands the fold before
     /// anything else can change it.
-    pub(crate) fn begin<C: TokenCounter + ?Sized>(
-        &self,
+    pub(crate) fn begin<'s, C: TokenCounter + ?Sized>(
+        &'s self,
         n: usize,
-        rules: Rules<'_, C>,
-    ) -> Option<(Ticket, SummaryRequest<'_>)> {
+        rules: Rules<'s, C>,
+    ) -> Option<(Ticket, SummaryRequest<'s>)> {
         if n == 0 {
             return None;
         }
@@ -367,7 +369,9 @@ impl Buffer {
             true => Cow::Borrowed(&self.ledger.texts[..]),
             false => Cow::Borrowed(&[][..]),
         };
-        let request = SummaryRequest::skipping(previous, folded, Vec::new(), told).with_ledger(listed);
+        let request = SummaryRequest::skipping(previous, folded, Vec::new(), told)
+            .with_ledger(listed)
+            .with_counter(rules.counter.shared());
         let ticket = Ticket {
             n,
             epoch: self.epoch,

@@ -1177,7 +1177,7 @@ mod tests {
             .map(|i| Message::user(format!("Message number {i} says something long enough to count.")))
             .collect();
         let words = |t: &str| t.split_whitespace().count();
-        let request = SummaryRequest::new(None, &folded, 30).with_counter(&words);
+        let request = SummaryRequest::new(None, &folded, 30).with_counter(Some(&words));
         let summary = Extractive::new().summarize(&request).unwrap();
         assert!(words(&summary) <= 30, "{summary}");
         // Heuristic would allow fewer lines: the caller's counter decided.

@@ -143,9 +143,8 @@ impl<'a> SummaryRequest<'a> {
 
     /// The same request carrying `counter`, the one the caller measures the
     /// summary with (see [`count`](Self::count)).
-    #[allow(dead_code)] // attached by the compactor and the memories
-    pub(crate) fn with_counter(mut self, counter: &'a (dyn TokenCounter + Sync)) -> Self {
-        self.counter = CallerCounter(Some(counter));
+    pub(crate) fn with_counter(mut self, counter: Option<&'a (dyn TokenCounter + Sync)>) -> Self {
+        self.counter = CallerCounter(counter);
         self
     }
 
@@ -559,7 +558,7 @@ mod tests {
         let words = |t: &str| t.split_whitespace().count();
         let request = SummaryRequest::new(None, &h, 10);
         assert_eq!(request.count("a b c"), None);
-        let request = request.with_counter(&words);
+        let request = request.with_counter(Some(&words));
         assert_eq!(request.count("a b c"), Some(3));
         // It measures; it is not part of what is asked.
         assert_eq!(request, SummaryRequest::new(None, &h, 10));
