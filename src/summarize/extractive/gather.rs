@@ -1,0 +1,399 @@
+//! Gathering: the previous summary and the folded turns read into candidate lines.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use super::*;
+use crate::message::Role;
+
+/// The sections of a summary, in the order they are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(super) enum Section {
+    Started,
+    Decided,
+    Discussed,
+    Tools,
+    Open,
+    Recently,
+}
+
+impl Section {
+    pub(super) const WRITTEN: [Section; 6] = [
+        Section::Started,
+        Section::Decided,
+        Section::Discussed,
+        Section::Tools,
+        Section::Open,
+        Section::Recently,
+    ];
+
+    /// Served first to last, with each one's share of the allowance in
+    /// percent: on the first round; up to twice as much on the second; on
+    /// the third, what is left.
+    pub(super) const SERVED: [(Section, usize); 6] = [
+        (Section::Started, 25),
+        (Section::Open, 15),
+        (Section::Decided, 30),
+        (Section::Tools, 15),
+        (Section::Recently, 15),
+        (Section::Discussed, 20),
+    ];
+
+    pub(super) fn heading(self) -> &'static str {
+        match self {
+            Section::Started => "Started with:",
+            Section::Decided => "Decided:",
+            Section::Discussed => "Discussed:",
+            Section::Tools => "Tools:",
+            Section::Open => "Open questions:",
+            Section::Recently => "Recently:",
+        }
+    }
+
+    pub(super) fn of_heading(line: &str) -> Option<Section> {
+        Section::WRITTEN.into_iter().find(|s| s.heading() == line)
+    }
+}
+
+/// Where a line sits in the span summarized, out of [`SPAN`]: the previous
+/// summary stands for the first third of it, the folded turns for the rest.
+pub(super) type Place = u64;
+pub(super) const SPAN: Place = 1 << 30;
+
+/// A line the summary may keep.
+pub(super) struct Candidate {
+    pub(super) section: Section,
+    pub(super) place: Place,
+    /// The message it comes from (`None`: the previous summary), to keep a
+    /// turn from being written twice.
+    pub(super) message: Option<usize>,
+    pub(super) score: i32,
+    pub(super) text: String,
+    /// Tokens, with its newline; counted when first needed.
+    pub(super) cost: Cell<Option<usize>>,
+}
+
+impl Candidate {
+    pub(super) fn cost(&self, measure: &dyn Fn(&str) -> usize) -> usize {
+        if let Some(cost) = self.cost.get() {
+            return cost;
+        }
+        let cost = measure(&self.text).saturating_add(1);
+        self.cost.set(Some(cost));
+        cost
+    }
+}
+
+/// An open question, and how much of it later answers took up.
+pub(super) struct Question {
+    pub(super) candidate: Option<usize>,
+    pub(super) words: Vec<String>,
+    /// Which of `words` an answer used, as bits.
+    pub(super) hit: u32,
+    /// Answers before it.
+    pub(super) after: usize,
+}
+
+impl Question {
+    /// Whether later answers took it up; `answers`, how many there were in all.
+    pub(super) fn answered(&self, answers: usize) -> bool {
+        if self.words.is_empty() {
+            return answers > self.after;
+        }
+        // Three in five of its words.
+        (self.hit.count_ones() as usize) * 5 >= self.words.len() * 3
+    }
+}
+
+/// What the walk over the previous summary and the folded turns collects.
+#[derive(Default)]
+pub(super) struct Gathered {
+    pub(super) candidates: Vec<Candidate>,
+    pub(super) questions: Vec<Question>,
+    /// Keyword → the questions holding it (index into `questions`, bit).
+    pub(super) asked: HashMap<String, Vec<(usize, u32)>>,
+    /// Answers read.
+    pub(super) answers: usize,
+}
+
+impl Gathered {
+    pub(super) fn push(
+        &mut self,
+        section: Section,
+        place: Place,
+        message: Option<usize>,
+        score: i32,
+        text: String,
+    ) -> usize {
+        self.candidates.push(Candidate {
+            section,
+            place,
+            message,
+            score,
+            text,
+            cost: Cell::new(None),
+        });
+        self.candidates.len() - 1
+    }
+
+    pub(super) fn ask(&mut self, candidate: usize, text: &str) {
+        let words = keywords(text);
+        let q = self.questions.len();
+        for (bit, word) in words.iter().enumerate() {
+            self.asked.entry(word.clone()).or_default().push((q, 1 << bit));
+        }
+        self.questions.push(Question {
+            candidate: Some(candidate),
+            words,
+            hit: 0,
+            after: self.answers,
+        });
+    }
+
+    /// An answer's text: the questions before it whose words it uses.
+    pub(super) fn answer(&mut self, text: &str) {
+        self.answers += 1;
+        if self.asked.is_empty() {
+            return;
+        }
+        for word in words(text) {
+            // A word's bit, once set, stays set: the questions holding it
+            // need no second visit, so each (question, word) is visited once.
+            if let Some(holders) = self.asked.get_mut(word.as_str()) {
+                for (q, bit) in holders.drain(..) {
+                    self.questions[q].hit |= bit;
+                }
+            }
+        }
+    }
+}
+
+/// Reads the previous summary into candidates; whether it had
+/// `Started with:` lines (the fold's first request is then not the start).
+pub(super) fn carry(previous: &str, g: &mut Gathered) -> bool {
+    let lines: Vec<&str> = previous
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let structured = lines.iter().any(|l| Section::of_heading(l).is_some());
+    let total = lines.len().max(1);
+    let mut section = None;
+    let mut started = 0usize;
+    for (j, line) in lines.iter().enumerate() {
+        if let Some(s) = Section::of_heading(line) {
+            section = Some(s);
+            continue;
+        }
+        let place = (j as u128 * (SPAN / 3) as u128 / total as u128) as Place;
+        let text = clip(line, LINE_CHARS).into_owned();
+        let section = match section {
+            // A summary written otherwise: its first line is its gist.
+            None if !structured && started == 0 => Section::Started,
+            None => Section::Discussed,
+            Some(Section::Recently) => Section::Discussed,
+            Some(s) => s,
+        };
+        match section {
+            Section::Started if started < STARTED_LINES => {
+                started += 1;
+                g.push(Section::Started, place, None, 100 - started as i32, text);
+            }
+            Section::Started => {
+                g.push(Section::Discussed, place, None, 3, text);
+            }
+            Section::Open => {
+                let c = g.push(Section::Open, place, None, 4, text);
+                let line = g.candidates[c].text.clone();
+                g.ask(c, &line);
+            }
+            Section::Decided => {
+                // As strong as when it was first written.
+                let (role, said) = line.split_once(": ").unwrap_or(("", line));
+                let score = 2 + decision(said, &Role::from(role)).unwrap_or(2);
+                g.push(Section::Decided, place, None, score, text);
+            }
+            Section::Tools => {
+                let score = if is_error(line) { 6 } else { 1 };
+                g.push(Section::Tools, place, None, score, text);
+            }
+            _ => {
+                let score = if line.chars().count() < 24 { 0 } else { 2 };
+                g.push(Section::Discussed, place, None, score, text);
+            }
+        }
+    }
+    started > 0 && structured
+}
+
+/// A call made in the fold and not yet answered.
+pub(super) struct Pending {
+    pub(super) name: String,
+    pub(super) args: String,
+    pub(super) index: usize,
+    /// Calls made before it in the fold: the order they were made in.
+    pub(super) seq: usize,
+}
+
+/// Walks the folded turns once, oldest first, into candidates.
+pub(super) fn walk(
+    request: &SummaryRequest<'_>,
+    g: &mut Gathered,
+    carried_start: bool,
+    place: &dyn Fn(usize) -> Place,
+) {
+    let n = request.messages().len();
+    let mut started = carried_start;
+    let mut pending: HashMap<String, Pending> = HashMap::new();
+    let mut calls = 0usize;
+    let mut recent: Vec<usize> = Vec::new();
+    for (i, m) in request.messages().enumerate() {
+        let edge = i == 0 || i + 1 == n;
+        // Calls, OpenAI's and Anthropic's.
+        for call in &m.tool_calls {
+            calls += 1;
+            pending.insert(
+                call.id.clone(),
+                Pending {
+                    name: call.name.clone(),
+                    args: clip(&call.arguments, ARGS_CHARS).into_owned(),
+                    index: i,
+                    seq: calls,
+                },
+            );
+        }
+        for part in m.parts() {
+            if let Some(input) = part.tool_input() {
+                calls += 1;
+                let field = |key: &str| part.as_json().get(key).and_then(serde_json::Value::as_str);
+                pending.insert(
+                    field("id").unwrap_or("").to_owned(),
+                    Pending {
+                        name: field("name").unwrap_or("tool").to_owned(),
+                        args: clip(&input.to_string(), ARGS_CHARS).into_owned(),
+                        index: i,
+                        seq: calls,
+                    },
+                );
+            }
+        }
+        // Results.
+        let mut results: Vec<(Option<&str>, String, bool)> = Vec::new();
+        if m.role == Role::Tool {
+            let flagged = m.extra().get("is_error").and_then(serde_json::Value::as_bool) == Some(true);
+            results.push((m.tool_call_id.as_deref(), window(&m.text()).to_owned(), flagged));
+        }
+        for part in m.parts().iter().filter(|p| p.kind() == Some("tool_result")) {
+            let id = part
+                .as_json()
+                .get("tool_use_id")
+                .and_then(serde_json::Value::as_str);
+            let flagged = part
+                .as_json()
+                .get("is_error")
+                .and_then(serde_json::Value::as_bool)
+                == Some(true);
+            let texts = part.result_texts();
+            let mut text = String::new();
+            for t in texts {
+                if text.len() >= WINDOW {
+                    break;
+                }
+                if !text.is_empty() {
+                    text.push('\n');
+                }
+                text.push_str(window(t));
+            }
+            results.push((id, text, flagged));
+        }
+        for (id, text, flagged) in results {
+            let call = id.and_then(|id| pending.remove(id));
+            let failed = flagged || is_error(&text);
+            let outcome = if failed { failure(&text) } else { opening(&text) };
+            let mut line = match &call {
+                Some(c) => format!("{}({})", c.name, c.args),
+                None => format!("tool [{}]", id.unwrap_or("?")),
+            };
+            match (failed, outcome.is_empty()) {
+                (true, _) => {
+                    let _ = write!(line, " failed: {outcome}");
+                }
+                (false, true) => line.push_str(" → (no text)"),
+                (false, false) => {
+                    let _ = write!(line, " → {outcome}");
+                }
+            }
+            let score = if failed { 8 } else { 1 } + if edge { 2 } else { 0 };
+            g.push(
+                Section::Tools,
+                place(i),
+                Some(i),
+                score,
+                clip(&line, LINE_CHARS).into_owned(),
+            );
+        }
+        // What people said.
+        if m.role == Role::Tool {
+            continue;
+        }
+        let text = m.text();
+        let text = window(&text);
+        if text.trim().is_empty() {
+            continue;
+        }
+        let role = m.role.as_str();
+        let said: Vec<&str> = sentences(text).take(SENTENCES).collect();
+        let line = |s: &str| format!("{role}: {}", clip(s, LINE_CHARS));
+        let base = match m.role {
+            Role::User => 3,
+            _ => 2,
+        } + if edge { 3 } else { 0 };
+        let at = place(i);
+        let c = if m.role == Role::User && !started {
+            started = true;
+            g.push(Section::Started, at, Some(i), 99, line(&opening_of(&said)))
+        } else if let Some(q) = (m.role == Role::User)
+            .then(|| said.iter().find(|s| is_question(s)))
+            .flatten()
+        {
+            let c = g.push(Section::Open, at, Some(i), base + 3, line(q));
+            g.ask(c, q);
+            c
+        } else if let Some((s, strength)) = said.iter().find_map(|s| decision(s, &m.role).map(|k| (s, k))) {
+            g.push(Section::Decided, at, Some(i), base + strength, line(s))
+        } else {
+            let opening = opening_of(&said);
+            let score = base - if opening.chars().count() < 16 { 2 } else { 0 };
+            g.push(Section::Discussed, at, Some(i), score, line(&opening))
+        };
+        if m.role != Role::User {
+            g.answer(text);
+        }
+        recent.push(c);
+        if recent.len() > RECENT_TURNS {
+            recent.remove(0);
+        }
+    }
+    // Calls never answered in the fold.
+    let mut unanswered: Vec<Pending> = pending.into_values().collect();
+    unanswered.sort_by_key(|call| call.seq);
+    for call in unanswered {
+        let line = clip(&format!("called {}({})", call.name, call.args), LINE_CHARS).into_owned();
+        g.push(Section::Tools, place(call.index), Some(call.index), 1, line);
+    }
+    // Questions answered: what was asked is still worth a line, a lesser one.
+    for q in &g.questions {
+        if let Some(c) = q.candidate.filter(|_| q.answered(g.answers)) {
+            g.candidates[c].section = Section::Discussed;
+            g.candidates[c].score -= 4;
+        }
+    }
+    // The last turns, unless they start the summary or stay open.
+    for c in recent {
+        let candidate = &mut g.candidates[c];
+        if matches!(candidate.section, Section::Decided | Section::Discussed) {
+            candidate.section = Section::Recently;
+            candidate.score = 50;
+        }
+    }
+}

@@ -1,0 +1,324 @@
+//! The extractive summarizer: no model, no network.
+//!
+//! A digest in sections, each line a sentence taken from the folded turns
+//! (or carried from the previous summary):
+//!
+//! - `Started with:` the first user turn of the fold, or the previous
+//!   summary's own `Started with:` lines (its first line, for a summary
+//!   written otherwise), so that a summary rolled forward many times still
+//!   says how the conversation began;
+//! - `Decided:` sentences that decide or conclude ("we will", "decided",
+//!   "let's", "going with", "use X" ...) and people's imperative requests;
+//! - `Discussed:` what else people said;
+//! - `Tools:` each call's name and arguments with the first sentence of its
+//!   result (or the line that says what failed);
+//! - `Open questions:` people's questions that no later answer in the fold
+//!   takes up (by their words);
+//! - `Recently:` the last two turns of the fold.
+//!
+//! Every candidate line gets a score (role, first or last of the span,
+//! markers, tool errors). When a section has more lines than its share of
+//! the allowance, the span is cut into as many equal stretches as lines fit
+//! and the best line of each stretch is kept, so old, middle and new turns
+//! are all represented; the room left is then filled by score. Sections are
+//! served in order of importance (`Started with`, open questions,
+//! decisions, tools, recent turns, the rest), and lines are written in
+//! their original order within each section.
+
+use std::cell::Cell;
+
+use crate::count::{Heuristic, TokenCounter};
+use crate::summarize::{Summarizer, SummaryRequest};
+
+/// A deterministic summarizer that needs no model: a digest, in sections,
+/// of sentences taken from the whole folded span.
+///
+/// It keeps how the conversation started (rolled forward from the previous
+/// summary), the decisions, the tool outcomes (errors first), the questions
+/// still open and the last turns; when they do not all fit the allowance,
+/// it samples each section evenly across the span rather than keeping only
+/// the newest lines. The output always fits the allowance as measured
+/// (whole lines, and never a cut word), unless not even one word does.
+///
+/// It is what the CLI uses by default, so chatfold works offline. It
+/// measures with the caller's counter when the request carries one
+/// ([`SummaryRequest::count`]), else with its own ([`Heuristic`] unless
+/// given one).
+///
+/// Its cost grows with the folded text (each turn's first few thousand
+/// characters are read), and the counting with the summary's size.
+///
+/// # Examples
+///
+/// ```
+/// use chatfold::{Extractive, Message, Summarizer, SummaryRequest, ToolCall};
+///
+/// let folded = [
+///     Message::user("Deploy v2 to staging on the blue cluster, and keep green idle. Then report back."),
+///     Message::assistant_tool_calls(vec![ToolCall::new("c1", "deploy", r#"{"v":"2"}"#)]),
+///     Message::tool("ok: deployed in 41s", "c1"),
+///     Message::assistant("Deployed. We will keep green idle until Friday."),
+///     Message::user("Should we tell the on-call team about the Friday freeze?"),
+/// ];
+/// let summary = Extractive::new().summarize(&SummaryRequest::new(None, &folded, 200))?;
+/// assert_eq!(
+///     summary,
+///     "Started with:\n\
+///      user: Deploy v2 to staging on the blue cluster, and keep green idle.\n\
+///      Tools:\n\
+///      deploy({\"v\":\"2\"}) → ok: deployed in 41s\n\
+///      Open questions:\n\
+///      user: Should we tell the on-call team about the Friday freeze?\n\
+///      Recently:\n\
+///      assistant: We will keep green idle until Friday."
+/// );
+/// // The allowance is a ceiling: with less room, fewer whole lines.
+/// let short = Extractive::new().summarize(&SummaryRequest::new(None, &folded, 40))?;
+/// assert!(chatfold::Heuristic.count(&short) <= 40 && short.starts_with("Started with:"));
+/// # use chatfold::TokenCounter;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Extractive<C = Heuristic> {
+    counter: C,
+}
+
+/// Longest line the extractive summarizer writes, in characters.
+const LINE_CHARS: usize = 200;
+/// Longest arguments shown for a tool call, in characters.
+const ARGS_CHARS: usize = 80;
+/// How much of a message is read, in bytes: its opening, where people say
+/// what they want.
+const WINDOW: usize = 4000;
+/// Sentences read from a message at most.
+const SENTENCES: usize = 16;
+/// Lines kept in `Started with:` at most.
+const STARTED_LINES: usize = 2;
+/// Turns shown under `Recently:`.
+const RECENT_TURNS: usize = 2;
+/// Keywords kept for a question, to see whether an answer takes it up.
+const QUESTION_WORDS: usize = 16;
+
+impl Extractive {
+    /// An extractive summarizer measuring with [`Heuristic`].
+    pub const fn new() -> Self {
+        Extractive { counter: Heuristic }
+    }
+}
+
+impl<C: TokenCounter> Extractive<C> {
+    /// An extractive summarizer measuring with `counter` (when the request
+    /// carries no counter of the caller's).
+    pub const fn with_counter(counter: C) -> Self {
+        Extractive { counter }
+    }
+}
+
+impl<C: TokenCounter> Summarizer for Extractive<C> {
+    type Error = std::convert::Infallible;
+
+    fn summarize(&self, request: &SummaryRequest<'_>) -> Result<String, Self::Error> {
+        let measure = |text: &str| request.count(text).unwrap_or_else(|| self.counter.count(text));
+        Ok(digest(request, &measure))
+    }
+}
+
+mod gather;
+mod pick;
+mod text;
+
+use gather::*;
+use pick::*;
+use text::*;
+
+/// The summary of `request`, measured with `measure`.
+fn digest(request: &SummaryRequest<'_>, measure: &dyn Fn(&str) -> usize) -> String {
+    let mut g = Gathered::default();
+    let previous = request.previous_summary().filter(|p| !p.trim().is_empty());
+    let carried_start = previous.is_some_and(|p| carry(p, &mut g));
+    let n = request.messages().len();
+    let place = |i: usize| match previous {
+        None => (i as u128 * SPAN as u128 / n.max(1) as u128) as Place,
+        Some(_) => SPAN / 3 + (i as u128 * (2 * SPAN / 3) as u128 / n.max(1) as u128) as Place,
+    };
+    walk(request, &mut g, carried_start, &place);
+    let allowance = request.allowance();
+    let chosen = choose(&g.candidates, allowance, measure);
+    let text = fit(&g.candidates, chosen, allowance, measure);
+    if !text.is_empty() {
+        return text;
+    }
+    fallback(&g.candidates, n, allowance, measure)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ToolCall;
+    use crate::message::{Message, Role};
+
+    fn summarize(folded: &[Message], allowance: usize) -> String {
+        Extractive::new()
+            .summarize(&SummaryRequest::new(None, folded, allowance))
+            .unwrap()
+    }
+
+    #[test]
+    fn word_lists_are_sorted_for_binary_search() {
+        assert!(IMPERATIVES.windows(2).all(|w| w[0] < w[1]));
+        assert!(STOPWORDS.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn sentences_split_where_people_end_them() {
+        fn split(t: &str) -> Vec<&str> {
+            sentences(t).collect()
+        }
+        assert_eq!(split("One. Two."), ["One.", "Two."]);
+        assert_eq!(split("v1.2 is out! Yes"), ["v1.2 is out!", "Yes"]);
+        assert_eq!(split("line one\n\nline two"), ["line one", "line two"]);
+        assert_eq!(split("你好。再见"), ["你好。", "再见"]);
+        assert!(split("  \n ").is_empty());
+    }
+
+    #[test]
+    fn openings_take_sentences_until_long_enough() {
+        assert_eq!(
+            opening("Hi. I need help with a failing deploy of the ledger service, again. Thanks!"),
+            "Hi. I need help with a failing deploy of the ledger service, again."
+        );
+        assert_eq!(opening("Short one."), "Short one.");
+        assert_eq!(opening(""), "");
+    }
+
+    #[test]
+    fn decisions_and_requests_are_recognised() {
+        assert!(decision("We decided to keep Postgres.", &Role::Assistant).is_some());
+        assert!(decision("OK, let's ship it on Monday.", &Role::User).is_some());
+        assert!(decision("Use the blue cluster.", &Role::Assistant).is_some());
+        assert!(decision("Add a retry to the uploader.", &Role::User).is_some());
+        assert!(decision("Add a retry to the uploader.", &Role::Assistant).is_none());
+        assert!(decision("The logs are clean.", &Role::User).is_none());
+        assert!(decision("It was undecided.", &Role::User).is_none());
+    }
+
+    #[test]
+    fn clips_end_at_words() {
+        let long = "word ".repeat(100);
+        let clipped = clip(&long, 42);
+        assert_eq!(clipped, format!("{}…", "word ".repeat(8).trim_end()));
+        assert_eq!(clip(&"x".repeat(300), 200).chars().count(), 201);
+        assert_eq!(clip("short", 200), "short");
+    }
+
+    #[test]
+    fn sections_come_in_order_and_questions_answered_are_not_open() {
+        let folded = [
+            Message::user("Migrate the billing service to the new queue."),
+            Message::assistant("Which queue, Kafka or SQS?"),
+            Message::user("Which region hosts the queue?"),
+            Message::assistant("The queue lives in the Frankfurt region."),
+            Message::user("We decided on SQS. Is the Zanzibar export still nightly?"),
+            Message::assistant_tool_calls(vec![ToolCall::new("c1", "logs", "{}")]),
+            Message::tool("ERROR config: unknown field `ttl`", "c1"),
+            Message::assistant("The config has an unknown field."),
+        ];
+        let summary = summarize(&folded, 1000);
+        assert_eq!(
+            summary,
+            "Started with:\n\
+             user: Migrate the billing service to the new queue.\n\
+             Discussed:\n\
+             assistant: Which queue, Kafka or SQS?\n\
+             user: Which region hosts the queue?\n\
+             assistant: The queue lives in the Frankfurt region.\n\
+             Tools:\n\
+             logs({}) failed: ERROR config: unknown field `ttl`\n\
+             Open questions:\n\
+             user: Is the Zanzibar export still nightly?\n\
+             Recently:\n\
+             assistant: The config has an unknown field."
+        );
+    }
+
+    #[test]
+    fn the_callers_counter_is_used_when_the_request_carries_one() {
+        let folded: Vec<Message> = (0..40)
+            .map(|i| Message::user(format!("Message number {i} says something long enough to count.")))
+            .collect();
+        let words = |t: &str| t.split_whitespace().count();
+        let request = SummaryRequest::new(None, &folded, 30).with_counter(Some(&words));
+        let summary = Extractive::new().summarize(&request).unwrap();
+        assert!(words(&summary) <= 30, "{summary}");
+        // Heuristic would allow fewer lines: the caller's counter decided.
+        assert!(Heuristic.count(&summary) > 30, "{summary}");
+        let own = Extractive::new()
+            .summarize(&SummaryRequest::new(None, &folded, 30))
+            .unwrap();
+        assert!(Heuristic.count(&own) <= 30, "{own}");
+        assert_ne!(own, summary);
+    }
+
+    #[test]
+    fn a_tight_allowance_samples_the_whole_span() {
+        let folded: Vec<Message> = (0..300)
+            .map(|i| Message::user(format!("We decided item {i} goes in.")))
+            .collect();
+        let one = |_: &str| 1;
+        let request = SummaryRequest::new(None, &folded, 12);
+        let summary = Extractive::with_counter(one).summarize(&request).unwrap();
+        // One token per line: headings and nine lines.
+        let items: Vec<usize> = summary
+            .lines()
+            .filter_map(|l| l.strip_prefix("user: We decided item "))
+            .filter_map(|l| l.split(' ').next()?.parse().ok())
+            .collect();
+        assert!(items.iter().any(|&i| i < 100), "{summary}");
+        assert!(items.iter().any(|&i| (100..200).contains(&i)), "{summary}");
+        assert!(items.iter().any(|&i| i >= 200), "{summary}");
+        assert!(summary.lines().count() <= 12);
+    }
+
+    #[test]
+    fn previous_summaries_roll_forward() {
+        let folded = [Message::user("new fact, told plainly")];
+        // A summary written otherwise: its first line is the start.
+        let request = SummaryRequest::new(Some("old fact A\nold fact B"), &folded, 1000);
+        let summary = Extractive::new().summarize(&request).unwrap();
+        assert_eq!(
+            summary,
+            "Started with:\nold fact A\nuser: new fact, told plainly\nDiscussed:\nold fact B"
+        );
+        // One of ours: its start stays the start.
+        let request = SummaryRequest::new(Some(&summary), &folded, 1000);
+        let again = Extractive::new().summarize(&request).unwrap();
+        assert!(again.starts_with("Started with:\nold fact A\n"), "{again}");
+        assert_eq!(again.matches("new fact").count(), 1, "{again}");
+    }
+
+    #[test]
+    fn long_lines_are_clipped_and_empty_turns_skipped() {
+        let folded = [Message::user("x".repeat(1000)), Message::assistant("   ")];
+        let summary = summarize(&folded, 10_000);
+        assert_eq!(
+            summary.chars().count(),
+            "Started with:\nuser: ".len() + LINE_CHARS + 1
+        );
+        assert!(summary.ends_with('…'));
+    }
+
+    #[test]
+    fn turns_without_text_still_give_a_summary() {
+        let folded = [Message::assistant(""), Message::user("  ")];
+        assert_eq!(summarize(&folded, 100), "2 earlier messages without text.");
+        assert_eq!(summarize(&folded, 3), "2 earlier");
+    }
+
+    #[test]
+    fn tiny_allowances_keep_whole_words() {
+        let folded = [Message::user("a long enough sentence here")];
+        assert_eq!(summarize(&folded, 0), "a");
+        assert_eq!(summarize(&folded, 3), "a long");
+        assert_eq!(summarize(&folded, 7), "a long enough sentence here");
+    }
+}

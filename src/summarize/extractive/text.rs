@@ -1,0 +1,289 @@
+//! Reading text: windows, sentences, clipping, and the phrases that mark decisions, errors and questions.
+
+use std::borrow::Cow;
+
+use super::*;
+use crate::message::Role;
+
+/// The first `WINDOW` bytes of `text`, at a character boundary.
+pub(super) fn window(text: &str) -> &str {
+    if text.len() <= WINDOW {
+        return text;
+    }
+    let mut end = WINDOW;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// A line is made of whole sentences until it has at least this many characters.
+pub(super) const LINE_MIN_CHARS: usize = 60;
+
+/// The opening of `text`: its first sentences (or lines), joined by spaces,
+/// until they reach [`LINE_MIN_CHARS`].
+pub(super) fn opening(text: &str) -> String {
+    let said: Vec<&str> = sentences(window(text)).take(SENTENCES).collect();
+    opening_of(&said)
+}
+
+/// The opening of the sentences `said`.
+pub(super) fn opening_of(said: &[&str]) -> String {
+    let mut out = String::new();
+    for sentence in said {
+        if out.chars().count() >= LINE_MIN_CHARS {
+            break;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(sentence);
+    }
+    out
+}
+
+/// What a failed tool result says: its first line that names the error,
+/// else its opening.
+pub(super) fn failure(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .find(|l| is_error(l))
+        .map_or_else(|| opening(text), str::to_owned)
+}
+
+/// Words that say a tool failed.
+pub(super) const ERROR_MARKERS: &[&str] = &[
+    "error",
+    "failed",
+    "failure",
+    "fatal",
+    "exception",
+    "traceback",
+    "panicked",
+    "denied",
+    "refused",
+    "timed out",
+    "timeout",
+    "not found",
+    "no such",
+    "exit code 1",
+    "exit status 1",
+    "cannot",
+    "unable to",
+];
+
+pub(super) fn is_error(text: &str) -> bool {
+    markers(ERROR_MARKERS.iter().copied(), &ERRORS).is_some_and(|set| set.is_match(&text.to_lowercase()))
+}
+
+/// One set of `words`, each to match at the start of a word (lower-cased
+/// text): one pass over a line finds them all. Built once per process.
+pub(super) fn markers<'w>(
+    words: impl Iterator<Item = &'w str>,
+    cell: &'static std::sync::OnceLock<Option<regex::RegexSet>>,
+) -> Option<&'static regex::RegexSet> {
+    cell.get_or_init(|| {
+        regex::RegexSet::new(words.map(|w| format!(r"(?:^|[^[:alnum:]]){}", regex::escape(w)))).ok()
+    })
+    .as_ref()
+}
+
+pub(super) static ERRORS: std::sync::OnceLock<Option<regex::RegexSet>> = std::sync::OnceLock::new();
+pub(super) static DECISIONS: std::sync::OnceLock<Option<regex::RegexSet>> = std::sync::OnceLock::new();
+
+/// Phrases that decide or conclude, and how strongly.
+pub(super) const DECISION_MARKERS: &[(&str, i32)] = &[
+    ("decided", 5),
+    ("we decide", 5),
+    ("decision", 4),
+    ("agreed", 5),
+    ("we agree", 5),
+    ("going with", 5),
+    ("go with", 4),
+    ("settled on", 5),
+    ("we will", 4),
+    ("we'll", 4),
+    ("i will", 3),
+    ("i'll", 3),
+    ("let's", 4),
+    ("let us", 4),
+    ("lets ", 3),
+    ("we should", 3),
+    ("conclusion", 4),
+    ("concluded", 4),
+    ("in the end", 3),
+    ("chose", 4),
+    ("choose", 3),
+    ("opted", 4),
+    ("the plan is", 4),
+    ("plan:", 3),
+    ("will use", 4),
+    ("switch to", 3),
+    ("switched to", 3),
+    ("instead of", 2),
+    ("from now on", 4),
+    ("must", 2),
+];
+
+/// Verbs that open a request.
+pub(super) const IMPERATIVES: &[&str] = &[
+    "add",
+    "allow",
+    "avoid",
+    "book",
+    "build",
+    "change",
+    "check",
+    "create",
+    "delete",
+    "deploy",
+    "disable",
+    "do",
+    "don't",
+    "drop",
+    "enable",
+    "ensure",
+    "find",
+    "fix",
+    "implement",
+    "install",
+    "keep",
+    "make",
+    "merge",
+    "migrate",
+    "move",
+    "never",
+    "pin",
+    "please",
+    "put",
+    "refactor",
+    "release",
+    "remove",
+    "rename",
+    "replace",
+    "revert",
+    "rewrite",
+    "roll",
+    "run",
+    "send",
+    "set",
+    "ship",
+    "show",
+    "skip",
+    "start",
+    "stop",
+    "switch",
+    "test",
+    "try",
+    "update",
+    "upgrade",
+    "use",
+    "write",
+];
+
+/// How strongly sentence `s` (said in `role`) decides something, if it does.
+pub(super) fn decision(s: &str, role: &Role) -> Option<i32> {
+    let lower = s.to_lowercase();
+    let marked_strength = markers(DECISION_MARKERS.iter().map(|&(m, _)| m), &DECISIONS).and_then(|set| {
+        set.matches(&lower)
+            .into_iter()
+            .filter_map(|i| DECISION_MARKERS.get(i).map(|&(_, k)| k))
+            .max()
+    });
+    if marked_strength.is_some() {
+        return marked_strength;
+    }
+    let first = lower
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .find(|w| !w.is_empty() && !matches!(*w, "ok" | "okay" | "now" | "so" | "then" | "and"))?;
+    // "Use X", from anyone; other imperatives, from people.
+    let verb = IMPERATIVES.binary_search(&first).is_ok();
+    match (first, role) {
+        ("use", _) => Some(2),
+        (_, Role::User) if verb => Some(1),
+        _ => None,
+    }
+}
+
+pub(super) fn is_question(s: &str) -> bool {
+    s.ends_with('?') || s.ends_with('？')
+}
+
+/// Words too common to tell whether an answer takes up a question.
+pub(super) const STOPWORDS: &[&str] = &[
+    "about", "after", "also", "been", "before", "being", "both", "could", "does", "doing", "each", "from",
+    "have", "here", "into", "just", "like", "make", "more", "most", "much", "need", "only", "other", "over",
+    "should", "some", "such", "than", "that", "their", "them", "then", "there", "these", "they", "this",
+    "those", "user", "very", "want", "were", "what", "when", "where", "which", "while", "will", "with",
+    "would", "your",
+];
+
+/// The words of `text`, lower-cased, of four characters or more.
+pub(super) fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 4)
+        .map(str::to_lowercase)
+}
+
+/// A question's telling words: no stop words, no repeats, the first few.
+pub(super) fn keywords(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for w in words(text) {
+        if out.len() == QUESTION_WORDS {
+            break;
+        }
+        if STOPWORDS.binary_search(&w.as_str()).is_err() && !out.contains(&w) {
+            out.push(w);
+        }
+    }
+    out
+}
+
+/// The sentences of `text`: ended by `.`, `!` or `?` before white space, by
+/// `。`, `！` or `？`, or by a line break; trimmed, empty ones skipped.
+pub(super) fn sentences(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        loop {
+            if rest.trim().is_empty() {
+                return None;
+            }
+            let mut chars = rest.char_indices().peekable();
+            let mut end = rest.len();
+            while let Some((i, c)) = chars.next() {
+                let after = i + c.len_utf8();
+                let ends = match c {
+                    '\n' | '。' | '！' | '？' => true,
+                    '.' | '!' | '?' => chars.peek().is_none_or(|&(_, n)| n.is_whitespace()),
+                    _ => false,
+                };
+                if ends {
+                    end = after;
+                    break;
+                }
+            }
+            let sentence = rest[..end].trim();
+            rest = &rest[end..];
+            if !sentence.is_empty() {
+                return Some(sentence);
+            }
+        }
+    })
+}
+
+/// `text` cut to about `max` characters (at a word's end when one is near),
+/// with an ellipsis when cut.
+pub(super) fn clip(text: &str, max: usize) -> Cow<'_, str> {
+    match text.char_indices().nth(max) {
+        None => Cow::Borrowed(text),
+        Some((i, _)) => {
+            let head = &text[..i];
+            // Back to the last space, unless that loses more than a fifth.
+            let cut = head
+                .rfind(char::is_whitespace)
+                .filter(|&at| head[..at].chars().count() >= max * 4 / 5)
+                .map_or(head, |at| &head[..at]);
+            Cow::Owned(format!("{}…", cut.trim_end()))
+        }
+    }
+}
