@@ -88,7 +88,7 @@ impl<S: Summarizer> SummaryMemory<S> {
     }
 }
 
-impl<S, C> SummaryMemory<S, C> {
+impl<S, C: TokenCounter> SummaryMemory<S, C> {
     /// Render, recognise and cut the summary by `policy`. An invalid policy
     /// (an empty prefix, a role that answers) makes every add an
     /// [`Error::InvalidConfig`](crate::Error::InvalidConfig), the memory unchanged.
@@ -104,6 +104,7 @@ impl<S, C> SummaryMemory<S, C> {
     /// ```
     pub fn policy(mut self, policy: FoldPolicy) -> Self {
         self.fold.policy = policy;
+        self.reread();
         self
     }
 
@@ -120,14 +121,23 @@ impl<S, C> SummaryMemory<S, C> {
     /// # Ok::<(), chatfold::Error>(())
     /// ```
     pub fn counter<D: TokenCounter>(self, counter: D) -> SummaryMemory<S, D> {
-        SummaryMemory {
+        let mut memory = SummaryMemory {
             buffer: self.buffer,
             summarizer: self.summarizer,
             fold: Fold {
                 policy: self.fold.policy,
                 counter,
             },
-        }
+        };
+        memory.reread();
+        memory
+    }
+
+    /// The summary's ledger read again, with the policy's patterns and
+    /// counted by the counter the memory has now.
+    fn reread(&mut self) {
+        let fold = &self.fold;
+        self.buffer.read_ledger(&fold.policy, &fold.counter);
     }
 }
 
@@ -219,7 +229,7 @@ impl<S: AsyncSummarizer> AsyncSummaryMemory<S> {
     }
 }
 
-impl<S, C> AsyncSummaryMemory<S, C> {
+impl<S, C: TokenCounter> AsyncSummaryMemory<S, C> {
     /// Render, recognise and cut the summary by `policy`. An invalid policy
     /// (an empty prefix, a role that answers) makes every add an
     /// [`Error::InvalidConfig`](crate::Error::InvalidConfig), the memory unchanged.
@@ -236,6 +246,7 @@ impl<S, C> AsyncSummaryMemory<S, C> {
     /// ```
     pub fn policy(mut self, policy: FoldPolicy) -> Self {
         self.fold.policy = policy;
+        self.reread();
         self
     }
 
@@ -252,14 +263,23 @@ impl<S, C> AsyncSummaryMemory<S, C> {
     /// # Ok::<(), chatfold::Error>(())
     /// ```
     pub fn counter<D: TokenCounter>(self, counter: D) -> AsyncSummaryMemory<S, D> {
-        AsyncSummaryMemory {
+        let mut memory = AsyncSummaryMemory {
             cell: self.cell,
             summarizer: self.summarizer,
             fold: Fold {
                 policy: self.fold.policy,
                 counter,
             },
-        }
+        };
+        memory.reread();
+        memory
+    }
+
+    /// The summary's ledger read again, with the policy's patterns and
+    /// counted by the counter the memory has now.
+    fn reread(&mut self) {
+        let fold = &self.fold;
+        lock(&self.cell).read_ledger(&fold.policy, &fold.counter);
     }
 }
 
