@@ -266,11 +266,8 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
         }
         let fold = self.fold();
         // Identifiers the kept turns hold verbatim need no entry.
-        let kept = match fold.entries.is_empty() {
-            true => String::new(),
-            false => ledger::said(&self.messages[self.report.cut..]),
-        };
-        let held = |entry: &str| kept.contains(entry);
+        let kept = (!fold.entries.is_empty()).then(|| ledger::Said::new(&self.messages[self.report.cut..]));
+        let held = |entry: &str| kept.as_ref().is_some_and(|k| k.holds(entry));
         let fitted = fold.complete(
             &compactor.policy,
             summary.into(),
@@ -278,8 +275,11 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
             self.summary_limit,
             &compactor.counter,
         )?;
-        let (mut message, mut summary_tokens, summary_truncated) =
-            (fitted.message, fitted.tokens, fitted.truncated);
+        let (mut message, mut summary_tokens, summary_truncated) = (
+            compactor.policy.summary_message(&fitted.body),
+            fitted.tokens,
+            fitted.truncated,
+        );
         let role = compactor
             .policy
             .summary_role_before(self.messages.get(self.report.cut));

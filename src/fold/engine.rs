@@ -143,20 +143,14 @@ pub(crate) struct Ticket {
     fresh: Entries,
 }
 
-/// Where an entry of a memory's new ledger comes from.
-#[derive(Clone, Copy, Debug)]
-enum Source {
-    /// The folded messages' entries.
-    Fresh(usize),
-    /// The ledger the memory had.
-    Carried(usize),
-}
-
-/// A memory's new summary, and where each entry of its new ledger comes from.
+/// A memory's new summary, and what its ledger becomes: this fold's
+/// entries, then the memory's (less those found again), less those the
+/// summary had no room for, at most `cap` of them.
 #[derive(Debug)]
 pub(crate) struct Completed {
     fitted: Fitted,
-    ledger: Vec<Source>,
+    /// The memory's entries this fold found again (their indices, ascending).
+    again: Vec<usize>,
     /// The most entries the memory keeps ([`FoldPolicy::enough`]).
     cap: usize,
 }
@@ -197,6 +191,8 @@ pub(crate) struct Buffer {
     callers: Vec<usize>,
     /// The summary's ledger, newest first.
     ledger: Entries,
+    /// Bytes of the summary that are its prose (its section follows).
+    prose_len: usize,
     /// Bumped by `clear`: a fold that began before it is discarded.
     epoch: u64,
     /// Whether a fold is in flight.
@@ -222,6 +218,7 @@ impl Buffer {
             callers: units::callers(&state.buffer),
             state,
             ledger: Entries::default(),
+            prose_len: 0,
             epoch: 0,
             folding: false,
         };
@@ -233,6 +230,7 @@ impl Buffer {
     /// memory's own, counted by `counter`.
     pub(crate) fn read_ledger<C: TokenCounter + ?Sized>(&mut self, policy: &FoldPolicy, counter: &C) {
         let (prose, listed) = ledger::split(&self.state.summary);
+        self.prose_len = prose.len();
         let mut texts: Vec<String> = listed.into_iter().map(str::to_owned).collect();
         for found in ledger::identifiers(prose, &policy.ledger_patterns)
             .into_iter()
@@ -275,6 +273,7 @@ impl Buffer {
         self.tokens.clear();
         self.callers.clear();
         self.ledger = Entries::default();
+        self.prose_len = 0;
         self.total = 0;
         self.epoch = self.epoch.wrapping_add(1);
     }
@@ -339,7 +338,7 @@ impl Buffer {
         }
         let folded = &self.state.buffer[..n.min(self.state.buffer.len())];
         let policy = rules.policy;
-        let (prose, _) = ledger::split(&self.state.summary);
+        let prose = &self.state.summary[..self.prose_len];
         let fresh = match policy.ledger {
             true => {
                 let allowance = rules.allowance;
@@ -359,8 +358,8 @@ impl Buffer {
             // The section's share, from the entries' counts (a repeated
             // entry counted twice: the summarizer is told a little less).
             true => {
-                let tokens: Vec<usize> = fresh.tokens.iter().chain(&self.ledger.tokens).copied().collect();
-                policy.told(&tokens, rules.allowance, rules.counter)
+                let tokens = fresh.tokens.iter().chain(&self.ledger.tokens).copied();
+                policy.told(tokens, rules.allowance, rules.counter)
             }
             false => rules.allowance,
         };
@@ -381,33 +380,29 @@ impl Buffer {
     }
 
     /// The ledger a fold works on: `fresh` entries first, then the memory's
-    /// (those not among them), as texts and tokens, and where each is from.
-    fn merged<'s>(&'s self, fresh: &'s Entries) -> (Vec<(&'s str, Source)>, Vec<usize>) {
-        let mut texts = Vec::with_capacity(fresh.len() + self.ledger.len());
-        let mut tokens = Vec::with_capacity(texts.capacity());
-        for (i, (t, &n)) in fresh.texts.iter().zip(&fresh.tokens).enumerate() {
-            texts.push((t.as_str(), Source::Fresh(i)));
-            tokens.push(n);
-        }
+    /// (those not among them), as texts and tokens, and the indices of the
+    /// memory's entries found again.
+    fn merged<'s>(&'s self, fresh: &'s Entries) -> (Vec<&'s str>, Vec<usize>, Vec<usize>) {
         let ledger = &self.ledger;
-        for (i, ((t, &n), key)) in ledger
-            .texts
-            .iter()
-            .zip(&ledger.tokens)
-            .zip(&ledger.keys)
-            .enumerate()
-        {
-            let fresh_again = fresh
-                .keys
-                .iter()
-                .zip(&fresh.texts)
-                .any(|(k, f)| k == key && ledger::same(f, t));
-            if !fresh_again {
-                texts.push((t.as_str(), Source::Carried(i)));
+        let mut again = Vec::new();
+        for (i, key) in ledger.keys.iter().enumerate().filter(|_| !fresh.is_empty()) {
+            let same = |(k, f): (&u64, &String)| k == key && ledger::same(f, &ledger.texts[i]);
+            if fresh.keys.iter().zip(&fresh.texts).any(same) {
+                again.push(i);
+            }
+        }
+        let mut texts = Vec::with_capacity(fresh.len() + ledger.len());
+        let mut tokens = Vec::with_capacity(texts.capacity());
+        texts.extend(fresh.texts.iter().map(String::as_str));
+        tokens.extend_from_slice(&fresh.tokens);
+        let mut skip = again.iter().copied().peekable();
+        for (i, (t, &n)) in ledger.texts.iter().zip(&ledger.tokens).enumerate() {
+            if skip.next_if_eq(&i).is_none() {
+                texts.push(t.as_str());
                 tokens.push(n);
             }
         }
-        (texts, tokens)
+        (texts, tokens, again)
     }
 
     /// The summarizer's answer as the new summary: checked (trimmed, not
@@ -422,11 +417,10 @@ impl Buffer {
         let policy = rules.policy;
         let text = policy.accept(answer.map_err(Error::Summarize)?)?;
         let limit = policy.overhead(rules.counter).saturating_add(rules.allowance);
-        let (sourced, tokens) = match policy.ledger {
+        let (texts, tokens, again) = match policy.ledger {
             true => self.merged(&ticket.fresh),
-            false => (Vec::new(), Vec::new()),
+            false => (Vec::new(), Vec::new(), Vec::new()),
         };
-        let texts: Vec<&str> = sourced.iter().map(|(t, _)| *t).collect();
         let fitted = policy.finish(
             &text,
             &texts,
@@ -436,16 +430,9 @@ impl Buffer {
             rules.counter,
             rules.exact,
         );
-        let mut dropped = fitted.dropped.iter().copied().peekable();
-        let ledger = sourced
-            .iter()
-            .enumerate()
-            .filter(|&(i, _)| dropped.next_if_eq(&i).is_none())
-            .map(|(_, &(_, source))| source)
-            .collect();
         Ok(Completed {
             fitted,
-            ledger,
+            again,
             cap: policy.enough(rules.allowance),
         })
     }
@@ -477,27 +464,37 @@ impl Buffer {
             return Landed::Stale;
         }
         match summary {
-            Ok(Completed { fitted, ledger, cap }) => {
-                let entries = |e: Entries| -> Vec<Option<(String, usize, u64)>> {
-                    e.texts
-                        .into_iter()
-                        .zip(e.tokens)
-                        .zip(e.keys)
-                        .map(|((t, n), k)| Some((t, n, k)))
-                        .collect()
-                };
-                let mut fresh = entries(ticket.fresh);
-                let mut carried = entries(std::mem::take(&mut self.ledger));
-                for source in ledger.into_iter().take(cap) {
-                    let entry = match source {
-                        Source::Fresh(i) => fresh.get_mut(i).and_then(Option::take),
-                        Source::Carried(i) => carried.get_mut(i).and_then(Option::take),
-                    };
-                    if let Some((text, tokens, key)) = entry {
-                        self.ledger.push(text, tokens, key);
+            Ok(Completed { fitted, again, cap }) => {
+                let mut fresh = ticket.fresh;
+                let mut carried = std::mem::take(&mut self.ledger);
+                if !(fitted.dropped.is_empty() && again.is_empty()) {
+                    let (mut gone_fresh, mut gone) = (vec![false; fresh.len()], vec![false; carried.len()]);
+                    again.iter().for_each(|&i| gone[i] = true);
+                    // A dropped entry's index past this fold's is the k-th of
+                    // the carried entries not found again.
+                    let mut passed = 0;
+                    for &m in &fitted.dropped {
+                        let Some(k) = m.checked_sub(fresh.len()) else {
+                            gone_fresh[m] = true;
+                            continue;
+                        };
+                        let mut i = k + passed;
+                        while again.get(passed).is_some_and(|&a| a <= i) {
+                            (passed, i) = (passed + 1, i + 1);
+                        }
+                        if let Some(slot) = gone.get_mut(i) {
+                            *slot = true;
+                        }
                     }
+                    fresh.retain(&gone_fresh);
+                    carried.retain(&gone);
                 }
+                fresh.truncate(cap);
+                carried.truncate(cap - fresh.len());
+                fresh.append(carried);
+                self.ledger = fresh;
                 self.state.summary = fitted.body;
+                self.prose_len = fitted.prose_len;
                 self.drop_front(ticket.n);
                 Landed::Folded {
                     n: ticket.n,
@@ -666,6 +663,63 @@ mod tests {
         assert!(matches!(b.land(ticket, summary), Landed::Stale));
         assert_eq!(b.messages().len(), 1);
         assert!(b.state.summary.is_empty());
+    }
+
+    /// The ledger a fold lands is the fold's (its entries, then the
+    /// memory's not found again) less what the summary dropped, at most
+    /// `cap`: checked against that rule computed plainly, with entries found
+    /// again, dropped for room, and a cap that binds.
+    #[test]
+    fn a_landed_ledger_is_the_merged_one_less_the_dropped() {
+        let listed: Vec<String> = (0..40).map(|i| format!("- /srv/old/file-{i:02}.csv")).collect();
+        let summary = format!(
+            "Earlier work.{}{}",
+            "\n\nExact identifiers (kept verbatim):\n",
+            listed.join("\n")
+        );
+        for (allowance, ledger_percent) in [(60, 100), (100, 33), (400, 100), (30, 10)] {
+            let policy = FoldPolicy::new().ledger_percent(ledger_percent);
+            let folded =
+                Message::user("read /srv/old/file-03.csv and /srv/new/a.csv, then /srv/old/file-17.csv");
+            let mut b = Buffer::new(
+                State::new(summary.clone(), vec![folded, Message::user("next")]),
+                &Heuristic,
+                true,
+                &policy,
+            );
+            let rules = Rules {
+                allowance,
+                ..rules(&policy)
+            };
+            let (ticket, _) = b.begin(1, rules).unwrap();
+            let completed = b.complete(&ticket, Ok("Short.".to_owned()), rules).unwrap();
+            let (texts, _, _) = b.merged(&ticket.fresh);
+            let texts: Vec<String> = texts.into_iter().map(str::to_owned).collect();
+            let expected: Vec<String> = (0..texts.len())
+                .filter(|i| !completed.fitted.dropped.contains(i))
+                .map(|i| texts[i].clone())
+                .take(completed.cap)
+                .collect();
+            assert!(matches!(
+                b.land(ticket, Ok(completed)),
+                Landed::Folded { n: 1, .. }
+            ));
+            assert_eq!(
+                b.ledger.texts, expected,
+                "allowance {allowance}, {ledger_percent}%"
+            );
+            // Found again, an identifier is kept once at most, newest first.
+            assert!(
+                b.ledger
+                    .texts
+                    .iter()
+                    .filter(|t| t.ends_with("file-03.csv"))
+                    .count()
+                    <= 1
+            );
+            assert!(b.ledger.is_empty() || b.ledger.texts[0] == "/srv/old/file-17.csv");
+            assert!(b.ledger.len() <= expected.len().max(1));
+        }
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! folded turns, kept verbatim in a section after the summary's prose.
 
 use std::collections::HashSet;
+use std::hash::BuildHasherDefault;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::OnceLock;
 
@@ -35,11 +36,31 @@ impl Entries {
         Entries { texts, tokens, keys }
     }
 
-    /// Appends one entry (its count and key already known).
-    pub(crate) fn push(&mut self, text: String, tokens: usize, key: u64) {
-        self.texts.push(text);
-        self.tokens.push(tokens);
-        self.keys.push(key);
+    /// Drops the entries `gone` marks.
+    pub(crate) fn retain(&mut self, gone: &[bool]) {
+        let mut i = 0;
+        self.texts
+            .retain(|_| !gone.get(post(&mut i)).copied().unwrap_or(false));
+        let mut i = 0;
+        self.tokens
+            .retain(|_| !gone.get(post(&mut i)).copied().unwrap_or(false));
+        let mut i = 0;
+        self.keys
+            .retain(|_| !gone.get(post(&mut i)).copied().unwrap_or(false));
+    }
+
+    /// Keeps the first `n` entries.
+    pub(crate) fn truncate(&mut self, n: usize) {
+        self.texts.truncate(n);
+        self.tokens.truncate(n);
+        self.keys.truncate(n);
+    }
+
+    /// Moves `other`'s entries after these.
+    pub(crate) fn append(&mut self, mut other: Entries) {
+        self.texts.append(&mut other.texts);
+        self.tokens.append(&mut other.tokens);
+        self.keys.append(&mut other.keys);
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -49,6 +70,12 @@ impl Entries {
     pub(crate) fn is_empty(&self) -> bool {
         self.texts.is_empty()
     }
+}
+
+/// `i`, then `i` is one more (an index through `retain`).
+fn post(i: &mut usize) -> usize {
+    *i += 1;
+    *i - 1
 }
 
 /// An entry's tokens: its text and a line's framing.
@@ -337,17 +364,104 @@ fn usable(s: &str) -> bool {
     !s.trim().is_empty() && s.len() <= 300 && !s.contains('\n')
 }
 
-/// Whether `text` may hold an identifier of a built-in class: every class
-/// needs a digit, `:`, `/`, `\\`, `@`, or a `.` followed by a letter or
-/// digit (a file name, a host), and prose mostly has none of them. One pass
-/// over the bytes, much cheaper than the patterns'.
-fn may_hold_one(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    bytes.iter().enumerate().any(|(i, &b)| match b {
-        b'0'..=b'9' | b':' | b'/' | b'\\' | b'@' => true,
-        b'.' => bytes.get(i + 1).is_some_and(u8::is_ascii_alphanumeric),
-        _ => false,
-    })
+/// Calls `found` with each span of `text` that may hold an identifier of
+/// a built-in class, in order: the words (split at ASCII space, tab, CR and
+/// LF, which no pattern matches) that hold a digit, `:`, `/`, `\\`, `@` or
+/// a `.` followed by a letter or digit (a file name, a host). Every class
+/// needs one of them (a UUID of the letters a-f alone, one in 10^13, is
+/// left out), and prose mostly has none. The patterns read only these
+/// spans, which start and end beside whitespace, so they match there as in
+/// the whole text. Spans less than [`SPAN_GAP`] bytes apart are read as one.
+fn hot_spans(text: &str, mut found: impl FnMut(usize, usize)) {
+    let mut span: Option<(usize, usize)> = None;
+    hot_words(text.as_bytes(), |start, end| {
+        span = match span {
+            Some((first, last)) if start <= last + SPAN_GAP => Some((first, end)),
+            Some((first, last)) => {
+                found(first, last);
+                Some((start, end))
+            }
+            None => Some((start, end)),
+        };
+    });
+    if let Some((first, last)) = span {
+        found(first, last);
+    }
+}
+
+/// Calls `found` with the start and end of each word of `bytes` that
+/// [`hot_spans`] reads, in order.
+fn hot_words(bytes: &[u8], mut found: impl FnMut(usize, usize)) {
+    let space = |b: u8| matches!(b, b' ' | b'\t' | b'\r' | b'\n');
+    let mut from = 0;
+    while let Some(at) = next_mark(bytes, from) {
+        let start = bytes[..at].iter().rposition(|&b| space(b)).map_or(0, |i| i + 1);
+        let end = bytes[at..]
+            .iter()
+            .position(|&b| space(b))
+            .map_or(bytes.len(), |i| at + i);
+        let hot = bytes[at] != b'.' || bytes.get(at + 1).is_some_and(u8::is_ascii_alphanumeric);
+        if hot {
+            found(start, end);
+            from = end;
+        } else {
+            from = at + 1;
+        }
+    }
+}
+
+/// Whether `entry`, one word, is one [`hot_words`] finds.
+fn is_hot_word(entry: &str) -> bool {
+    let mut hot = false;
+    hot_words(entry.as_bytes(), |start, end| {
+        hot |= start == 0 && end == entry.len()
+    });
+    hot
+}
+
+/// The position of the first byte at or after `from` that may make its
+/// word an identifier's ([`hot_words`] checks it): a digit, `.`, `/`, `:`
+/// (these four one range), `@` or `\\`. Blocks without one are skipped
+/// whole, in a loop the compiler vectorizes.
+fn next_mark(bytes: &[u8], from: usize) -> Option<usize> {
+    let mark = |b: u8| b.wrapping_sub(b'.') <= b':' - b'.' || b == b'@' || b == b'\\';
+    let mut at = from;
+    while at < bytes.len() {
+        let block = &bytes[at..bytes.len().min(at + 32)];
+        if block.iter().fold(false, |any, &b| any | mark(b)) {
+            return block.iter().position(|&b| mark(b)).map(|i| at + i);
+        }
+        at += block.len();
+    }
+    None
+}
+
+/// Spans of [`hot_spans`] closer than this are read as one (one search
+/// costs more than reading a few words).
+const SPAN_GAP: usize = 48;
+
+/// The identifier that the patterns' match `text[start..end]` names, if
+/// it is one: its class told, checked and trimmed.
+fn pattern_entry<'t>(patterns: &Patterns, text: &'t str, start: usize, end: usize) -> Option<&'t str> {
+    let mut found = &text[start..end];
+    // An absolute path's match holds the character before the path.
+    if let Some(rest) = found.strip_prefix(|c: char| " \t\r\n\"'([=,:".contains(c)) {
+        if rest.starts_with('/') || rest.starts_with("~/") {
+            found = rest;
+        }
+    }
+    let class = patterns.each.matches(found).iter().next().map(|i| SPEC[i].0)?;
+    let found = match class {
+        Class::Url | Class::Cloud | Class::AbsolutePath | Class::RelativePath | Class::WindowsPath => {
+            trim_end(found)
+        }
+        _ => found,
+    };
+    // A bare IPv6 address stands alone, not inside a word (`std::fs`).
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    let inside_word =
+        class == Class::Ipv6 && (text[..start].ends_with(word) || text[end..].starts_with(word));
+    (!found.is_empty() && !inside_word && accept(class, found)).then_some(found)
 }
 
 /// The identifiers in one text, in order of position: JSON `key: value`
@@ -355,53 +469,106 @@ fn may_hold_one(text: &str) -> bool {
 /// matches (those inside a longer match, or equal to a JSON value, left out),
 /// then the matches of `extra` patterns (each whole match an entry).
 pub(crate) fn identifiers(text: &str, extra: &[LedgerPattern]) -> Vec<String> {
+    placed(text, extra).into_iter().map(|(_, found)| found).collect()
+}
+
+/// [`identifiers`], each with where it starts (JSON entries at 0).
+fn placed(text: &str, extra: &[LedgerPattern]) -> Vec<(usize, String)> {
     let mut out = Vec::new();
     let mut json_values = HashSet::new();
     let trimmed = text.trim_start();
     if (trimmed.starts_with('{') || trimmed.starts_with('[')) && text.len() <= 1 << 20 {
         if let Ok(value) = serde_json::from_str::<Value>(text) {
-            json_entries(&value, &mut out, &mut json_values);
+            let mut entries = Vec::new();
+            json_entries(&value, &mut entries, &mut json_values);
+            out.extend(entries.into_iter().map(|e| (0, e)));
         }
     }
-    if let Some(patterns) = patterns().filter(|_| may_hold_one(text)) {
-        for m in patterns.all.find_iter(text) {
-            let mut found = m.as_str();
-            // An absolute path's match holds the character before the path.
-            if let Some(rest) = found.strip_prefix(|c: char| " \t\r\n\"'([=,:".contains(c)) {
-                if rest.starts_with('/') || rest.starts_with("~/") {
-                    found = rest;
-                }
-            }
-            let Some(class) = patterns.each.matches(found).iter().next().map(|i| SPEC[i].0) else {
-                continue;
-            };
-            let found = match class {
-                Class::Url
-                | Class::Cloud
-                | Class::AbsolutePath
-                | Class::RelativePath
-                | Class::WindowsPath => trim_end(found),
-                _ => found,
-            };
-            // A bare IPv6 address stands alone, not inside a word (`std::fs`).
-            let word = |c: char| c.is_alphanumeric() || c == '_';
-            let inside_word = class == Class::Ipv6
-                && (text[..m.start()].ends_with(word) || text[m.end()..].starts_with(word));
-            if !found.is_empty() && !inside_word && accept(class, found) && !json_values.contains(found) {
-                out.push(found.to_owned());
+    matched(text, &|found| json_values.contains(found), &mut out);
+    extra_matched(text, extra, &mut out);
+    out
+}
+
+/// Adds the built-in patterns' identifiers in `text` (less those `skip`
+/// says), with where each starts, to `out`.
+fn matched(text: &str, skip: &dyn Fn(&str) -> bool, out: &mut Vec<(usize, String)>) {
+    let Some(patterns) = patterns() else {
+        return;
+    };
+    hot_spans(text, |from, to| {
+        for m in patterns.all.find_iter(&text[from..to]) {
+            let (start, end) = (from + m.start(), from + m.end());
+            if let Some(found) = pattern_entry(patterns, text, start, end).filter(|f| !skip(f)) {
+                out.push((start, found.to_owned()));
             }
         }
-    }
+    });
+}
+
+/// Adds the matches of the user's `extra` patterns in `text` (each whole
+/// match an entry), with where each starts, to `out`.
+fn extra_matched(text: &str, extra: &[LedgerPattern], out: &mut Vec<(usize, String)>) {
     for pattern in extra {
         out.extend(
-            pattern
-                .0
-                .find_iter(text)
-                .map(|m| m.as_str().to_owned())
-                .filter(|s| usable(s)),
+            (pattern.0.find_iter(text))
+                .filter(|m| usable(m.as_str()))
+                .map(|m| (m.start(), m.as_str().to_owned())),
         );
     }
-    out
+}
+
+/// The identifiers of a text that is not JSON, newest (last) line first,
+/// each with its line: what [`identifiers`] finds in each line read alone,
+/// from the last line, in one pass of the patterns over the whole text (no
+/// match spans lines). A line that is a JSON value gives its `key: value`
+/// entries first, and its matches equal to one of its values are left out.
+fn by_line_from_end(text: &str, extra: &[LedgerPattern]) -> Vec<(usize, String)> {
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1))
+        .collect();
+    let line_of = |at: usize| starts.partition_point(|&s| s <= at) - 1;
+    // Lines that parse as JSON: their entries, and the values they name.
+    let mut json: Vec<(usize, Vec<String>, HashSet<String>)> = Vec::new();
+    for (n, &start) in starts.iter().enumerate() {
+        let rest = &text[start..];
+        let line = rest.split('\n').next().unwrap_or("");
+        let opens = line.trim_start().starts_with(['{', '[']) && line.len() <= 1 << 20;
+        if let Some(value) = opens.then(|| serde_json::from_str::<Value>(line).ok()).flatten() {
+            let (mut entries, mut values) = (Vec::new(), HashSet::new());
+            json_entries(&value, &mut entries, &mut values);
+            json.push((n, entries, values));
+        }
+    }
+    let mut found: Vec<(usize, String)> = Vec::new();
+    for (n, entries, _) in &json {
+        found.extend(entries.iter().map(|e| (*n, e.clone())));
+    }
+    // A JSON line's matches equal to one of its values are left out (its
+    // extra patterns' are not).
+    let json_value = |n: usize, e: &str| {
+        json.iter()
+            .any(|(line, _, values)| *line == n && values.contains(e))
+    };
+    let mut matches = Vec::new();
+    matched(text, &|_| false, &mut matches);
+    for (at, entry) in matches {
+        let n = line_of(at);
+        if !json_value(n, &entry) {
+            found.push((n, entry));
+        }
+    }
+    // The user's patterns read each line alone, as they may match across
+    // lines or anchor at one.
+    for (n, line) in text.lines().enumerate().filter(|_| !extra.is_empty()) {
+        let mut extras = Vec::new();
+        extra_matched(line, extra, &mut extras);
+        found.extend(extras.into_iter().map(|(_, e)| (n, e)));
+    }
+    // Each line's JSON entries, its matches, the extra patterns' (a stable
+    // sort keeps each group's order), all reversed: newest first.
+    found.sort_by_key(|&(line, _)| line);
+    found.reverse();
+    found
 }
 
 /// The pieces of a message to read identifiers from: the content's text
@@ -425,15 +592,74 @@ fn pieces(message: &Message) -> impl Iterator<Item = &str> {
     content.into_iter().chain(calls).rev()
 }
 
-/// What `messages` say where identifiers are read (see [`pieces`]), as one
-/// text: entries it holds verbatim need no line of their own.
-pub(crate) fn said(messages: &[Message]) -> String {
-    let mut out = String::new();
-    for piece in messages.iter().flat_map(pieces) {
-        out.push_str(piece);
-        out.push('\n');
+/// What messages say where identifiers are read (see [`pieces`]): entries
+/// they hold verbatim need no line of their own. An entry that is one word
+/// of those the patterns read is looked up among such words of theirs
+/// (each also without the punctuation around it), any other searched for
+/// in their text. An entry found only
+/// inside a longer word is listed still: a line spent, nothing lost.
+pub(crate) struct Said<'m> {
+    pieces: Vec<&'m str>,
+    words: HashSet<&'m str, BuildHasherDefault<Fnv>>,
+}
+
+impl<'m> Said<'m> {
+    /// What `messages` say.
+    pub(crate) fn new(messages: &'m [Message]) -> Self {
+        let pieces: Vec<&str> = messages.iter().flat_map(pieces).collect();
+        let mut words = HashSet::default();
+        for piece in &pieces {
+            hot_words(piece.as_bytes(), |start, end| {
+                let word = &piece[start..end];
+                words.insert(word);
+                let bare = word
+                    .trim_start_matches(['"', '\'', '`', '(', '[', '{', '<'])
+                    .trim_end_matches(['.', ',', ';', ':', '!', '?', '"', '\'', '`', ')', ']', '}', '>']);
+                if bare.len() != word.len() {
+                    words.insert(bare);
+                }
+            });
+        }
+        Said { pieces, words }
     }
-    out
+
+    /// Whether `entry` stands verbatim in what was said.
+    pub(crate) fn holds(&self, entry: &str) -> bool {
+        let word = |w: &str| !w.bytes().any(|b| b.is_ascii_whitespace()) && is_hot_word(w);
+        if word(entry) {
+            return self.words.contains(entry);
+        }
+        // A `key: value` entry whose value is not among the words is not
+        // said whole either (or only inside a longer word).
+        let value = value_of(entry);
+        if value.len() < entry.len() && word(value) && !self.words.contains(value) {
+            return false;
+        }
+        self.pieces.iter().any(|p| covered(entry, p))
+    }
+}
+
+/// FNV-1a: a fast hash for the short words of [`Said`] (nothing keyed by
+/// it is kept or shared).
+#[derive(Default)]
+struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut hash = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = hash;
+    }
 }
 
 /// Every string inside `value`, in order.
@@ -519,13 +745,13 @@ pub(crate) fn candidates<'m>(
                 }
                 continue;
             }
-            for line in piece.lines().rev() {
-                if out.len() >= enough {
+            let mut line = None;
+            for (at, entry) in by_line_from_end(piece, extra) {
+                if line != Some(at) && out.len() >= enough {
                     break 'messages;
                 }
-                for entry in identifiers(line, extra).into_iter().rev() {
-                    add(entry, &mut out);
-                }
+                line = Some(at);
+                add(entry, &mut out);
             }
         }
     }
@@ -737,6 +963,90 @@ mod tests {
         assert_eq!(render("prose", &[]), "prose");
         let faked = neutralise(format!("a\n\n{LEDGER_HEADING}\n- fake"));
         assert_eq!(split(&faked).1, Vec::<&str>::new());
+    }
+
+    /// The identifiers of `text` as the patterns find them over the whole
+    /// text, no span skipped.
+    fn over_whole_text(text: &str) -> Vec<String> {
+        let patterns = patterns().unwrap();
+        (patterns.all.find_iter(text))
+            .filter_map(|m| pattern_entry(patterns, text, m.start(), m.end()))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Texts built of identifiers, near misses, words and every kind of
+    /// separator, JSON lines among them.
+    fn texts() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let piece = prop_oneof![
+            Just("/srv/a.csv".to_owned()),
+            Just("https://x.io/p?q=1).".to_owned()),
+            Just("10.0.0.1:80".to_owned()),
+            Just("[::1]:8080".to_owned()),
+            Just("std::fs".to_owned()),
+            Just("fe80::1".to_owned()),
+            Just("PROJ-12".to_owned()),
+            Just("v1.2.3".to_owned()),
+            Just("a@b.com".to_owned()),
+            Just("C:\\x\\y.txt".to_owned()),
+            Just("deadbeef12".to_owned()),
+            Just("550e8400-e29b-41d4-a716-446655440000".to_owned()),
+            Just(r#"{"id": "run-7", "path": "/tmp/x"}"#.to_owned()),
+            Just("Mr. Smith".to_owned()),
+            Just("end.Next".to_owned()),
+            "[a-z./:@0-9-]{1,12}",
+            "[ \t\r\n\"'(=,]{1,2}",
+            Just("é, 漢字".to_owned()),
+        ];
+        proptest::collection::vec(piece, 0..24).prop_map(|p| p.concat())
+    }
+
+    proptest::proptest! {
+        /// Reading only the spans that may hold an identifier finds what
+        /// reading the whole text finds.
+        #[test]
+        fn spans_find_what_the_whole_text_holds(text in texts()) {
+            let mut found = Vec::new();
+            if let Some(p) = patterns() {
+                hot_spans(&text, |from, to| {
+                    for m in p.all.find_iter(&text[from..to]) {
+                        found.extend(pattern_entry(p, &text, from + m.start(), from + m.end()).map(str::to_owned));
+                    }
+                });
+            }
+            proptest::prop_assert_eq!(found, over_whole_text(&text));
+        }
+
+        /// One pass over a text reads it as its lines read alone from the last.
+        #[test]
+        fn one_pass_reads_as_line_by_line(text in texts()) {
+            let extra = [LedgerPattern::new(r"\brun-[0-9]+\b").unwrap()];
+            let at_once: Vec<String> = by_line_from_end(&text, &extra).into_iter().map(|(_, e)| e).collect();
+            let by_line: Vec<String> = text
+                .lines()
+                .rev()
+                .flat_map(|line| identifiers(line, &extra).into_iter().rev())
+                .collect();
+            proptest::prop_assert_eq!(at_once, by_line);
+        }
+
+        /// What was said holds an entry only where its text stands verbatim.
+        #[test]
+        fn said_holds_only_what_stands_verbatim(text in texts(), other in texts()) {
+            let messages = [Message::user(text.clone())];
+            let said = Said::new(&messages);
+            for entry in identifiers(&other, &[]).iter().chain(&identifiers(&text, &[])) {
+                if said.holds(entry) {
+                    proptest::prop_assert!(text.contains(entry.as_str()), "{entry:?} held but not in {text:?}");
+                }
+            }
+            // Each identifier that stands as a word of its own is held.
+            for entry in identifiers(&text, &[]) {
+                let alone = text.split_ascii_whitespace().any(|w| w == entry);
+                proptest::prop_assert!(!alone || said.holds(&entry), "{entry:?} not held in {text:?}");
+            }
+        }
     }
 
     #[test]

@@ -142,9 +142,10 @@ impl Default for FoldPolicy {
 /// A summary message cut to its limit.
 #[derive(Clone, Debug)]
 pub(crate) struct Fitted {
-    pub message: Message,
     /// The message's text without the prefix: prose, then the ledger section.
     pub body: String,
+    /// Bytes of `body` that are its prose (the section follows them).
+    pub prose_len: usize,
     /// Tokens of the whole message (framing included).
     pub tokens: usize,
     /// Whether the prose was cut.
@@ -464,7 +465,7 @@ impl FoldPolicy {
             allowance.saturating_mul(8),
         );
         let entries = Entries::counted(texts, counter);
-        let told = self.told(&entries.tokens, allowance, counter);
+        let told = self.told(entries.tokens.iter().copied(), allowance, counter);
         Fold {
             prose: join_lines(proses),
             entries,
@@ -486,7 +487,7 @@ impl FoldPolicy {
     /// leaves.
     pub(crate) fn told<C: TokenCounter + ?Sized>(
         &self,
-        tokens: &[usize],
+        tokens: impl IntoIterator<Item = usize>,
         allowance: usize,
         counter: &C,
     ) -> usize {
@@ -501,28 +502,27 @@ impl FoldPolicy {
     /// tokens.
     fn pack<C: TokenCounter + ?Sized>(
         &self,
-        entries: &[usize],
+        entries: impl IntoIterator<Item = usize>,
         open: impl Fn(usize) -> bool,
         room: usize,
         counter: &C,
     ) -> (Vec<usize>, usize) {
-        if entries.is_empty() {
-            return (Vec::new(), 0);
-        }
-        let mut tokens = counter.count(ledger::LEDGER_HEADING).saturating_add(2);
+        let mut tokens = None;
         let mut packed = Vec::new();
-        for (i, &t) in entries.iter().enumerate() {
+        for (i, t) in entries.into_iter().enumerate() {
             if !open(i) {
                 continue;
             }
-            let more = tokens.saturating_add(t);
+            let so_far =
+                *tokens.get_or_insert_with(|| counter.count(ledger::LEDGER_HEADING).saturating_add(2));
+            let more = so_far.saturating_add(t);
             if more > room {
                 break;
             }
-            tokens = more;
+            tokens = Some(more);
             packed.push(i);
         }
-        let tokens = if packed.is_empty() { 0 } else { tokens };
+        let tokens = if packed.is_empty() { 0 } else { tokens.unwrap_or(0) };
         (packed, tokens)
     }
 
@@ -567,7 +567,7 @@ impl FoldPolicy {
         for _ in 0..2 {
             let open = |i: usize| !ledger::covered(texts[i], prose) && !held(texts[i]);
             let ledger_room = share.max(limit.saturating_sub(spoken));
-            (packed, section) = self.pack(tokens, open, ledger_room, counter);
+            (packed, section) = self.pack(tokens.iter().copied(), open, ledger_room, counter);
             if spoken.saturating_add(section) <= limit {
                 break;
             }
@@ -601,10 +601,9 @@ impl FoldPolicy {
             .filter(|&i| !listed[i] && !ledger::covered(texts[i], shown) && !held(texts[i]))
             .collect();
         let tokens = total;
-        let message = self.summary_message(&body);
         Fitted {
             tokens,
-            message,
+            prose_len: shown.len(),
             body,
             truncated: shown.len() < text.len() || prose.is_empty(),
             listed: packed,
@@ -733,11 +732,11 @@ mod tests {
         let text = text.trim();
         let (fitted, ..) = fin(&policy, text, &[], 100);
         assert!(fitted.truncated && fitted.tokens <= 100);
-        assert!(fitted.message.text().ends_with("word"));
+        assert!(fitted.body.ends_with("word"));
         let (capped, ..) = fin(&policy.clone().max_summary_tokens(10), text, &[], 100);
         assert!(capped.tokens <= policy.overhead(&Heuristic) + 10);
         let (nothing, ..) = fin(&policy, text, &[], 1);
-        assert!(nothing.truncated && nothing.message.text().ends_with('…'));
+        assert!(nothing.truncated && nothing.body.ends_with('…'));
         let (whole, ..) = fin(&policy, "short", &[], 100);
         assert!(!whole.truncated);
     }
@@ -802,7 +801,10 @@ mod tests {
         let limit = 260;
         let fitted = policy.finish("Loaded.", &texts, &tokens, &|_| false, limit, &surcharged, true);
         assert!(fitted.tokens <= limit, "{}", fitted.tokens);
-        assert_eq!(fitted.tokens, surcharged.count_message(&fitted.message));
+        assert_eq!(
+            fitted.tokens,
+            surcharged.count_message(&policy.summary_message(&fitted.body))
+        );
         // By the entries' own counts, more would have fitted than were listed.
         let overhead = policy.overhead(&surcharged);
         let room =

@@ -71,7 +71,7 @@ impl Tiers {
             Some(fitted) => View {
                 start,
                 tokens: base.saturating_add(fitted.tokens),
-                summary: Shown::Cut(fitted.message),
+                summary: Shown::Cut(policy.summary_message(&fitted.body)),
             },
             None => View {
                 start,
