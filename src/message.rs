@@ -704,16 +704,34 @@ impl Message {
     }
 
     pub(crate) fn parse(value: Value) -> std::result::Result<Self, FieldError> {
-        let Value::Object(mut map) = value else {
-            return Err(FieldError::wrong("", "an object", &value));
-        };
-        let role = match map.remove("role") {
+        match value {
+            Value::Object(map) => {
+                let mut fields = Fields::default();
+                map.into_iter().for_each(|(key, value)| fields.put(key, value));
+                Message::from_fields(fields)
+            }
+            other => Err(FieldError::wrong("", "an object", &other)),
+        }
+    }
+
+    /// The message a JSON object's fields make.
+    fn from_fields(fields: Fields) -> std::result::Result<Self, FieldError> {
+        let Fields {
+            role,
+            content,
+            name,
+            tool_calls,
+            tool_call_id,
+            id,
+            rest: mut map,
+        } = fields;
+        let role = match role {
             Some(Value::String(s)) => Role::from(s),
             Some(other) => return Err(FieldError::wrong("role", "a string", &other)),
             None => return Err(FieldError::missing("role", "a string")),
         };
         let mut m = Message::new(role, "");
-        m.content = match map.remove("content") {
+        m.content = match content {
             Some(Value::String(s)) => Some(Content::Text(s)),
             Some(Value::Array(parts)) => Some(Content::Parts(parts.into_iter().map(Part).collect())),
             Some(Value::Null) => {
@@ -729,8 +747,8 @@ impl Message {
                 ));
             }
         };
-        m.name = optional_string(&mut map, "name")?;
-        match map.remove("tool_calls") {
+        m.name = optional_string(&mut map, "name", name)?;
+        match tool_calls {
             Some(Value::Array(calls)) if !calls.is_empty() => {
                 m.tool_calls = calls
                     .into_iter()
@@ -744,9 +762,8 @@ impl Message {
             Some(other) => return Err(FieldError::wrong("tool_calls", "an array", &other)),
             None => {}
         }
-        m.tool_call_id = optional_string(&mut map, "tool_call_id")?;
-        m.id = optional_string(&mut map, "id")?;
-        // Keep the parsed map only if it holds unknown fields: an empty one still holds its capacity.
+        m.tool_call_id = optional_string(&mut map, "tool_call_id", tool_call_id)?;
+        m.id = optional_string(&mut map, "id", id)?;
         if !map.is_empty() {
             m.extra = Some(Box::new(map));
         }
@@ -754,13 +771,118 @@ impl Message {
     }
 }
 
-/// Takes `key` out of `map` as an optional string; a `null` stays in `map`
-/// so that it is written back.
+/// A message object's fields as read: the known ones apart, the others in
+/// order (a repeated key: the last one wins, as in a JSON value).
+#[derive(Default)]
+struct Fields {
+    role: Option<Value>,
+    content: Option<Value>,
+    name: Option<Value>,
+    tool_calls: Option<Value>,
+    tool_call_id: Option<Value>,
+    id: Option<Value>,
+    rest: Map<String, Value>,
+}
+
+impl Fields {
+    /// Sets field `key`.
+    fn put(&mut self, key: String, value: Value) {
+        let slot = match key.as_str() {
+            "role" => &mut self.role,
+            "content" => &mut self.content,
+            "name" => &mut self.name,
+            "tool_calls" => &mut self.tool_calls,
+            "tool_call_id" => &mut self.tool_call_id,
+            "id" => &mut self.id,
+            _ => {
+                self.rest.insert(key, value);
+                return;
+            }
+        };
+        *slot = Some(value);
+    }
+}
+
+/// A message read straight from JSON, its object's fields taken as they
+/// come (no JSON object is built for it), checked; any other value is no
+/// message.
+pub(crate) struct Read(pub std::result::Result<Message, FieldError>);
+
+impl<'de> serde::Deserialize<'de> for Read {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        deserializer.deserialize_any(ReadVisitor)
+    }
+}
+
+/// The visitor of [`Read`]: an object field by field, any other value whole.
+struct ReadVisitor;
+
+impl ReadVisitor {
+    fn other<E>(value: Value) -> std::result::Result<Read, E> {
+        Ok(Read(Err(FieldError::wrong("", "an object", &value))))
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for ReadVisitor {
+    type Value = Read;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a message")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<Read, A::Error> {
+        let mut fields = Fields::default();
+        while let Some(key) = map.next_key::<String>()? {
+            let value = map.next_value::<Value>()?;
+            fields.put(key, value);
+        }
+        Ok(Read(Message::from_fields(fields)))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> std::result::Result<Read, A::Error> {
+        use serde::Deserialize as _;
+        Self::other(Value::deserialize(serde::de::value::SeqAccessDeserializer::new(
+            seq,
+        ))?)
+    }
+
+    fn visit_bool<E>(self, v: bool) -> std::result::Result<Read, E> {
+        Self::other(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> std::result::Result<Read, E> {
+        Self::other(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> std::result::Result<Read, E> {
+        Self::other(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> std::result::Result<Read, E> {
+        Self::other(Value::from(v))
+    }
+
+    fn visit_str<E>(self, v: &str) -> std::result::Result<Read, E> {
+        Self::other(Value::from(v))
+    }
+
+    fn visit_unit<E>(self) -> std::result::Result<Read, E> {
+        Self::other(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> std::result::Result<Read, E> {
+        Self::other(Value::Null)
+    }
+}
+
+/// Field `key` (its `value`, if it was there) as an optional string; a
+/// `null` goes to `map` so that it is written back.
 fn optional_string(
     map: &mut Map<String, Value>,
     key: &str,
+    value: Option<Value>,
 ) -> std::result::Result<Option<String>, FieldError> {
-    match map.remove(key) {
+    match value {
         None => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
         Some(Value::Null) => {
@@ -797,8 +919,8 @@ impl serde::Serialize for Message {
 
 impl<'de> serde::Deserialize<'de> for Message {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
-        let value = Value::deserialize(deserializer)?;
-        Message::parse(value).map_err(D::Error::custom)
+        let Read(read) = Read::deserialize(deserializer)?;
+        read.map_err(D::Error::custom)
     }
 }
 

@@ -6,7 +6,7 @@ use std::hash::BuildHasherDefault;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::OnceLock;
 
-use regex::{Regex, RegexSet};
+use regex::Regex;
 use serde_json::Value;
 
 use crate::message::Message;
@@ -25,7 +25,7 @@ pub(crate) struct Entries {
 /// The hash [`Entries::keys`] holds.
 pub(crate) fn key_of(entry: &str) -> u64 {
     use std::hash::{BuildHasher, BuildHasherDefault};
-    BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(value_of(entry))
+    BuildHasherDefault::<Fnv>::default().hash_one(value_of(entry))
 }
 
 impl Entries {
@@ -223,26 +223,29 @@ const SPEC: &[(Class, &str)] = &[
 
 /// Every class's pattern in one alternation (one pass over the text finds
 /// the candidates, leftmost first, in `SPEC`'s order at each position), and
-/// each anchored in a set that tells which class a candidate is. Word
-/// boundaries are ASCII, which keeps both on the fast engines.
+/// each anchored in a set that tells which class a candidate is. Both read
+/// bytes, their classes and word boundaries ASCII (`(?-u)`): a negated
+/// class such as a URL's takes any other byte, so a match still ends beside
+/// ASCII, and the automata stay small (the first search in a process builds
+/// far fewer states).
 struct Patterns {
-    all: Regex,
-    each: RegexSet,
+    all: regex::bytes::Regex,
+    each: regex::bytes::RegexSet,
 }
 
 fn patterns() -> Option<&'static Patterns> {
     static PATTERNS: OnceLock<Option<Patterns>> = OnceLock::new();
     PATTERNS
         .get_or_init(|| {
-            let ascii: Vec<String> = SPEC.iter().map(|(_, p)| p.replace(r"\b", r"(?-u:\b)")).collect();
+            let ascii: Vec<String> = SPEC.iter().map(|(_, p)| format!("(?-u){p}")).collect();
             let all = ascii
                 .iter()
                 .map(|p| format!("(?:{p})"))
                 .collect::<Vec<_>>()
                 .join("|");
             Some(Patterns {
-                all: Regex::new(&all).ok()?,
-                each: RegexSet::new(ascii.iter().map(|p| format!("^(?:{p})$"))).ok()?,
+                all: regex::bytes::Regex::new(&all).ok()?,
+                each: regex::bytes::RegexSet::new(ascii.iter().map(|p| format!("^(?:{p})$"))).ok()?,
             })
         })
         .as_ref()
@@ -341,7 +344,7 @@ fn is_identifier_key(key: &str) -> bool {
 
 /// Walks a JSON value, adding `key: value` for each identifier key with a
 /// short, one-line string value.
-fn json_entries(value: &Value, out: &mut Vec<String>, values: &mut HashSet<String>) {
+fn json_entries(value: &Value, out: &mut Vec<String>, values: &mut Set<String>) {
     match value {
         Value::Object(map) => {
             for (key, v) in map {
@@ -443,14 +446,21 @@ const SPAN_GAP: usize = 48;
 /// The identifier that the patterns' match `text[start..end]` names, if
 /// it is one: its class told, checked and trimmed.
 fn pattern_entry<'t>(patterns: &Patterns, text: &'t str, start: usize, end: usize) -> Option<&'t str> {
-    let mut found = &text[start..end];
+    // The patterns read bytes (their classes ASCII, a small automaton), and
+    // each starts and ends beside ASCII: a match is whole characters.
+    let mut found = text.get(start..end)?;
     // An absolute path's match holds the character before the path.
     if let Some(rest) = found.strip_prefix(|c: char| " \t\r\n\"'([=,:".contains(c)) {
         if rest.starts_with('/') || rest.starts_with("~/") {
             found = rest;
         }
     }
-    let class = patterns.each.matches(found).iter().next().map(|i| SPEC[i].0)?;
+    let class = patterns
+        .each
+        .matches(found.as_bytes())
+        .iter()
+        .next()
+        .map(|i| SPEC[i].0)?;
     let found = match class {
         Class::Url | Class::Cloud | Class::AbsolutePath | Class::RelativePath | Class::WindowsPath => {
             trim_end(found)
@@ -475,7 +485,7 @@ pub(crate) fn identifiers(text: &str, extra: &[LedgerPattern]) -> Vec<String> {
 /// [`identifiers`], each with where it starts (JSON entries at 0).
 fn placed(text: &str, extra: &[LedgerPattern]) -> Vec<(usize, String)> {
     let mut out = Vec::new();
-    let mut json_values = HashSet::new();
+    let mut json_values = Set::default();
     let trimmed = text.trim_start();
     if (trimmed.starts_with('{') || trimmed.starts_with('[')) && text.len() <= 1 << 20 {
         if let Ok(value) = serde_json::from_str::<Value>(text) {
@@ -496,7 +506,7 @@ fn matched(text: &str, skip: &dyn Fn(&str) -> bool, out: &mut Vec<(usize, String
         return;
     };
     hot_spans(text, |from, to| {
-        for m in patterns.all.find_iter(&text[from..to]) {
+        for m in patterns.all.find_iter(&text.as_bytes()[from..to]) {
             let (start, end) = (from + m.start(), from + m.end());
             if let Some(found) = pattern_entry(patterns, text, start, end).filter(|f| !skip(f)) {
                 out.push((start, found.to_owned()));
@@ -528,13 +538,13 @@ fn by_line_from_end(text: &str, extra: &[LedgerPattern]) -> Vec<(usize, String)>
         .collect();
     let line_of = |at: usize| starts.partition_point(|&s| s <= at) - 1;
     // Lines that parse as JSON: their entries, and the values they name.
-    let mut json: Vec<(usize, Vec<String>, HashSet<String>)> = Vec::new();
+    let mut json: Vec<(usize, Vec<String>, Set<String>)> = Vec::new();
     for (n, &start) in starts.iter().enumerate() {
         let rest = &text[start..];
         let line = rest.split('\n').next().unwrap_or("");
         let opens = line.trim_start().starts_with(['{', '[']) && line.len() <= 1 << 20;
         if let Some(value) = opens.then(|| serde_json::from_str::<Value>(line).ok()).flatten() {
-            let (mut entries, mut values) = (Vec::new(), HashSet::new());
+            let (mut entries, mut values) = (Vec::new(), Set::default());
             json_entries(&value, &mut entries, &mut values);
             json.push((n, entries, values));
         }
@@ -600,7 +610,7 @@ fn pieces(message: &Message) -> impl Iterator<Item = &str> {
 /// inside a longer word is listed still: a line spent, nothing lost.
 pub(crate) struct Said<'m> {
     pieces: Vec<&'m str>,
-    words: HashSet<&'m str, BuildHasherDefault<Fnv>>,
+    words: Set<&'m str>,
 }
 
 impl<'m> Said<'m> {
@@ -639,8 +649,11 @@ impl<'m> Said<'m> {
     }
 }
 
-/// FNV-1a: a fast hash for the short words of [`Said`] (nothing keyed by
-/// it is kept or shared).
+/// A set hashed with [`Fnv`].
+type Set<T> = HashSet<T, BuildHasherDefault<Fnv>>;
+
+/// FNV-1a: a fast hash for short texts (identifiers, words), for sets and
+/// keys that live within a fold (nothing keyed by it is kept or shared).
 #[derive(Default)]
 struct Fnv(u64);
 
@@ -707,7 +720,7 @@ pub(crate) fn candidates<'m>(
     enough: usize,
     max_bytes: usize,
 ) -> Vec<String> {
-    let mut seen = HashSet::new();
+    let mut seen = Set::default();
     let mut out = Vec::new();
     // One entry per identifier: `key: value` and a bare `value` are the same one.
     let mut add = |entry: String, out: &mut Vec<String>| {
@@ -969,7 +982,7 @@ mod tests {
     /// text, no span skipped.
     fn over_whole_text(text: &str) -> Vec<String> {
         let patterns = patterns().unwrap();
-        (patterns.all.find_iter(text))
+        (patterns.all.find_iter(text.as_bytes()))
             .filter_map(|m| pattern_entry(patterns, text, m.start(), m.end()))
             .map(str::to_owned)
             .collect()
@@ -998,6 +1011,8 @@ mod tests {
             "[a-z./:@0-9-]{1,12}",
             "[ \t\r\n\"'(=,]{1,2}",
             Just("é, 漢字".to_owned()),
+            Just("/données/été.csv".to_owned()),
+            Just("https://例え.jp/パス".to_owned()),
         ];
         proptest::collection::vec(piece, 0..24).prop_map(|p| p.concat())
     }
@@ -1010,12 +1025,28 @@ mod tests {
             let mut found = Vec::new();
             if let Some(p) = patterns() {
                 hot_spans(&text, |from, to| {
-                    for m in p.all.find_iter(&text[from..to]) {
+                    for m in p.all.find_iter(&text.as_bytes()[from..to]) {
                         found.extend(pattern_entry(p, &text, from + m.start(), from + m.end()).map(str::to_owned));
                     }
                 });
             }
             proptest::prop_assert_eq!(found, over_whole_text(&text));
+        }
+
+        /// The byte patterns match where the patterns with Unicode classes
+        /// would, on texts with non-ASCII letters beside and inside identifiers.
+        #[test]
+        fn byte_patterns_match_as_unicode_ones(text in texts()) {
+            let unicode = SPEC
+                .iter()
+                .map(|(_, p)| format!("(?:{})", p.replace(r"\b", r"(?-u:\b)")))
+                .collect::<Vec<_>>()
+                .join("|");
+            let unicode = Regex::new(&unicode).unwrap();
+            let bytes = &patterns().unwrap().all;
+            let by_bytes: Vec<(usize, usize)> = bytes.find_iter(text.as_bytes()).map(|m| (m.start(), m.end())).collect();
+            let by_chars: Vec<(usize, usize)> = unicode.find_iter(&text).map(|m| (m.start(), m.end())).collect();
+            proptest::prop_assert_eq!(by_bytes, by_chars);
         }
 
         /// One pass over a text reads it as its lines read alone from the last.

@@ -475,8 +475,8 @@ impl Nested<'_> {
     }
 }
 
-/// The elements of a message array, each read as a small JSON value and
-/// turned into a [`Message`] at once.
+/// The elements of a message array, each read field by field into a
+/// [`Message`] (no JSON object is built for it).
 struct List<'f> {
     failure: &'f RefCell<Option<Error>>,
 }
@@ -484,8 +484,8 @@ struct List<'f> {
 impl List<'_> {
     fn visit_seq<'de, A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Vec<Message>, A::Error> {
         let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-        while let Some(value) = seq.next_element::<Value>()? {
-            match Message::parse(value) {
+        while let Some(crate::message::Read(read)) = seq.next_element()? {
+            match read {
                 Ok(m) => out.push(m),
                 Err(problem) => {
                     let error = Error::InvalidMessage {
