@@ -3,6 +3,8 @@
 #![cfg(feature = "cli")]
 
 mod proxy;
+#[path = "../common/redis_server.rs"]
+mod redis_server;
 mod upstream;
 
 use std::sync::Arc;
@@ -596,4 +598,51 @@ async fn sigterm_lets_an_in_flight_stream_finish_and_refuses_new_requests() {
     let rest = body.collect().await.unwrap().to_bytes();
     assert_eq!(&rest[..], b"data: {\"n\": 2}\n\ndata: [DONE]\n\n");
     assert!(tokio::task::spawn_blocking(move || proxy.wait()).await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_proxies_share_a_fold_through_redis_and_keep_serving_when_it_dies() {
+    let Some(mut redis) = redis_server::Server::start() else { return };
+    let up = ok_upstream().await;
+    let file = temp_file("fleet");
+    let command = counting_command(&file, 1);
+    let redis_url = redis.url();
+    let args = [
+        "--upstream",
+        &up.url(),
+        "--budget",
+        "400",
+        "--summarize-cmd",
+        &command,
+        "--cache-redis",
+        &redis_url,
+        "--cache-secret",
+        "the fleet's secret",
+        "--quiet",
+    ];
+    let (a, b) = (Proxy::start(&args), Proxy::start(&args));
+    let body = openai_body(30).to_string();
+    let ask = |proxy: &Proxy, body: &str| {
+        let (url, body) = (proxy.url("/v1/chat/completions"), body.to_owned());
+        tokio::spawn(async move { post(&url, &[("authorization", "Bearer sk-a")], body).await })
+    };
+    // Both proxies get the same request at once: one fold between them.
+    let requests: Vec<_> = (0..8).flat_map(|_| [ask(&a, &body), ask(&b, &body)]).collect();
+    for request in requests {
+        let answer = request.await.unwrap();
+        assert_eq!((answer.status, answer.header("x-chatfold-summarized")), (200, Some("true")));
+    }
+    assert_eq!(calls(&file), 1);
+    // A third proxy, its own cache empty, finds the summary in Redis.
+    let c = Proxy::start(&args);
+    let answer = ask(&c, &body).await.unwrap();
+    assert_eq!(answer.header("x-chatfold-cache"), Some("hit"));
+    assert_eq!(calls(&file), 1);
+    // Without Redis, a new fold is still served.
+    redis.kill();
+    let longer = openai_body(40).to_string();
+    let answer = ask(&a, &longer).await.unwrap();
+    assert_eq!((answer.status, answer.header("x-chatfold-summarized")), (200, Some("true")));
+    check_openai(&up.seen().last().unwrap().json());
+    let _ = std::fs::remove_file(&file);
 }

@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 
 use chatfold::{BoxError, SummaryRequest};
 
+use super::fleet::Fleet;
+
 /// A fold's name: a keyed hash of its tenant's namespace and everything the
 /// summarizer is asked.
 pub(crate) type Key = [u8; 32];
@@ -18,6 +20,8 @@ pub(crate) struct Flights {
     slots: Mutex<HashMap<Key, Arc<Slot>>>,
     /// How long a waiter waits before it folds itself.
     wait: Duration,
+    /// The fleet's locks, with `--cache-redis`.
+    fleet: Option<Fleet>,
 }
 
 /// Where a fold's answer lands.
@@ -32,16 +36,19 @@ struct Slot {
 pub(crate) enum Had {
     /// This call made it.
     Made,
-    /// Another call in flight made it; this one waited.
+    /// Another call in flight (in this process or, through Redis, in
+    /// another) made it; this one waited.
     Waited,
 }
 
 impl Flights {
-    /// No folds in flight; a waiter gives up after `wait`.
-    pub(crate) fn new(wait: Duration) -> Self {
+    /// No folds in flight; a waiter gives up after `wait`; a process's
+    /// leader takes the `fleet`'s lock, when there is one.
+    pub(crate) fn new(wait: Duration, fleet: Option<Fleet>) -> Self {
         Flights {
             slots: Mutex::new(HashMap::new()),
             wait,
+            fleet,
         }
     }
 
@@ -77,9 +84,12 @@ impl Flights {
             key,
             slot,
         };
-        let answer = summarize();
+        let (answer, had) = match &self.fleet {
+            Some(fleet) => fleet.run(&key, summarize),
+            None => (summarize(), Had::Made),
+        };
         landing.land(answer.as_ref().map(Clone::clone).map_err(ToString::to_string));
-        (answer, Had::Made)
+        (answer, had)
     }
 
     /// The slot's answer, once it lands, or `None` after the wait.
@@ -162,7 +172,7 @@ mod tests {
 
     #[test]
     fn concurrent_calls_for_one_fold_make_one_call() {
-        let flights = Flights::new(Duration::from_secs(30));
+        let flights = Flights::new(Duration::from_secs(30), None);
         let calls = AtomicUsize::new(0);
         let summarize = || {
             calls.fetch_add(1, Ordering::SeqCst);
@@ -192,7 +202,7 @@ mod tests {
 
     #[test]
     fn a_failed_or_panicked_fold_leaves_the_table() {
-        let flights = Flights::new(Duration::from_millis(10));
+        let flights = Flights::new(Duration::from_millis(10), None);
         let (answer, _) = flights.run([2; 32], || Err("down".into()));
         assert!(answer.is_err());
         let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

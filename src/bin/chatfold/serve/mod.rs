@@ -12,6 +12,7 @@
 
 mod config;
 mod errors;
+mod fleet;
 mod flight;
 mod fold;
 mod metrics;
@@ -97,6 +98,12 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), Failure> {
         .map_or(Duration::from_secs(120), |s| {
             Duration::try_from_secs_f64(s).unwrap_or(Duration::from_secs(120))
         });
+    let fleet = args
+        .cache_redis
+        .as_deref()
+        .map(|url| fleet::Fleet::new(url, wait + FLIGHT_SLACK))
+        .transpose()
+        .map_err(|e| Failure::new(exit::USAGE, e))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -111,7 +118,7 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), Failure> {
         fallback: Extractive::with_counter(counter),
         cache: Arc::new(tenant::Shared::new(args.cache_entries, redis)),
         secret: tenant::secret(secret_flag.as_deref()),
-        flights: flight::Flights::new(wait + FLIGHT_SLACK),
+        flights: flight::Flights::new(wait + FLIGHT_SLACK, fleet),
         metrics: metrics::Metrics::default(),
     });
     runtime.block_on(run(app, args.listen))
