@@ -24,11 +24,21 @@ pub(crate) struct Flights {
     fleet: Option<Fleet>,
 }
 
-/// Where a fold's answer lands.
+/// Where a fold's answer lands, and when it did.
 #[derive(Debug, Default)]
 struct Slot {
-    answer: Mutex<Option<Result<String, String>>>,
+    answer: Mutex<Option<(Result<String, String>, Instant)>>,
     landed: Condvar,
+}
+
+impl Slot {
+    /// Whether a summary landed longer than `linger` ago.
+    fn stale(&self, linger: Duration) -> bool {
+        self.answer
+            .lock()
+            .map(|a| a.as_ref().is_some_and(|(_, at)| at.elapsed() > linger))
+            .unwrap_or(true)
+    }
 }
 
 /// How a summary was had.
@@ -54,7 +64,9 @@ impl Flights {
 
     /// The answer of `summarize` for the fold `key`: this call's own, or,
     /// when the same fold is in flight, that one's (after at most the
-    /// wait, then this call's own).
+    /// wait, then this call's own). A summary stays for the wait after it
+    /// lands, for calls that planned before their cache had it; a failure
+    /// leaves with its leader.
     pub(crate) fn run(
         &self,
         key: Key,
@@ -64,6 +76,8 @@ impl Flights {
             let Ok(mut slots) = self.slots.lock() else {
                 return (summarize(), Had::Made);
             };
+            let linger = self.wait;
+            slots.retain(|_, slot| !slot.stale(linger));
             match slots.get(&key) {
                 Some(slot) => (Arc::clone(slot), false),
                 None => {
@@ -97,7 +111,7 @@ impl Flights {
         let deadline = Instant::now() + self.wait;
         let mut answer = slot.answer.lock().ok()?;
         loop {
-            if let Some(answer) = answer.as_ref() {
+            if let Some((answer, _)) = answer.as_ref() {
                 return Some(answer.clone());
             }
             let left = deadline.checked_duration_since(Instant::now())?;
@@ -106,8 +120,9 @@ impl Flights {
     }
 }
 
-/// The leader's duty: land an answer and leave the table, even when the
-/// summarizer panics (the waiters then get an error, and fall back).
+/// The leader's duty: land an answer, even when the summarizer panics (the
+/// waiters then get an error, and fall back), and take a failure off the
+/// table.
 struct Landing<'a> {
     flights: &'a Flights,
     key: Key,
@@ -117,7 +132,7 @@ struct Landing<'a> {
 impl Landing<'_> {
     fn land(&self, answer: Result<String, String>) {
         if let Ok(mut slot) = self.slot.answer.lock() {
-            slot.get_or_insert(answer);
+            slot.get_or_insert((answer, Instant::now()));
         }
         self.slot.landed.notify_all();
     }
@@ -128,8 +143,15 @@ impl Drop for Landing<'_> {
         self.land(Err(
             "the summarizer call this request waited for did not finish".to_owned()
         ));
-        if let Ok(mut slots) = self.flights.slots.lock() {
-            slots.remove(&self.key);
+        let failed = self
+            .slot
+            .answer
+            .lock()
+            .map_or(true, |a| a.as_ref().is_none_or(|(answer, _)| answer.is_err()));
+        if failed {
+            if let Ok(mut slots) = self.flights.slots.lock() {
+                slots.remove(&self.key);
+            }
         }
     }
 }
@@ -197,18 +219,28 @@ mod tests {
             assert_eq!(made, 1);
         });
         assert_eq!(calls.load(Ordering::SeqCst), 1);
-        assert!(flights.slots.lock().unwrap().is_empty());
+        // A call that comes after the landing takes the summary too.
+        let (answer, had) = flights.run([1; 32], || Ok("another".to_owned()));
+        assert_eq!((answer.unwrap().as_str(), had), ("the summary", Had::Waited));
     }
 
     #[test]
-    fn a_failed_or_panicked_fold_leaves_the_table() {
+    fn a_summary_lingers_for_the_wait_and_a_failure_not_at_all() {
         let flights = Flights::new(Duration::from_millis(10), None);
+        assert_eq!(
+            flights.run([1; 32], || Ok("landed".to_owned())).0.unwrap(),
+            "landed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+        let (answer, had) = flights.run([1; 32], || Ok("again".to_owned()));
+        assert_eq!((answer.unwrap().as_str(), had), ("again", Had::Made));
         let (answer, _) = flights.run([2; 32], || Err("down".into()));
         assert!(answer.is_err());
         let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             flights.run([3; 32], || panic!("summarizer bug"))
         }));
         assert!(panicked.is_err());
-        assert!(flights.slots.lock().unwrap().is_empty());
+        let slots = flights.slots.lock().unwrap();
+        assert!(!slots.contains_key(&[2; 32]) && !slots.contains_key(&[3; 32]));
     }
 }

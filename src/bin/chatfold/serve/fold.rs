@@ -40,8 +40,86 @@ fn reserve<'v>(field: impl Fn(&str) -> Option<&'v Value>) -> Option<u64> {
     RESERVES.iter().find_map(|name| field(name)?.as_u64())
 }
 
+/// A chat body read, with its budget.
+struct Read {
+    history: History,
+    budget: usize,
+    /// What to say when nothing is compacted.
+    pass: Folded,
+}
+
+/// Reads a chat body of `format` and finds its budget (`asked`: the
+/// request's own, `x-chatfold-budget`); or the answer when there is
+/// nothing to compact (no budget applies, or the body cannot be read).
+fn read(
+    app: &App,
+    format: Format,
+    bytes: &[u8],
+    asked: Option<usize>,
+) -> Result<Read, Result<Folded, ApiError>> {
+    let history = match History::from_reader(bytes).and_then(|h| body::in_format(h, Some(format))) {
+        Ok(history) => history,
+        Err(e) => return Err(unreadable(app, bytes, asked, e)),
+    };
+    let model = history.field("model").and_then(Value::as_str).map(str::to_owned);
+    let budget = asked.or_else(|| app.config.budget(model.as_deref(), reserve(|f| history.field(f))));
+    let pass = Folded {
+        model,
+        cache: "none",
+        ..Folded::default()
+    };
+    match budget {
+        None => Err(Ok(pass)),
+        Some(0) => Err(Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "the request's max_tokens leaves no room for its messages in the model's window",
+        ))),
+        Some(budget) => Ok(Read {
+            history,
+            budget,
+            pass,
+        }),
+    }
+}
+
+/// What to forward for a body that fits (or that cannot be compacted),
+/// decided without a cache or a summarizer, so on any thread; `None` when
+/// it must be compacted ([`fold`]).
+pub(crate) fn without_folding(
+    app: &App,
+    format: Format,
+    bytes: &[u8],
+    asked: Option<usize>,
+) -> Option<Result<Folded, ApiError>> {
+    let Read {
+        history,
+        budget,
+        pass,
+    } = match read(app, format, bytes, asked) {
+        Ok(read) => read,
+        Err(answer) => return Some(answer),
+    };
+    let mut compactor = app.base.clone();
+    compactor.budget = budget;
+    match body::plan(&mut compactor, &history) {
+        Err(failure) => Some(Err(refused(failure))),
+        Ok(plan) if !plan.folds() => Some(unchanged(plan, pass)),
+        Ok(_) => None,
+    }
+}
+
+/// The plan that folds nothing, as an answer: the client's bytes go.
+fn unchanged(plan: chatfold::Plan<'_, '_, chatfold::NamedCounter>, pass: Folded) -> Result<Folded, ApiError> {
+    let result = plan.apply("").map_err(failed)?;
+    Ok(Folded {
+        tokens: Some((result.tokens_before.get(), result.tokens_after)),
+        ..pass
+    })
+}
+
 /// Decides what to forward for a chat request of `format`: `bytes` as they
-/// came when they fit (or no budget applies), else the body compacted.
+/// came when they fit (or no budget applies), else the body compacted,
+/// with the tenant's cache and the summarizer (so on a blocking thread).
 ///
 /// `asked` is the request's own budget (`x-chatfold-budget`), `tenant` its
 /// tenant (see `tenant::tenant`).
@@ -52,33 +130,19 @@ pub(crate) fn fold(
     asked: Option<usize>,
     tenant: &str,
 ) -> Result<Folded, ApiError> {
-    let history = match History::from_reader(bytes).and_then(|h| body::in_format(h, Some(format))) {
-        Ok(history) => history,
-        Err(e) => return unreadable(app, bytes, asked, e),
+    let Read {
+        history,
+        budget,
+        pass,
+    } = match read(app, format, bytes, asked) {
+        Ok(read) => read,
+        Err(answer) => return answer,
     };
-    let model = history.field("model").and_then(Value::as_str).map(str::to_owned);
-    let budget = asked.or_else(|| app.config.budget(model.as_deref(), reserve(|f| history.field(f))));
-    let pass = Folded {
-        model,
-        cache: "none",
-        ..Folded::default()
-    };
-    let Some(budget) = budget else { return Ok(pass) };
-    if budget == 0 {
-        return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "the request's max_tokens leaves no room for its messages in the model's window",
-        ));
-    }
     let namespace = format!("{tenant} {}", app.summarizer_name);
     let mut compactor = app.compactor(budget, &namespace);
     let plan = body::plan(&mut compactor, &history).map_err(refused)?;
     if !plan.folds() {
-        let result = plan.apply("").map_err(failed)?;
-        return Ok(Folded {
-            tokens: Some((result.tokens_before.get(), result.tokens_after)),
-            ..pass
-        });
+        return unchanged(plan, pass);
     }
     let guarded = Guarded {
         app,

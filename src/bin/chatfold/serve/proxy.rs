@@ -16,9 +16,13 @@ use hyper::{Method, Request, Response, StatusCode, Version};
 
 use super::App;
 use super::errors::ApiError;
-use super::fold::{Folded, fold};
+use super::fold::{Folded, fold, without_folding};
 use super::tenant::tenant;
 use super::upstream::{self, Body, full};
+
+/// The largest chat body read and counted on the runtime's own threads
+/// (when it fits, nothing else is done with it).
+const INLINE: usize = 64 << 10;
 
 /// Where a request goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -185,12 +189,22 @@ async fn chat(
             ));
         }
     };
-    let tenant = tenant(&app.secret, &parts.headers);
-    let folded = {
-        let (app, bytes) = (Arc::clone(app), bytes.clone());
-        tokio::task::spawn_blocking(move || fold(&app, format, &bytes, asked, &tenant))
-            .await
-            .map_err(|_| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "the compaction step failed"))??
+    // A small body that fits is decided here; compacting (the cache, the
+    // summarizer) runs on a blocking thread.
+    let decided = (bytes.len() <= INLINE)
+        .then(|| without_folding(app, format, &bytes, asked))
+        .flatten();
+    let folded = match decided {
+        Some(decided) => decided?,
+        None => {
+            let tenant = tenant(&app.secret, &parts.headers);
+            let (app, bytes) = (Arc::clone(app), bytes.clone());
+            tokio::task::spawn_blocking(move || fold(&app, format, &bytes, asked, &tenant))
+                .await
+                .map_err(|_| {
+                    ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "the compaction step failed")
+                })??
+        }
     };
     let (body, rewritten) = match &folded.body {
         Some(compacted) => (full(compacted.clone()), Some(compacted.len())),
