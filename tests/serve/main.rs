@@ -2,6 +2,7 @@
 //! upstream, both on loopback, driven by an HTTP client.
 #![cfg(feature = "cli")]
 
+mod fuzz;
 mod proxy;
 #[path = "../common/redis_server.rs"]
 mod redis_server;
@@ -602,7 +603,9 @@ async fn sigterm_lets_an_in_flight_stream_finish_and_refuses_new_requests() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn two_proxies_share_a_fold_through_redis_and_keep_serving_when_it_dies() {
-    let Some(mut redis) = redis_server::Server::start() else { return };
+    let Some(mut redis) = redis_server::Server::start() else {
+        return;
+    };
     let up = ok_upstream().await;
     let file = temp_file("fleet");
     let command = counting_command(&file, 1);
@@ -630,7 +633,10 @@ async fn two_proxies_share_a_fold_through_redis_and_keep_serving_when_it_dies() 
     let requests: Vec<_> = (0..8).flat_map(|_| [ask(&a, &body), ask(&b, &body)]).collect();
     for request in requests {
         let answer = request.await.unwrap();
-        assert_eq!((answer.status, answer.header("x-chatfold-summarized")), (200, Some("true")));
+        assert_eq!(
+            (answer.status, answer.header("x-chatfold-summarized")),
+            (200, Some("true"))
+        );
     }
     assert_eq!(calls(&file), 1);
     // A third proxy, its own cache empty, finds the summary in Redis.
@@ -642,7 +648,10 @@ async fn two_proxies_share_a_fold_through_redis_and_keep_serving_when_it_dies() 
     redis.kill();
     let longer = openai_body(40).to_string();
     let answer = ask(&a, &longer).await.unwrap();
-    assert_eq!((answer.status, answer.header("x-chatfold-summarized")), (200, Some("true")));
+    assert_eq!(
+        (answer.status, answer.header("x-chatfold-summarized")),
+        (200, Some("true"))
+    );
     check_openai(&up.seen().last().unwrap().json());
     let _ = std::fs::remove_file(&file);
 }
