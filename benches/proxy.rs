@@ -30,6 +30,10 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 
+/// The key every request carries: LiteLLM's master key (it refuses to start
+/// without one); the fake upstream and chatfold pass it on.
+const KEY: &str = "sk-bench-4f9c2a7e1b8d4c6a9e3f5b7d1a2c4e6f";
+
 const ANSWER: &str = r#"{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":"Hi."},"finish_reason":"stop"}],"usage":{"prompt_tokens":9,"completion_tokens":2,"total_tokens":11}}"#;
 
 /// The fake upstream: reads each body whole, answers a small completion.
@@ -139,6 +143,7 @@ fn litellm(command: &str, up: SocketAddr) -> (Proc, String) {
             "--num_workers",
             "1",
         ])
+        .env("LITELLM_MASTER_KEY", KEY)
         .env("LITELLM_LOG", "ERROR")
         .env("LITELLM_TELEMETRY", "False")
         .env("NO_DOCS", "True")
@@ -165,7 +170,7 @@ async fn load(url: &str, body: Bytes, connections: usize, total: usize) -> (Vec<
                 for _ in 0..per {
                     let request = Request::post(&url)
                         .header("content-type", "application/json")
-                        .header("authorization", "Bearer sk-bench")
+                        .header("authorization", format!("Bearer {KEY}"))
                         .body(Full::new(body.clone()))
                         .unwrap();
                     let t = Instant::now();

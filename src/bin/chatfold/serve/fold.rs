@@ -28,7 +28,8 @@ pub(crate) struct Folded {
     pub(crate) over_budget: bool,
     /// `hit`, `miss` or `none` (nothing summarized).
     pub(crate) cache: &'static str,
-    /// Why the extractive summary stood in, when it did.
+    /// What failed when the extractive summary stood in (the library's
+    /// words, without the summarizer's own).
     pub(crate) fallback: Option<String>,
 }
 
@@ -153,7 +154,13 @@ pub(crate) fn fold(
         Ok(result) => (result, None),
         Err(e @ (Error::Summarize(_) | Error::EmptySummary)) => {
             bump(&app.metrics.fallbacks);
-            let why = crate::Failure::from(e).message;
+            // The client hears what failed; the operator, on stderr, why
+            // (the summarizer's own words may name its host or command).
+            let why = e.to_string();
+            eprintln!(
+                "warning: {}; the extractive summary stands in",
+                crate::Failure::from(e).message
+            );
             let mut compactor = app.compactor(budget, &format!("{tenant} extractive"));
             let plan = body::plan(&mut compactor, &history).map_err(refused)?;
             (plan.compact(&app.fallback).map_err(failed)?, Some(why))
