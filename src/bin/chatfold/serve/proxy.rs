@@ -214,7 +214,7 @@ async fn chat(
         Format::Anthropic => &app.config.anthropic,
         _ => &app.config.openai,
     };
-    let (answer, done) = forward(app, parts, body, rewritten, upstream).await;
+    let (answer, done) = forward(app, parts, (body, true), rewritten, upstream).await;
     let answer = answer.map(|mut response| {
         ours(response.headers_mut(), &folded);
         response
@@ -238,7 +238,7 @@ async fn other(app: &Arc<App>, request: Request<Incoming>) -> Result<(Answer, No
     check_length(app, &parts)?;
     let limit = usize::try_from(app.config.max_body).unwrap_or(usize::MAX);
     let body = Limited::new(body, limit).boxed();
-    let (answer, done) = forward(app, parts, body, None, upstream).await;
+    let (answer, done) = forward(app, parts, (body, false), None, upstream).await;
     Ok((answer, Note { done, folded: None }))
 }
 
@@ -261,12 +261,13 @@ fn asked_budget(parts: &Parts) -> Result<Option<usize>, ApiError> {
         })
 }
 
-/// Sends the request upstream; its response (status, headers less
-/// hop-by-hop ones, body streamed), and when it was dispatched.
+/// Sends the request upstream (its body `buffered` whole by the proxy, or
+/// streamed); its response (status, headers less hop-by-hop ones, body
+/// streamed), and when it was dispatched.
 async fn forward(
     app: &App,
     mut parts: Parts,
-    body: Body,
+    (body, buffered): (Body, bool),
     rewritten: Option<usize>,
     upstream: &super::config::Upstream,
 ) -> (Answer, Instant) {
@@ -285,7 +286,7 @@ async fn forward(
     };
     parts.uri = uri;
     parts.version = Version::HTTP_11;
-    upstream::request_headers(&mut parts.headers, rewritten);
+    upstream::request_headers(&mut parts.headers, rewritten, buffered);
     let request = Request::from_parts(parts, body);
     let dispatched = Instant::now();
     let answer = match tokio::time::timeout(app.config.upstream_timeout, app.client.request(request)).await {

@@ -75,8 +75,8 @@ pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
 /// The client's headers made ready for upstream: hop-by-hop ones, `Host`
 /// (the client sets the upstream's) and the proxy's own `x-chatfold-*`
 /// gone; `Content-Length` set for a body of `len` bytes when the proxy
-/// rewrote it.
-pub(crate) fn request_headers(headers: &mut HeaderMap, rewritten: Option<usize>) {
+/// rewrote it; `Expect` gone when the proxy read the body whole.
+pub(crate) fn request_headers(headers: &mut HeaderMap, rewritten: Option<usize>, buffered: bool) {
     strip_hop_by_hop(headers);
     headers.remove(header::HOST);
     let ours: Vec<HeaderName> = headers
@@ -89,6 +89,10 @@ pub(crate) fn request_headers(headers: &mut HeaderMap, rewritten: Option<usize>)
     }
     if let Some(len) = rewritten {
         headers.insert(header::CONTENT_LENGTH, len.into());
+    }
+    if buffered {
+        // The proxy holds the whole body: nothing to wait for.
+        headers.remove(header::EXPECT);
     }
 }
 
@@ -112,7 +116,8 @@ mod tests {
         ] {
             h.append(k, v.parse().unwrap());
         }
-        request_headers(&mut h, Some(42));
+        h.append("expect", "100-continue".parse().unwrap());
+        request_headers(&mut h, Some(42), true);
         let mut names: Vec<&str> = h.keys().map(HeaderName::as_str).collect();
         names.sort_unstable();
         assert_eq!(names, ["authorization", "content-length", "openai-organization"]);
