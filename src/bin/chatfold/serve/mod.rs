@@ -76,6 +76,9 @@ const FLIGHT_SLACK: Duration = Duration::from_secs(5);
 /// Ctrl-C, then lets in-flight requests finish.
 pub(crate) fn serve(args: &ServeArgs) -> Result<(), Failure> {
     let config = config::Config::new(args)?;
+    if config.budget.is_none() && config.model_budgets.is_empty() && config.model_windows.is_empty() {
+        eprintln!("warning: no --budget, --model-budget or --model-window: every request passes through");
+    }
     let counter = args.tokenizer.parse::<NamedCounter>()?;
     // The tokenizer's tables are built now, not on the first request.
     let _ = chatfold::TokenCounter::count(&counter, "warm");
