@@ -655,3 +655,79 @@ async fn two_proxies_share_a_fold_through_redis_and_keep_serving_when_it_dies() 
     check_openai(&up.seen().last().unwrap().json());
     let _ = std::fs::remove_file(&file);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn budgets_come_from_the_header_the_model_rules_and_the_default() {
+    let up = ok_upstream().await;
+    let proxy = Proxy::start(&[
+        "--upstream",
+        &up.url(),
+        "--budget",
+        "100000",
+        "--model-budget",
+        "gpt-4o-mini*=300",
+        "--model-window",
+        "small-*=1300",
+    ]);
+    let summarized = |answer: &proxy::Answer| answer.header("x-chatfold-summarized").map(str::to_owned);
+    let chat = |body: Value, headers: &'static [(&'static str, &'static str)]| {
+        let url = proxy.url("/v1/chat/completions");
+        async move { post(&url, headers, body.to_string()).await }
+    };
+    let mut body = openai_body(30);
+    assert_eq!(
+        summarized(&chat(body.clone(), &[]).await).as_deref(),
+        Some("false")
+    );
+    let asked = chat(body.clone(), &[("x-chatfold-budget", "500")]).await;
+    assert_eq!(summarized(&asked).as_deref(), Some("true"));
+    assert!(
+        asked
+            .header("x-chatfold-tokens-after")
+            .unwrap()
+            .parse::<usize>()
+            .unwrap()
+            <= 500
+    );
+    body["model"] = json!("gpt-4o-mini-2024-07-18");
+    let ruled = chat(body.clone(), &[]).await;
+    assert!(
+        ruled
+            .header("x-chatfold-tokens-after")
+            .unwrap()
+            .parse::<usize>()
+            .unwrap()
+            <= 300
+    );
+    // A window less the reply's reserve.
+    body["model"] = json!("small-model");
+    body["max_completion_tokens"] = json!(1000);
+    let windowed = chat(body.clone(), &[]).await;
+    assert!(
+        windowed
+            .header("x-chatfold-tokens-after")
+            .unwrap()
+            .parse::<usize>()
+            .unwrap()
+            <= 300
+    );
+    body["max_completion_tokens"] = json!(5000);
+    let full = chat(body, &[]).await;
+    assert_eq!(full.status, 400, "the reserve fills the window");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_too_slow_to_send_its_body_gets_408() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let up = ok_upstream().await;
+    let proxy = Proxy::start(&["--upstream", &up.url(), "--budget", "100", "--read-timeout", "1"]);
+    let mut stream = tokio::net::TcpStream::connect(proxy.addr).await.unwrap();
+    let head = "POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\n{\"messages\": [";
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut reply = Vec::new();
+    stream.read_to_end(&mut reply).await.unwrap();
+    let reply = String::from_utf8_lossy(&reply);
+    assert!(reply.starts_with("HTTP/1.1 408"), "{reply}");
+    assert!(reply.contains("\"type\":\"error\""), "{reply}");
+    assert!(up.seen().is_empty());
+}

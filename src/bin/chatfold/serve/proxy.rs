@@ -295,6 +295,7 @@ async fn forward(
             upstream::strip_hop_by_hop(&mut parts.headers);
             Ok(Response::from_parts(parts, body.map_err(Into::into).boxed()))
         }
+        Ok(Err(e)) if over_limit(&e) => Err(too_large(app)),
         Ok(Err(e)) => Err(ApiError::new(
             StatusCode::BAD_GATEWAY,
             format!("cannot reach the upstream: {}", describe(&e)),
@@ -308,6 +309,19 @@ async fn forward(
         )),
     };
     (answer, dispatched)
+}
+
+/// Whether a forwarding failed because the client's streamed body went
+/// past the size limit.
+fn over_limit(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut source = Some(e);
+    while let Some(s) = source {
+        if s.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        source = s.source();
+    }
+    false
 }
 
 /// An error and its sources, in one line.
