@@ -92,8 +92,11 @@
 //!   summarizers chatfold's own tests use, for pipelines that property-test
 //!   their use of chatfold. It is **outside semver**: it follows proptest's
 //!   types and chatfold's tests, and may change in any release.
+//! - `serve`: the server parts of `chatfold serve`, the compaction proxy
+//!   (tokio, hyper, hyper-util, http-body-util, hyper-rustls, bytes); the
+//!   proxy lives in the binary, and the library uses none of them.
 //! - `cli`: the `chatfold` command-line tool (pulls in clap, and turns on
-//!   `tiktoken`, `cache`, `openai`, `anthropic` and `redis`).
+//!   `tiktoken`, `cache`, `openai`, `anthropic`, `redis` and `serve`).
 //!
 //! `cargo doc --all-features --open` documents all of it; plain
 //! `cargo doc --open` documents the default features only.

@@ -6,7 +6,7 @@ use chatfold::{NamedCounter, Plan, TokenCounter};
 use crate::flags::{BudgetArgs, CompactArgs, InputArgs};
 use crate::io::{self, Input};
 use crate::summarizers::Chosen;
-use crate::{Failure, exit, messages, report, setup};
+use crate::{Failure, body, exit, messages, report, setup};
 
 /// Prints a warning for each trailing tool result whose call is missing.
 fn warn_unanswered(input: &Input) {
@@ -41,19 +41,14 @@ pub(crate) fn compact(all: &CompactArgs) -> Result<(), Failure> {
         .count_all(report.is_some());
     let input = input?;
     let history = &input.history;
-    compactor.policy.placement = history.placement();
+    let counter = compactor.counter;
     // Refused before anything is summarized: a summarizer may be a paid call.
-    let plan = compactor.plan(&history.messages)?;
-    if plan.folds() && history.is_body() && !history.format_known() {
-        // The summary's place differs: a system message in `messages`
-        // (OpenAI) or a block of the top-level `system` (Anthropic).
-        return Err(Failure::new(exit::USAGE, messages::FORMAT_UNKNOWN));
-    }
+    let plan = body::plan(&mut compactor, history)?;
     warn_unanswered(&input);
-    let summarizer = Chosen::new(summarize, compactor.counter)?;
+    let summarizer = Chosen::new(summarize, counter)?;
     let result = plan.compact(&summarizer)?;
     let output = if result.summarized {
-        io::to_json(&history.to_json_with(&result.messages), pretty)?
+        body::written(history, &result, pretty)?
     } else {
         // Unchanged: the input goes back byte for byte.
         io::unchanged(&input, pretty)?

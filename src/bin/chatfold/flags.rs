@@ -38,6 +38,9 @@ pub(crate) enum Cmd {
         #[command(flatten)]
         budget: BudgetArgs,
     },
+    /// Run a proxy in front of an OpenAI- or Anthropic-compatible API: chat
+    /// requests over budget are compacted, everything else passes through.
+    Serve(Box<ServeArgs>),
 }
 
 /// What `compact` takes.
@@ -133,6 +136,17 @@ pub(crate) struct BudgetArgs {
     /// Tokens of recent turns to keep verbatim (default: half the budget).
     #[arg(long)]
     pub(crate) keep_recent: Option<usize>,
+    /// The summary and what is folded into it.
+    #[command(flatten)]
+    pub(crate) fold: FoldArgs,
+    /// The history and how to read and count it.
+    #[command(flatten)]
+    pub(crate) input: InputArgs,
+}
+
+/// The fold settings, whatever the budget (`compact`, `explain`, `serve`).
+#[derive(Args, Debug)]
+pub(crate) struct FoldArgs {
     /// The summary message's role (default: system); a role that answers
     /// (assistant, tool) cannot carry it.
     #[arg(long, value_name = "ROLE")]
@@ -156,9 +170,6 @@ pub(crate) struct BudgetArgs {
     /// folded in chunks, each extending the previous chunk's summary.
     #[arg(long, value_name = "TOKENS")]
     pub(crate) max_fold_input_tokens: Option<usize>,
-    /// The history and how to read and count it.
-    #[command(flatten)]
-    pub(crate) input: InputArgs,
 }
 
 /// Where `compact` keeps summaries between runs.
@@ -178,4 +189,92 @@ pub(crate) struct CacheArgs {
     /// of the rest of the budget; set it to --keep-recent to never step).
     #[arg(long, value_name = "TOKENS")]
     pub(crate) keep_recent_max: Option<usize>,
+}
+
+/// What `serve` takes.
+#[derive(Args, Debug)]
+pub(crate) struct ServeArgs {
+    /// The address to listen on.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    pub(crate) listen: std::net::SocketAddr,
+    /// The API every request goes to (https://api.openai.com,
+    /// https://api.anthropic.com, http://localhost:11434 ...): the request's
+    /// path is appended (a base ending in /v1 takes the path's own /v1).
+    #[arg(long, value_name = "URL", required_unless_present_any = ["openai_upstream", "anthropic_upstream"])]
+    pub(crate) upstream: Option<String>,
+    /// The API for OpenAI-shaped requests (/v1/chat/completions and every
+    /// other path), instead of --upstream.
+    #[arg(long, value_name = "URL")]
+    pub(crate) openai_upstream: Option<String>,
+    /// The API for Anthropic-shaped requests (/v1/messages..., and any
+    /// request with an anthropic-version header), instead of --upstream.
+    #[arg(long, value_name = "URL")]
+    pub(crate) anthropic_upstream: Option<String>,
+    /// Most tokens a chat request's history may take, for every model no
+    /// --model-budget or --model-window names (none: such requests pass
+    /// through).
+    #[arg(long, value_name = "N")]
+    pub(crate) budget: Option<usize>,
+    /// The budget for models whose name matches PATTERN (a glob: * and ?),
+    /// e.g. 'gpt-4o*=100000' (repeatable; the first match wins).
+    #[arg(long, value_name = "PATTERN=N", value_parser = model_rule)]
+    pub(crate) model_budget: Vec<(String, usize)>,
+    /// The context window of models matching PATTERN: the budget is the
+    /// window less the request's max_tokens (max_completion_tokens,
+    /// max_output_tokens) (repeatable; --model-budget is looked at first).
+    #[arg(long, value_name = "PATTERN=N", value_parser = model_rule)]
+    pub(crate) model_window: Vec<(String, usize)>,
+    /// heuristic (4 characters a token), o200k_base, cl100k_base, or an OpenAI model name.
+    #[arg(long, default_value = "o200k_base")]
+    pub(crate) tokenizer: String,
+    /// The summary and what is folded into it.
+    #[command(flatten)]
+    pub(crate) fold: FoldArgs,
+    /// The summarizer.
+    #[command(flatten)]
+    pub(crate) summarize: SummarizeArgs,
+    /// Share summaries through Redis (redis://host[:port][/db]) with every
+    /// proxy started with the same --cache-secret.
+    #[arg(long, value_name = "URL")]
+    pub(crate) cache_redis: Option<String>,
+    /// The secret tenants' cache namespaces are keyed with (default:
+    /// $CHATFOLD_CACHE_SECRET, else one made at start, which no other
+    /// process shares).
+    #[arg(long, value_name = "SECRET")]
+    pub(crate) cache_secret: Option<String>,
+    /// Most summaries kept in process.
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pub(crate) cache_entries: usize,
+    /// Largest request body accepted, in bytes (413 past it).
+    #[arg(long, value_name = "BYTES", default_value_t = 32 << 20)]
+    pub(crate) max_body: u64,
+    /// Seconds a client may take to send a request's headers and body.
+    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+    pub(crate) read_timeout: f64,
+    /// Seconds to connect to the upstream.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    pub(crate) connect_timeout: f64,
+    /// Seconds the upstream may take to start its response.
+    #[arg(long, value_name = "SECS", default_value_t = 600.0)]
+    pub(crate) upstream_timeout: f64,
+    /// Seconds in-flight requests may take to finish after SIGTERM or Ctrl-C.
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    pub(crate) shutdown_timeout: f64,
+    /// No log line per request.
+    #[arg(long)]
+    pub(crate) quiet: bool,
+}
+
+/// `PATTERN=N`, as --model-budget and --model-window take it.
+fn model_rule(text: &str) -> Result<(String, usize), String> {
+    let (pattern, n) = text
+        .rsplit_once('=')
+        .ok_or_else(|| format!("{text:?} is not PATTERN=N"))?;
+    let n = n
+        .trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| format!("{n:?} is not a positive number of tokens"))?;
+    Ok((pattern.trim().to_owned(), n))
 }

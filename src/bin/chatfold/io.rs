@@ -62,9 +62,7 @@ fn path(args: &InputArgs) -> Option<&Path> {
 pub(crate) fn read_input(args: &InputArgs) -> Result<Input, Failure> {
     let format = args.format.as_deref().map(str::parse::<Format>).transpose()?;
     let mut input = read_from(path(args))?;
-    if let Some(format) = format {
-        input.history = input.history.into_format(format)?;
-    }
+    input.history = crate::body::in_format(input.history, format)?;
     Ok(input)
 }
 

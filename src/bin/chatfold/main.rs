@@ -4,14 +4,17 @@
 //! history, writing the results), `setup` (the library's objects from the
 //! flags), `summarizers` (the shell and HTTP summarizers, the API-key
 //! rules), `report` (the report and `explain`'s text), `messages` (the
-//! words), `commands` (each subcommand). This file parses, runs, maps
+//! words), `commands` (each subcommand), `body` (the compaction path
+//! `compact` and `serve` share), `serve` (the proxy). This file parses, runs, maps
 //! errors to exit codes and installs the logger.
 
+mod body;
 mod commands;
 mod flags;
 mod io;
 mod messages;
 mod report;
+mod serve;
 mod setup;
 mod summarizers;
 
@@ -83,6 +86,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Cmd::Compact(args) => commands::compact(&args),
         Cmd::Count { input } => commands::count(&input),
         Cmd::Explain { budget } => commands::explain(&budget),
+        Cmd::Serve(args) => serve::serve(&args),
     }
 }
 

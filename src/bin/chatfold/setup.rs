@@ -7,10 +7,10 @@ use chatfold::cache::{FileCache, RedisCache, SummaryCache};
 use chatfold::{ClearToolResults, Compactor, FoldPolicy, NamedCounter};
 
 use crate::Failure;
-use crate::flags::{BudgetArgs, CacheArgs, SummarizeArgs};
+use crate::flags::{BudgetArgs, CacheArgs, FoldArgs, SummarizeArgs};
 
 /// The fold policy the flags name.
-fn policy(args: &BudgetArgs) -> FoldPolicy {
+fn policy(args: &FoldArgs) -> FoldPolicy {
     let policy = FoldPolicy::new()
         .ledger(!args.no_ledger)
         .ledger_percent(args.ledger_percent);
@@ -23,8 +23,15 @@ fn policy(args: &BudgetArgs) -> FoldPolicy {
 /// The compactor the flags name, without a cache.
 pub(crate) fn compactor(args: &BudgetArgs) -> Result<Compactor<NamedCounter>, Failure> {
     let counter = args.input.tokenizer.parse::<NamedCounter>()?;
-    let mut c = Compactor::new(args.budget).counter(counter).policy(policy(args));
+    let mut c = folding(args.budget, counter, &args.fold);
     c.keep_recent = args.keep_recent;
+    Ok(c)
+}
+
+/// A compactor for `budget` tokens counting with `counter`, folding as the
+/// flags say (`compact`, `explain`, and each of `serve`'s requests).
+pub(crate) fn folding(budget: usize, counter: NamedCounter, args: &FoldArgs) -> Compactor<NamedCounter> {
+    let mut c = Compactor::new(budget).counter(counter).policy(policy(args));
     if let Some(keep) = args.clear_tool_results {
         let clearing = args.clear_exclude.iter().fold(
             ClearToolResults::new()
@@ -35,12 +42,12 @@ pub(crate) fn compactor(args: &BudgetArgs) -> Result<Compactor<NamedCounter>, Fa
         c = c.clear_tool_results(clearing);
     }
     c.max_fold_input_tokens = args.max_fold_input_tokens;
-    Ok(c)
+    c
 }
 
 /// The cache's namespace: the summarizer the flags name, so that another
 /// summarizer's summaries are not reused.
-fn namespace(summarize: &SummarizeArgs) -> String {
+pub(crate) fn namespace(summarize: &SummarizeArgs) -> String {
     match (
         &summarize.summarize_cmd,
         &summarize.summarize_url,

@@ -1,0 +1,43 @@
+//! Histories and request bodies through the compactor: the one path that
+//! `compact` and `serve` share, from a history read in its format to the
+//! bytes written back.
+
+use chatfold::{Compaction, Compactor, Format, History, NamedCounter, Plan};
+
+use crate::{Failure, exit, io, messages};
+
+/// `history` read as `format` when one is given (`--format`, or the
+/// proxy's route), else as it came.
+///
+/// # Errors
+///
+/// The library's, when the body's marks say the other format.
+pub(crate) fn in_format(history: History, format: Option<Format>) -> chatfold::Result<History> {
+    match format {
+        Some(format) => history.into_format(format),
+        None => Ok(history),
+    }
+}
+
+/// The plan for `history`, its summary placed where the history's format
+/// wants it. Refused (exit 2) when it must fold a body that does not say
+/// its format, as the summary's place differs: a system message in
+/// `messages` (OpenAI) or a block of the top-level `system` (Anthropic).
+pub(crate) fn plan<'a, 'c>(
+    compactor: &'c mut Compactor<NamedCounter>,
+    history: &'a History,
+) -> Result<Plan<'a, 'c, NamedCounter>, Failure> {
+    compactor.policy.placement = history.placement();
+    let compactor: &'c Compactor<NamedCounter> = compactor;
+    let plan = compactor.plan(&history.messages)?;
+    if plan.folds() && history.is_body() && !history.format_known() {
+        return Err(Failure::new(exit::USAGE, messages::FORMAT_UNKNOWN));
+    }
+    Ok(plan)
+}
+
+/// A compaction's messages written back into the body (or array) they
+/// came in, as JSON.
+pub(crate) fn written(history: &History, result: &Compaction<'_>, pretty: bool) -> Result<Vec<u8>, Failure> {
+    io::to_json(&history.to_json_with(&result.messages), pretty)
+}

@@ -1,0 +1,264 @@
+//! What the flags mean for the proxy: the upstreams, the budget of a
+//! request, the limits and time-outs.
+
+use std::time::Duration;
+
+use hyper::Uri;
+
+use crate::flags::ServeArgs;
+use crate::{Failure, exit};
+
+/// An upstream API: its scheme and authority, and a path prefix.
+#[derive(Clone, Debug)]
+pub(crate) struct Upstream {
+    /// `http` or `https`.
+    scheme: String,
+    /// `host[:port]`.
+    authority: String,
+    /// The base URL's path, without a final `/` (often empty, or `/v1`).
+    prefix: String,
+}
+
+impl Upstream {
+    /// The upstream at `url` (an http or https URL, with no query).
+    pub(crate) fn parse(flag: &str, url: &str) -> Result<Upstream, Failure> {
+        let bad = || {
+            Failure::new(
+                exit::USAGE,
+                format!("{flag} {url:?} is not an http:// or https:// URL"),
+            )
+        };
+        let uri: Uri = url.parse().map_err(|_| bad())?;
+        let scheme = uri
+            .scheme_str()
+            .filter(|s| matches!(*s, "http" | "https"))
+            .ok_or_else(bad)?;
+        let authority = uri.authority().ok_or_else(bad)?;
+        if authority.as_str().contains('@') || uri.query().is_some() {
+            return Err(bad());
+        }
+        Ok(Upstream {
+            scheme: scheme.to_owned(),
+            authority: authority.as_str().to_owned(),
+            prefix: uri.path().trim_end_matches('/').to_owned(),
+        })
+    }
+
+    /// The upstream's URI for a request to `path_and_query`: the prefix,
+    /// then the path (less its `/v1` when the prefix ends with one).
+    pub(crate) fn uri(&self, path_and_query: &str) -> Result<Uri, hyper::http::Error> {
+        let rest = match path_and_query.strip_prefix("/v1") {
+            Some(rest)
+                if self.prefix.ends_with("/v1") && (rest.is_empty() || rest.starts_with(['/', '?'])) =>
+            {
+                rest
+            }
+            _ => path_and_query,
+        };
+        Uri::builder()
+            .scheme(self.scheme.as_str())
+            .authority(self.authority.as_str())
+            .path_and_query(format!("{}{rest}", self.prefix))
+            .build()
+    }
+}
+
+/// The proxy's settings, checked.
+#[derive(Debug)]
+pub(crate) struct Config {
+    /// Where OpenAI-shaped requests go (and everything not Anthropic's).
+    pub(crate) openai: Upstream,
+    /// Where Anthropic-shaped requests go.
+    pub(crate) anthropic: Upstream,
+    /// The budget when no rule names the model.
+    pub(crate) budget: Option<usize>,
+    /// `--model-budget`: patterns and budgets.
+    pub(crate) model_budgets: Vec<(String, usize)>,
+    /// `--model-window`: patterns and windows.
+    pub(crate) model_windows: Vec<(String, usize)>,
+    /// Largest body accepted.
+    pub(crate) max_body: u64,
+    /// Time for a request's headers and body.
+    pub(crate) read_timeout: Duration,
+    /// Time to connect upstream.
+    pub(crate) connect_timeout: Duration,
+    /// Time for the upstream to start its answer.
+    pub(crate) upstream_timeout: Duration,
+    /// Time for in-flight requests to finish on shutdown.
+    pub(crate) shutdown_timeout: Duration,
+    /// Whether to log each request.
+    pub(crate) log: bool,
+}
+
+/// `secs` as a duration, when it is a positive number of seconds.
+fn seconds(flag: &str, secs: f64) -> Result<Duration, Failure> {
+    Duration::try_from_secs_f64(secs)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            Failure::new(
+                exit::USAGE,
+                format!("{flag} must be a positive number of seconds"),
+            )
+        })
+}
+
+impl Config {
+    /// The settings the flags give.
+    pub(crate) fn new(args: &ServeArgs) -> Result<Config, Failure> {
+        let one = |flag: &str, own: &Option<String>| -> Result<Upstream, Failure> {
+            match (own, &args.upstream) {
+                (Some(url), _) => Upstream::parse(flag, url),
+                (None, Some(url)) => Upstream::parse("--upstream", url),
+                (None, None) => Err(Failure::new(
+                    exit::USAGE,
+                    format!("{flag} or --upstream is needed: where do such requests go?"),
+                )),
+            }
+        };
+        let openai = one("--openai-upstream", &args.openai_upstream);
+        let anthropic = one("--anthropic-upstream", &args.anthropic_upstream);
+        let (openai, anthropic) = match (openai, anthropic) {
+            (Ok(o), Ok(a)) => (o, a),
+            // Only one upstream named: it takes both shapes.
+            (Ok(o), Err(_)) if args.upstream.is_none() => (o.clone(), o),
+            (Err(_), Ok(a)) if args.upstream.is_none() => (a.clone(), a),
+            (Err(e), _) | (_, Err(e)) => return Err(e),
+        };
+        if args.budget == Some(0) {
+            return Err(Failure::new(exit::USAGE, "--budget must be at least 1"));
+        }
+        Ok(Config {
+            openai,
+            anthropic,
+            budget: args.budget,
+            model_budgets: args.model_budget.clone(),
+            model_windows: args.model_window.clone(),
+            max_body: args.max_body,
+            read_timeout: seconds("--read-timeout", args.read_timeout)?,
+            connect_timeout: seconds("--connect-timeout", args.connect_timeout)?,
+            upstream_timeout: seconds("--upstream-timeout", args.upstream_timeout)?,
+            shutdown_timeout: seconds("--shutdown-timeout", args.shutdown_timeout)?,
+            log: !args.quiet,
+        })
+    }
+
+    /// The budget for a request to `model`, whose reply may take `reserve`
+    /// tokens: the first --model-budget that matches, else the first
+    /// --model-window less the reserve, else --budget. `Some(0)` when the
+    /// reserve fills the window.
+    pub(crate) fn budget(&self, model: Option<&str>, reserve: Option<u64>) -> Option<usize> {
+        let matching = |rules: &[(String, usize)]| {
+            let model = model?;
+            rules.iter().find(|(p, _)| glob(p, model)).map(|&(_, n)| n)
+        };
+        if let Some(n) = matching(&self.model_budgets) {
+            return Some(n);
+        }
+        if let Some(window) = matching(&self.model_windows) {
+            let reserve = usize::try_from(reserve.unwrap_or(0)).unwrap_or(usize::MAX);
+            return Some(window.saturating_sub(reserve));
+        }
+        self.budget
+    }
+}
+
+/// Whether `text` matches `pattern`: `*` any run of characters, `?` one
+/// character, anything else itself.
+pub(crate) fn glob(pattern: &str, text: &str) -> bool {
+    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
+    let (mut pi, mut ti) = (0, 0);
+    // The last `*` seen, and where in the text it was tried.
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        match p.get(pi) {
+            Some('*') => {
+                star = Some((pi, ti));
+                pi += 1;
+            }
+            Some(&c) if c == '?' || c == t[ti] => {
+                pi += 1;
+                ti += 1;
+            }
+            _ => match star {
+                // Let the last `*` take one more character.
+                Some((sp, st)) => {
+                    star = Some((sp, st + 1));
+                    pi = sp + 1;
+                    ti = st + 1;
+                }
+                None => return false,
+            },
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs_match_as_shells_do() {
+        for (p, t) in [
+            ("gpt-4o*", "gpt-4o"),
+            ("gpt-4o*", "gpt-4o-mini"),
+            ("*", ""),
+            ("claude-*-4*", "claude-sonnet-4-5"),
+            ("?pt", "gpt"),
+            ("a*b*c", "aXbYbZc"),
+            ("llama3.2", "llama3.2"),
+        ] {
+            assert!(glob(p, t), "{p} {t}");
+        }
+        for (p, t) in [
+            ("gpt-4o", "gpt-4o-mini"),
+            ("gpt-4o?", "gpt-4o"),
+            ("a*b", "ac"),
+            ("", "x"),
+            ("*x", "xy"),
+        ] {
+            assert!(!glob(p, t), "{p} {t}");
+        }
+    }
+
+    #[test]
+    fn an_upstream_base_takes_the_request_path() {
+        let u = |base: &str, path: &str| {
+            Upstream::parse("--upstream", base)
+                .unwrap()
+                .uri(path)
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(
+            u("https://api.openai.com", "/v1/chat/completions"),
+            "https://api.openai.com/v1/chat/completions"
+        );
+        assert_eq!(
+            u("https://api.openai.com/v1", "/v1/chat/completions"),
+            "https://api.openai.com/v1/chat/completions"
+        );
+        assert_eq!(
+            u("https://api.openai.com/v1/", "/v1/models?x=1"),
+            "https://api.openai.com/v1/models?x=1"
+        );
+        assert_eq!(
+            u("http://127.0.0.1:9/openai", "/v1/models"),
+            "http://127.0.0.1:9/openai/v1/models"
+        );
+        assert_eq!(
+            u("http://127.0.0.1:9/v1", "/v1beta/x"),
+            "http://127.0.0.1:9/v1/v1beta/x"
+        );
+        for bad in [
+            "ftp://x",
+            "localhost:8080",
+            "http://user:pw@host",
+            "http://host/?q=1",
+            "not a url",
+        ] {
+            assert!(Upstream::parse("--upstream", bad).is_err(), "{bad}");
+        }
+    }
+}

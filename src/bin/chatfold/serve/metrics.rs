@@ -1,0 +1,148 @@
+//! The proxy's counters, written in Prometheus' text format for
+//! `GET /metrics`, and the log line of each request.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// The added latency histogram's upper bounds, in seconds.
+const BUCKETS: [f64; 14] = [
+    0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0, 30.0,
+];
+
+/// Everything `/metrics` says.
+#[derive(Debug, Default)]
+pub(crate) struct Metrics {
+    /// Requests answered, by route and status.
+    requests: Mutex<BTreeMap<(&'static str, u16), u64>>,
+    /// Requests forwarded compacted.
+    pub(crate) compacted: AtomicU64,
+    /// Tokens of compacted requests' histories, before.
+    pub(crate) tokens_before: AtomicU64,
+    /// And after.
+    pub(crate) tokens_after: AtomicU64,
+    /// Summarizer calls made (the configured summarizer's).
+    pub(crate) summarizer_calls: AtomicU64,
+    /// Of which failed.
+    pub(crate) summarizer_failures: AtomicU64,
+    /// Requests served with the extractive summary in its place.
+    pub(crate) fallbacks: AtomicU64,
+    /// Compactions that found their summary cached (no summarizer call).
+    pub(crate) cache_hits: AtomicU64,
+    /// Compactions that had to summarize.
+    pub(crate) cache_misses: AtomicU64,
+    /// Summarizer calls that waited for the same fold, in flight elsewhere.
+    pub(crate) flight_waits: AtomicU64,
+    /// Added latency: counts per bucket (the last is +Inf), and the sum in
+    /// nanoseconds.
+    latency: [AtomicU64; BUCKETS.len() + 1],
+    latency_sum_nanos: AtomicU64,
+}
+
+/// Adds one to `counter`.
+pub(crate) fn bump(counter: &AtomicU64) {
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
+impl Metrics {
+    /// Counts an answer on `route` with `status`, `added` after the
+    /// request came in.
+    pub(crate) fn answered(&self, route: &'static str, status: u16, added: Duration) {
+        if let Ok(mut requests) = self.requests.lock() {
+            *requests.entry((route, status)).or_default() += 1;
+        }
+        let secs = added.as_secs_f64();
+        let bucket = BUCKETS.iter().position(|&b| secs <= b).unwrap_or(BUCKETS.len());
+        bump(&self.latency[bucket]);
+        let nanos = u64::try_from(added.as_nanos()).unwrap_or(u64::MAX);
+        self.latency_sum_nanos.fetch_add(nanos, Ordering::Relaxed);
+    }
+
+    /// Everything, in Prometheus' text exposition format.
+    pub(crate) fn render(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "# HELP chatfold_requests_total Requests answered, by route and status."
+        );
+        let _ = writeln!(out, "# TYPE chatfold_requests_total counter");
+        if let Ok(requests) = self.requests.lock() {
+            for ((route, status), n) in requests.iter() {
+                let _ = writeln!(
+                    out,
+                    "chatfold_requests_total{{route=\"{route}\",status=\"{status}\"}} {n}"
+                );
+            }
+        }
+        let counters: [(&str, &str, &AtomicU64); 9] = [
+            (
+                "compacted_requests_total",
+                "Requests forwarded compacted.",
+                &self.compacted,
+            ),
+            (
+                "tokens_before_total",
+                "Tokens of compacted requests' histories before compaction.",
+                &self.tokens_before,
+            ),
+            (
+                "tokens_after_total",
+                "Tokens of compacted requests' histories after compaction.",
+                &self.tokens_after,
+            ),
+            (
+                "summarizer_calls_total",
+                "Calls to the configured summarizer.",
+                &self.summarizer_calls,
+            ),
+            (
+                "summarizer_failures_total",
+                "Calls to the configured summarizer that failed.",
+                &self.summarizer_failures,
+            ),
+            (
+                "fallbacks_total",
+                "Requests compacted with the extractive summary instead.",
+                &self.fallbacks,
+            ),
+            (
+                "cache_hits_total",
+                "Compactions whose summary was cached.",
+                &self.cache_hits,
+            ),
+            (
+                "cache_misses_total",
+                "Compactions that called a summarizer.",
+                &self.cache_misses,
+            ),
+            (
+                "singleflight_waits_total",
+                "Summaries waited for while the same fold was in flight.",
+                &self.flight_waits,
+            ),
+        ];
+        for (name, help, value) in counters {
+            let _ = writeln!(out, "# HELP chatfold_{name} {help}");
+            let _ = writeln!(out, "# TYPE chatfold_{name} counter");
+            let _ = writeln!(out, "chatfold_{name} {}", value.load(Ordering::Relaxed));
+        }
+        let name = "chatfold_added_latency_seconds";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Time from a request's arrival to its dispatch upstream (or the proxy's own answer)."
+        );
+        let _ = writeln!(out, "# TYPE {name} histogram");
+        let mut total = 0;
+        for (i, count) in self.latency.iter().enumerate() {
+            total += count.load(Ordering::Relaxed);
+            let le = BUCKETS.get(i).map_or("+Inf".to_owned(), |b| b.to_string());
+            let _ = writeln!(out, "{name}_bucket{{le=\"{le}\"}} {total}");
+        }
+        let sum = self.latency_sum_nanos.load(Ordering::Relaxed) as f64 / 1e9;
+        let _ = writeln!(out, "{name}_sum {sum}");
+        let _ = writeln!(out, "{name}_count {total}");
+        out
+    }
+}

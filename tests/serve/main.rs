@@ -1,0 +1,733 @@
+//! `chatfold serve` end to end: the built binary in front of a fake
+//! upstream, both on loopback, driven by an HTTP client.
+#![cfg(feature = "cli")]
+
+mod fuzz;
+mod proxy;
+#[path = "../common/redis_server.rs"]
+mod redis_server;
+mod upstream;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use chatfold::{History, TokenCounter};
+use proxy::{Proxy, post, send};
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+use upstream::{Reply, Seen, Upstream};
+
+const SUMMARY_PREFIX: &str = "Summary of earlier conversation:";
+
+/// An upstream that answers every request with a small chat completion.
+async fn ok_upstream() -> Upstream {
+    Upstream::start(|_| Reply::json(json!({"id": "x", "object": "chat.completion", "choices": []}))).await
+}
+
+/// An OpenAI body: a system prompt, then `turns` rounds of a question, a
+/// tool call, its result and an answer.
+fn openai_body(turns: usize) -> Value {
+    let mut messages = vec![json!({"role": "system", "content": "You are an SRE assistant."})];
+    for i in 0..turns {
+        messages.push(json!({"role": "user", "content": format!("Check the logs of host-{i} in cluster prod-eu, please.")}));
+        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{
+            "id": format!("call_{i}"), "type": "function",
+            "function": {"name": "read_logs", "arguments": format!("{{\"host\": \"host-{i}\"}}")}}]}));
+        messages.push(json!({"role": "tool", "tool_call_id": format!("call_{i}"),
+            "content": format!("host-{i}: 3 errors in the last hour, see ticket OPS-{}", 1000 + i)}));
+        messages.push(
+            json!({"role": "assistant", "content": format!("Host {i} logged 3 errors (OPS-{}).", 1000 + i)}),
+        );
+    }
+    messages.push(json!({"role": "user", "content": "Which host should I look at first?"}));
+    json!({"model": "gpt-4o", "temperature": 0.2, "messages": messages})
+}
+
+/// An Anthropic body of the same conversation: `system` at the top, tool
+/// use and results as blocks.
+fn anthropic_body(turns: usize) -> Value {
+    let mut messages = Vec::new();
+    for i in 0..turns {
+        messages.push(json!({"role": "user", "content": format!("Check the logs of host-{i} in cluster prod-eu, please.")}));
+        messages.push(json!({"role": "assistant", "content": [
+            {"type": "text", "text": "Reading them."},
+            {"type": "tool_use", "id": format!("toolu_{i}"), "name": "read_logs", "input": {"host": format!("host-{i}")}}]}));
+        messages.push(json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": format!("toolu_{i}"),
+             "content": format!("host-{i}: 3 errors in the last hour, see ticket OPS-{}", 1000 + i)}]}));
+        messages.push(
+            json!({"role": "assistant", "content": format!("Host {i} logged 3 errors (OPS-{}).", 1000 + i)}),
+        );
+    }
+    messages.push(json!({"role": "user", "content": "Which host should I look at first?"}));
+    json!({"model": "claude-sonnet-4-5", "max_tokens": 1024, "system": "You are an SRE assistant.", "messages": messages})
+}
+
+/// The body's history's tokens (o200k, OpenAI's chat accounting).
+fn tokens(body: &Value) -> usize {
+    let history = History::from_json_value(body.clone()).unwrap();
+    chatfold::Tiktoken::o200k_base()
+        .unwrap()
+        .count_messages(&history.messages)
+}
+
+/// Panics unless `body` is a request OpenAI accepts as far as tool pairs
+/// go, with exactly one summary.
+fn check_openai(body: &Value) {
+    let messages = body["messages"].as_array().unwrap();
+    let summaries = messages
+        .iter()
+        .filter(|m| {
+            m["content"]
+                .as_str()
+                .is_some_and(|t| t.starts_with(SUMMARY_PREFIX))
+        })
+        .count();
+    assert_eq!(summaries, 1, "{body}");
+    let mut open: Vec<String> = Vec::new();
+    for m in messages {
+        match m["role"].as_str().unwrap() {
+            "tool" => {
+                let id = m["tool_call_id"].as_str().unwrap();
+                assert!(open.iter().any(|o| o == id), "a result without its call: {id}");
+                open.retain(|o| o != id);
+            }
+            role => {
+                assert!(
+                    open.is_empty(),
+                    "calls without results before a {role} turn: {open:?}"
+                );
+                for call in m["tool_calls"].as_array().into_iter().flatten() {
+                    open.push(call["id"].as_str().unwrap().to_owned());
+                }
+            }
+        }
+    }
+    assert!(open.is_empty(), "calls never answered: {open:?}");
+}
+
+/// Panics unless `body` is a request Anthropic accepts as far as the first
+/// turn and tool pairs go, with its summary in `system`.
+fn check_anthropic(body: &Value) {
+    let messages = body["messages"].as_array().unwrap();
+    assert_eq!(messages[0]["role"], "user", "{body}");
+    let system = body["system"].to_string();
+    assert!(system.contains(SUMMARY_PREFIX) || messages[0].to_string().contains(SUMMARY_PREFIX));
+    let blocks = |m: &Value, kind: &str, id: &str| -> Vec<String> {
+        m["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|b| b["type"] == kind)
+            .map(|b| b[id].as_str().unwrap().to_owned())
+            .collect()
+    };
+    for (i, m) in messages.iter().enumerate() {
+        let results = blocks(m, "tool_result", "tool_use_id");
+        if !results.is_empty() {
+            assert!(i > 0, "a tool result opens the request");
+            assert_eq!(blocks(&messages[i - 1], "tool_use", "id"), results, "{body}");
+        }
+        let uses = blocks(m, "tool_use", "id");
+        if !uses.is_empty() {
+            assert_eq!(blocks(&messages[i + 1], "tool_result", "tool_use_id"), uses);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_body_that_fits_passes_byte_for_byte_with_its_headers() {
+    let up = ok_upstream().await;
+    let proxy = Proxy::start(&["--upstream", &up.url(), "--budget", "1000"]);
+    // Odd spacing, key order and escapes: no re-serialization would keep them.
+    let body = "{ \"messages\" :[{\"content\":\"h\\u00e9llo\",  \"role\":\"user\"}],\n\"model\":\"gpt-4o\", \"x_extra\": [1.50]}";
+    let answer = post(
+        &proxy.url("/v1/chat/completions?trace=1"),
+        &[
+            ("authorization", "Bearer sk-tenant-a"),
+            ("openai-organization", "org-1"),
+            ("x-chatfold-budget", "900"),
+            ("content-type", "application/json"),
+        ],
+        body,
+    )
+    .await;
+    assert_eq!(answer.status, 200);
+    assert_eq!(answer.header("x-chatfold-summarized"), Some("false"));
+    assert_eq!(answer.header("x-chatfold-cache"), Some("none"));
+    let seen = up.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].body, body.as_bytes());
+    assert_eq!(seen[0].path, "/v1/chat/completions?trace=1");
+    assert_eq!(seen[0].headers["authorization"], "Bearer sk-tenant-a");
+    assert_eq!(seen[0].headers["openai-organization"], "org-1");
+    assert_eq!(seen[0].headers["host"], up.addr.to_string().as_str());
+    assert!(!seen[0].headers.contains_key("x-chatfold-budget"));
+    // The log line names the route and model, never the key.
+    let log = proxy.stderr_with("POST chat_completions").join("\n");
+    assert!(
+        log.contains("POST chat_completions model=\"gpt-4o\" status=200"),
+        "{log}"
+    );
+    assert!(!log.contains("sk-tenant-a"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn other_paths_and_methods_are_forwarded_as_they_are() {
+    let up = Upstream::start(|seen| Reply::Full(200, vec![], format!("{} {}", seen.method, seen.path))).await;
+    let proxy = Proxy::start(&["--upstream", &format!("{}/v1", up.url()), "--budget", "10"]);
+    let answer = post(&proxy.url("/v1/embeddings"), &[], "not even json").await;
+    assert_eq!(
+        (answer.status, &answer.body[..]),
+        (200, &b"POST /v1/embeddings"[..])
+    );
+    let models = send("GET", &proxy.url("/v1/models"), &[], "").await;
+    assert_eq!(models.status(), 200);
+    assert_eq!(up.seen()[0].body, "not even json");
+    assert_eq!(up.seen()[1].path, "/v1/models");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_openai_body_over_budget_is_compacted_into_a_valid_request() {
+    let up = ok_upstream().await;
+    let proxy = Proxy::start(&["--upstream", &up.url(), "--budget", "400"]);
+    let body = openai_body(30);
+    assert!(tokens(&body) > 1_500);
+    let answer = post(&proxy.url("/v1/chat/completions"), &[], body.to_string()).await;
+    assert_eq!(answer.status, 200, "{:?}", answer.body);
+    assert_eq!(answer.header("x-chatfold-summarized"), Some("true"));
+    assert_eq!(answer.header("x-chatfold-cache"), Some("miss"));
+    let after: usize = answer.header("x-chatfold-tokens-after").unwrap().parse().unwrap();
+    let before: usize = answer
+        .header("x-chatfold-tokens-before")
+        .unwrap()
+        .parse()
+        .unwrap();
+    // Counting stops once the history is known to be over budget: the
+    // count before is a lower bound.
+    assert!(after <= 400 && before > 400, "{before} -> {after}");
+    let sent = up.seen()[0].json();
+    check_openai(&sent);
+    assert_eq!(tokens(&sent), after);
+    assert_eq!(
+        sent["messages"][0], body["messages"][0],
+        "the system prompt first, verbatim"
+    );
+    assert_eq!(
+        sent["messages"].as_array().unwrap().last(),
+        body["messages"].as_array().unwrap().last()
+    );
+    assert_eq!(
+        (&sent["model"], &sent["temperature"]),
+        (&body["model"], &body["temperature"])
+    );
+    assert_eq!(
+        up.seen()[0].headers["content-length"],
+        up.seen()[0].body.len().to_string().as_str()
+    );
+    // The same transcript again: the summary is reused.
+    let again = post(&proxy.url("/v1/chat/completions"), &[], body.to_string()).await;
+    assert_eq!(again.header("x-chatfold-cache"), Some("hit"));
+    assert_eq!(up.seen()[1].body, up.seen()[0].body);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_anthropic_body_over_budget_is_compacted_into_a_valid_request() {
+    let up = Upstream::start(|_| Reply::json(json!({"type": "message", "content": []}))).await;
+    let proxy = Proxy::start(&[
+        "--anthropic-upstream",
+        &up.url(),
+        "--model-window",
+        "claude-*=1424",
+    ]);
+    let body = anthropic_body(30);
+    let answer = post(
+        &proxy.url("/v1/messages"),
+        &[("x-api-key", "sk-ant-1"), ("anthropic-version", "2023-06-01")],
+        body.to_string(),
+    )
+    .await;
+    assert_eq!(answer.status, 200, "{:?}", answer.body);
+    let sent = up.seen()[0].json();
+    check_anthropic(&sent);
+    // The window less max_tokens.
+    assert!(tokens(&sent) <= 400, "{}", tokens(&sent));
+    assert_eq!(sent["system"].to_string().matches(SUMMARY_PREFIX).count(), 1);
+    assert!(sent["system"].to_string().contains("You are an SRE assistant."));
+    assert_eq!(sent["max_tokens"], 1024);
+    assert_eq!(up.seen()[0].headers["x-api-key"], "sk-ant-1");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bodies_that_cannot_be_read_over_budget_get_400_in_each_apis_shape() {
+    let up = ok_upstream().await;
+    let proxy = Proxy::start(&["--upstream", &up.url(), "--budget", "50"]);
+    let broken = format!("{{\"model\": \"gpt-4o\", \"messages\": [{}", "x".repeat(200));
+    let openai = post(&proxy.url("/v1/chat/completions"), &[], broken.clone()).await;
+    assert_eq!(openai.status, 400);
+    let error = &openai.json()["error"];
+    assert_eq!(error["type"], "invalid_request_error");
+    assert!(
+        error["message"].as_str().unwrap().contains("not valid JSON"),
+        "{error}"
+    );
+    let anthropic = post(&proxy.url("/v1/messages"), &[], broken).await;
+    assert_eq!(anthropic.status, 400);
+    assert_eq!(anthropic.json()["type"], "error");
+    assert_eq!(anthropic.json()["error"]["type"], "invalid_request_error");
+    // A malformed tool block: the message and field are named.
+    let mut body = anthropic_body(5);
+    body["messages"][2]["content"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("tool_use_id");
+    let answer = post(&proxy.url("/v1/messages"), &[], body.to_string()).await;
+    assert_eq!(answer.status, 400);
+    let message = answer.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(
+        message.contains("message 2") && message.contains("tool_use_id"),
+        "{message}"
+    );
+    // A small body chatfold cannot read still goes upstream: it fits.
+    let small = post(&proxy.url("/v1/chat/completions"), &[], "{\"messages\": 7}").await;
+    assert_eq!(small.status, 200);
+    assert_eq!(up.seen().len(), 1);
+    // A bad budget header is the client's error.
+    let bad = post(
+        &proxy.url("/v1/chat/completions"),
+        &[("x-chatfold-budget", "lots")],
+        "{}",
+    )
+    .await;
+    assert_eq!(bad.status, 400);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_body_over_the_size_limit_gets_413_before_it_is_read() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let up = ok_upstream().await;
+    let proxy = Proxy::start(&["--upstream", &up.url(), "--budget", "1000"]);
+    // A 40 MiB body is announced, and not one byte of it sent.
+    let mut stream = tokio::net::TcpStream::connect(proxy.addr).await.unwrap();
+    let head = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        40 << 20
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut reply = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&reply).contains("request_too_large") {
+        let n = stream.read(&mut buf).await.unwrap();
+        assert!(
+            n > 0,
+            "closed without an answer: {}",
+            String::from_utf8_lossy(&reply)
+        );
+        reply.extend_from_slice(&buf[..n]);
+    }
+    assert!(String::from_utf8_lossy(&reply).starts_with("HTTP/1.1 413"));
+    // Without a length, the limit holds as the body streams in.
+    let proxy = Proxy::start(&["--upstream", &up.url(), "--budget", "1000", "--max-body", "1000"]);
+    let answer = post(&proxy.url("/v1/messages"), &[], "x".repeat(5_000)).await;
+    assert_eq!(answer.status, 413);
+    assert_eq!(answer.json()["error"]["type"], "request_too_large");
+    assert!(up.seen().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn upstream_statuses_headers_and_errors_pass_through() {
+    let up = Upstream::start(|seen| match seen.path.as_str() {
+        "/v1/chat/completions" => Reply::Full(
+            429,
+            vec![
+                ("retry-after", "7".to_owned()),
+                ("x-ratelimit-remaining-requests", "0".to_owned()),
+            ],
+            "{\"error\": {\"message\": \"slow down\"}}".to_owned(),
+        ),
+        "/v1/messages" => Reply::Full(500, vec![], "upstream broke".to_owned()),
+        _ => Reply::Hang,
+    })
+    .await;
+    let proxy = Proxy::start(&[
+        "--upstream",
+        &up.url(),
+        "--budget",
+        "1000",
+        "--upstream-timeout",
+        "1",
+    ]);
+    let limited = post(
+        &proxy.url("/v1/chat/completions"),
+        &[],
+        openai_body(1).to_string(),
+    )
+    .await;
+    assert_eq!(limited.status, 429);
+    assert_eq!(limited.header("retry-after"), Some("7"));
+    assert_eq!(limited.header("x-ratelimit-remaining-requests"), Some("0"));
+    assert_eq!(&limited.body[..], b"{\"error\": {\"message\": \"slow down\"}}");
+    let broken = post(&proxy.url("/v1/messages"), &[], anthropic_body(1).to_string()).await;
+    assert_eq!((broken.status, &broken.body[..]), (500, &b"upstream broke"[..]));
+    let late = post(&proxy.url("/v1/responses"), &[], "{}").await;
+    assert_eq!(late.status, 504);
+    assert_eq!(late.json()["error"]["type"], "server_error");
+    // An upstream that is not there: 502.
+    drop(up);
+    let gone = Proxy::start(&["--upstream", "http://127.0.0.1:9", "--budget", "10"]);
+    let answer = post(&gone.url("/v1/messages"), &[], "{}").await;
+    assert_eq!(answer.status, 502);
+    assert_eq!(answer.json()["type"], "error");
+}
+
+/// An upstream sending server-sent events held at `gate` after the first.
+async fn events_upstream(gate: Arc<Notify>) -> Upstream {
+    Upstream::start(move |_| Reply::Events {
+        first: "data: {\"n\": 1}\n\n".to_owned(),
+        rest: vec!["data: {\"n\": 2}\n\n".to_owned(), "data: [DONE]\n\n".to_owned()],
+        gate: Arc::clone(&gate),
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn events_reach_the_client_as_the_upstream_sends_them() {
+    use http_body_util::BodyExt as _;
+    let gate = Arc::new(Notify::new());
+    let up = events_upstream(Arc::clone(&gate)).await;
+    let proxy = Proxy::start(&["--upstream", &up.url(), "--budget", "400"]);
+    let response = send(
+        "POST",
+        &proxy.url("/v1/chat/completions"),
+        &[],
+        openai_body(30).to_string(),
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    assert_eq!(response.headers()["x-chatfold-summarized"], "true");
+    let mut body = response.into_body();
+    // The first event arrives while the upstream still holds the rest.
+    let first = body.frame().await.unwrap().unwrap().into_data().unwrap();
+    assert_eq!(&first[..], b"data: {\"n\": 1}\n\n");
+    gate.notify_one();
+    let rest = body.collect().await.unwrap().to_bytes();
+    assert_eq!(&rest[..], b"data: {\"n\": 2}\n\ndata: [DONE]\n\n");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failing_summarizer_still_serves_with_the_extractive_fallback() {
+    let up = ok_upstream().await;
+    let proxy = Proxy::start(&[
+        "--upstream",
+        &up.url(),
+        "--budget",
+        "400",
+        "--summarize-url",
+        "http://127.0.0.1:9/v1",
+        "--summarize-model",
+        "m",
+        "--summarize-retries",
+        "0",
+    ]);
+    let answer = post(
+        &proxy.url("/v1/chat/completions"),
+        &[],
+        openai_body(30).to_string(),
+    )
+    .await;
+    assert_eq!(answer.status, 200);
+    assert!(
+        answer
+            .header("x-chatfold-fallback")
+            .unwrap()
+            .starts_with("extractive")
+    );
+    check_openai(&up.seen()[0].json());
+    let metrics = send("GET", &proxy.url("/metrics"), &[], "").await;
+    let text = String::from_utf8(
+        http_body_util::BodyExt::collect(metrics.into_body())
+            .await
+            .unwrap()
+            .to_bytes()
+            .to_vec(),
+    )
+    .unwrap();
+    assert!(text.contains("chatfold_summarizer_failures_total 1"), "{text}");
+    assert!(text.contains("chatfold_fallbacks_total 1"), "{text}");
+}
+
+/// A `--summarize-cmd` that counts its calls in `file`, taking `secs`.
+fn counting_command(file: &std::path::Path, secs: u32) -> String {
+    format!(
+        "cat > /dev/null; sleep {secs}; echo call >> '{}'; echo 'The user checked the logs of many hosts.'",
+        file.display()
+    )
+}
+
+fn calls(file: &std::path::Path) -> usize {
+    std::fs::read_to_string(file).map_or(0, |t| t.lines().count())
+}
+
+fn temp_file(name: &str) -> std::path::PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    std::env::temp_dir().join(format!("chatfold-serve-{}-{name}-{n}", std::process::id()))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_tenants_with_the_same_transcript_never_share_a_summary() {
+    let up = ok_upstream().await;
+    let file = temp_file("tenants");
+    let command = counting_command(&file, 0);
+    let proxy = Proxy::start(&[
+        "--upstream",
+        &up.url(),
+        "--budget",
+        "400",
+        "--summarize-cmd",
+        &command,
+    ]);
+    let body = openai_body(30).to_string();
+    let ask = |key: &'static str| {
+        let (url, body) = (proxy.url("/v1/chat/completions"), body.clone());
+        async move { post(&url, &[("authorization", key)], body).await }
+    };
+    assert_eq!(ask("Bearer sk-a").await.header("x-chatfold-cache"), Some("miss"));
+    assert_eq!(ask("Bearer sk-a").await.header("x-chatfold-cache"), Some("hit"));
+    assert_eq!(calls(&file), 1);
+    assert_eq!(ask("Bearer sk-b").await.header("x-chatfold-cache"), Some("miss"));
+    assert_eq!(calls(&file), 2);
+    let _ = std::fs::remove_file(&file);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn concurrent_identical_requests_make_one_summarizer_call() {
+    let up = ok_upstream().await;
+    let file = temp_file("flight");
+    let command = counting_command(&file, 1);
+    let proxy = Proxy::start(&[
+        "--upstream",
+        &up.url(),
+        "--budget",
+        "400",
+        "--summarize-cmd",
+        &command,
+        "--quiet",
+    ]);
+    let body = openai_body(30).to_string();
+    let requests: Vec<_> = (0..32)
+        .map(|_| {
+            let (url, body) = (proxy.url("/v1/chat/completions"), body.clone());
+            tokio::spawn(async move { post(&url, &[("authorization", "Bearer sk-a")], body).await })
+        })
+        .collect();
+    for request in requests {
+        let answer = request.await.unwrap();
+        assert_eq!(answer.status, 200);
+        assert_eq!(answer.header("x-chatfold-summarized"), Some("true"));
+    }
+    assert_eq!(calls(&file), 1);
+    let bodies: Vec<_> = up.seen().into_iter().map(|s: Seen| s.body).collect();
+    assert_eq!(bodies.len(), 32);
+    assert!(bodies.iter().all(|b| *b == bodies[0]));
+    let _ = std::fs::remove_file(&file);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn health_and_metrics_are_the_proxys_own() {
+    let up = ok_upstream().await;
+    let proxy = Proxy::start(&["--upstream", &up.url(), "--budget", "400"]);
+    post(
+        &proxy.url("/v1/chat/completions"),
+        &[],
+        openai_body(30).to_string(),
+    )
+    .await;
+    post(
+        &proxy.url("/v1/chat/completions"),
+        &[],
+        openai_body(1).to_string(),
+    )
+    .await;
+    let health = send("GET", &proxy.url("/healthz"), &[], "").await;
+    assert_eq!(health.status(), 200);
+    let metrics = send("GET", &proxy.url("/metrics"), &[], "").await;
+    let text = String::from_utf8(
+        http_body_util::BodyExt::collect(metrics.into_body())
+            .await
+            .unwrap()
+            .to_bytes()
+            .to_vec(),
+    )
+    .unwrap();
+    for line in [
+        "chatfold_requests_total{route=\"chat_completions\",status=\"200\"} 2",
+        "chatfold_requests_total{route=\"healthz\",status=\"200\"} 1",
+        "chatfold_compacted_requests_total 1",
+        "chatfold_summarizer_calls_total 1",
+        "chatfold_cache_misses_total 1",
+        "chatfold_added_latency_seconds_count 3",
+        "# TYPE chatfold_added_latency_seconds histogram",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} in:\n{text}");
+    }
+    assert_eq!(up.seen().len(), 2, "health and metrics never go upstream");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_lets_an_in_flight_stream_finish_and_refuses_new_requests() {
+    use http_body_util::BodyExt as _;
+    let gate = Arc::new(Notify::new());
+    let up = events_upstream(Arc::clone(&gate)).await;
+    let mut proxy = Proxy::start(&["--upstream", &up.url(), "--budget", "400"]);
+    let response = send(
+        "POST",
+        &proxy.url("/v1/chat/completions"),
+        &[],
+        openai_body(2).to_string(),
+    )
+    .await;
+    let mut body = response.into_body();
+    let first = body.frame().await.unwrap().unwrap().into_data().unwrap();
+    assert_eq!(&first[..], b"data: {\"n\": 1}\n\n");
+    proxy.terminate();
+    // Once the proxy says it is shutting down, it accepts no connection.
+    proxy.stderr_with("shutting down");
+    assert!(tokio::net::TcpStream::connect(proxy.addr).await.is_err());
+    gate.notify_one();
+    let rest = body.collect().await.unwrap().to_bytes();
+    assert_eq!(&rest[..], b"data: {\"n\": 2}\n\ndata: [DONE]\n\n");
+    assert!(tokio::task::spawn_blocking(move || proxy.wait()).await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_proxies_share_a_fold_through_redis_and_keep_serving_when_it_dies() {
+    let Some(mut redis) = redis_server::Server::start() else {
+        return;
+    };
+    let up = ok_upstream().await;
+    let file = temp_file("fleet");
+    let command = counting_command(&file, 1);
+    let redis_url = redis.url();
+    let args = [
+        "--upstream",
+        &up.url(),
+        "--budget",
+        "400",
+        "--summarize-cmd",
+        &command,
+        "--cache-redis",
+        &redis_url,
+        "--cache-secret",
+        "the fleet's secret",
+        "--quiet",
+    ];
+    let (a, b) = (Proxy::start(&args), Proxy::start(&args));
+    let body = openai_body(30).to_string();
+    let ask = |proxy: &Proxy, body: &str| {
+        let (url, body) = (proxy.url("/v1/chat/completions"), body.to_owned());
+        tokio::spawn(async move { post(&url, &[("authorization", "Bearer sk-a")], body).await })
+    };
+    // Both proxies get the same request at once: one fold between them.
+    let requests: Vec<_> = (0..8).flat_map(|_| [ask(&a, &body), ask(&b, &body)]).collect();
+    for request in requests {
+        let answer = request.await.unwrap();
+        assert_eq!(
+            (answer.status, answer.header("x-chatfold-summarized")),
+            (200, Some("true"))
+        );
+    }
+    assert_eq!(calls(&file), 1);
+    // A third proxy, its own cache empty, finds the summary in Redis.
+    let c = Proxy::start(&args);
+    let answer = ask(&c, &body).await.unwrap();
+    assert_eq!(answer.header("x-chatfold-cache"), Some("hit"));
+    assert_eq!(calls(&file), 1);
+    // Without Redis, a new fold is still served.
+    redis.kill();
+    let longer = openai_body(40).to_string();
+    let answer = ask(&a, &longer).await.unwrap();
+    assert_eq!(
+        (answer.status, answer.header("x-chatfold-summarized")),
+        (200, Some("true"))
+    );
+    check_openai(&up.seen().last().unwrap().json());
+    let _ = std::fs::remove_file(&file);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn budgets_come_from_the_header_the_model_rules_and_the_default() {
+    let up = ok_upstream().await;
+    let proxy = Proxy::start(&[
+        "--upstream",
+        &up.url(),
+        "--budget",
+        "100000",
+        "--model-budget",
+        "gpt-4o-mini*=300",
+        "--model-window",
+        "small-*=1300",
+    ]);
+    let summarized = |answer: &proxy::Answer| answer.header("x-chatfold-summarized").map(str::to_owned);
+    let chat = |body: Value, headers: &'static [(&'static str, &'static str)]| {
+        let url = proxy.url("/v1/chat/completions");
+        async move { post(&url, headers, body.to_string()).await }
+    };
+    let mut body = openai_body(30);
+    assert_eq!(
+        summarized(&chat(body.clone(), &[]).await).as_deref(),
+        Some("false")
+    );
+    let asked = chat(body.clone(), &[("x-chatfold-budget", "500")]).await;
+    assert_eq!(summarized(&asked).as_deref(), Some("true"));
+    assert!(
+        asked
+            .header("x-chatfold-tokens-after")
+            .unwrap()
+            .parse::<usize>()
+            .unwrap()
+            <= 500
+    );
+    body["model"] = json!("gpt-4o-mini-2024-07-18");
+    let ruled = chat(body.clone(), &[]).await;
+    assert!(
+        ruled
+            .header("x-chatfold-tokens-after")
+            .unwrap()
+            .parse::<usize>()
+            .unwrap()
+            <= 300
+    );
+    // A window less the reply's reserve.
+    body["model"] = json!("small-model");
+    body["max_completion_tokens"] = json!(1000);
+    let windowed = chat(body.clone(), &[]).await;
+    assert!(
+        windowed
+            .header("x-chatfold-tokens-after")
+            .unwrap()
+            .parse::<usize>()
+            .unwrap()
+            <= 300
+    );
+    body["max_completion_tokens"] = json!(5000);
+    let full = chat(body, &[]).await;
+    assert_eq!(full.status, 400, "the reserve fills the window");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_too_slow_to_send_its_body_gets_408() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let up = ok_upstream().await;
+    let proxy = Proxy::start(&["--upstream", &up.url(), "--budget", "100", "--read-timeout", "1"]);
+    let mut stream = tokio::net::TcpStream::connect(proxy.addr).await.unwrap();
+    let head = "POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\n{\"messages\": [";
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut reply = Vec::new();
+    stream.read_to_end(&mut reply).await.unwrap();
+    let reply = String::from_utf8_lossy(&reply);
+    assert!(reply.starts_with("HTTP/1.1 408"), "{reply}");
+    assert!(reply.contains("\"type\":\"error\""), "{reply}");
+    assert!(up.seen().is_empty());
+}
