@@ -509,7 +509,10 @@ fn matched(text: &str, skip: &dyn Fn(&str) -> bool, out: &mut Vec<(usize, String
         for m in patterns.all.find_iter(&text.as_bytes()[from..to]) {
             let (start, end) = (from + m.start(), from + m.end());
             if let Some(found) = pattern_entry(patterns, text, start, end).filter(|f| !skip(f)) {
-                out.push((start, found.to_owned()));
+                // Where the identifier starts (an absolute path's match
+                // starts a character before it, maybe on the line before).
+                let at = found.as_ptr() as usize - text.as_ptr() as usize;
+                out.push((at, found.to_owned()));
             }
         }
     });
@@ -1078,6 +1081,18 @@ mod tests {
                 proptest::prop_assert!(!alone || said.holds(&entry), "{entry:?} not held in {text:?}");
             }
         }
+    }
+
+    #[test]
+    fn a_path_that_opens_a_line_belongs_to_that_line() {
+        // Its match starts with the newline before it.
+        let extra = [LedgerPattern::new(r"\brun-[0-9]+\b").unwrap()];
+        let text = "{\"id\": \"run-7\"}\n/srv/a.csv";
+        let found: Vec<String> = by_line_from_end(text, &extra)
+            .into_iter()
+            .map(|(_, e)| e)
+            .collect();
+        assert_eq!(found, ["/srv/a.csv", "run-7", "id: run-7"]);
     }
 
     #[test]
