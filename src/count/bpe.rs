@@ -12,7 +12,16 @@ use super::table;
 #[derive(Debug)]
 pub(crate) struct Encoding {
     vocab: Vocab,
-    split: Regex,
+    /// The pre-split anchored at the text's start: it covers every
+    /// character (letters, marks, numbers, whitespace, and a class for all
+    /// else), so each piece starts where the last ended, and an anchored
+    /// search finds it with no reverse pass for its start and a smaller
+    /// automaton to build.
+    next: Regex,
+    /// The pre-split itself, built only should a piece not start where the
+    /// last ended (which the pattern rules out).
+    split: std::sync::OnceLock<Option<Regex>>,
+    source: &'static str,
 }
 
 /// tiktoken's `o200k_base` pre-split without its one look-ahead,
@@ -40,10 +49,12 @@ pub(crate) const CL100K_SPLIT: &str = concat!(
 
 impl Encoding {
     /// The encoding over the tables of `vocab` and the pre-split `split`.
-    pub(crate) fn new(vocab: Vocab, split: &str) -> Result<Self, regex::Error> {
+    pub(crate) fn new(vocab: Vocab, split: &'static str) -> Result<Self, regex::Error> {
         Ok(Encoding {
             vocab,
-            split: Regex::new(split)?,
+            next: Regex::new(&format!("^(?:{split})"))?,
+            split: std::sync::OnceLock::new(),
+            source: split,
         })
     }
 
@@ -51,9 +62,22 @@ impl Encoding {
     pub(crate) fn count(&self, text: &str) -> usize {
         let mut total = 0usize;
         let mut at = 0;
-        while let Some(found) = self.split.find_at(text, at) {
-            let piece = found.as_str();
-            let mut end = found.end();
+        while at < text.len() {
+            // The piece at `at` (the pattern looks behind nothing, so it
+            // matches in `text[at..]` as in `text`); should none start there,
+            // the next one after it.
+            let found = match self.next.find(&text[at..]) {
+                Some(m) => at..at + m.end(),
+                None => {
+                    let split = self.split.get_or_init(|| Regex::new(self.source).ok());
+                    match split.as_ref().and_then(|s| s.find_at(text, at)) {
+                        Some(m) => m.range(),
+                        None => break,
+                    }
+                }
+            };
+            let piece = &text[found.clone()];
+            let mut end = found.end;
             // The pattern's `\s+(?!\S)`: a run of whitespace (no line break,
             // or `\s*[\r\n]` would have matched) followed by more text gives
             // its last character to what follows.
@@ -63,11 +87,11 @@ impl Encoding {
             {
                 if let Some((last, _)) = piece.char_indices().next_back() {
                     if last > 0 {
-                        end = found.start() + last;
+                        end = found.start + last;
                     }
                 }
             }
-            let piece = text.as_bytes().get(found.start()..end).unwrap_or_default();
+            let piece = text.as_bytes().get(found.start..end).unwrap_or_default();
             total = total.saturating_add(self.vocab.count(piece));
             at = end;
         }
@@ -270,5 +294,33 @@ impl Vocab {
             i = parts[i].end;
         }
         tokens
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The anchored pre-split finds a piece at the start of any text: every
+    /// character opens one (so the unanchored fallback is never needed).
+    #[test]
+    fn every_character_opens_a_piece() {
+        for split in [O200K_SPLIT, CL100K_SPLIT] {
+            let next = Regex::new(&format!("^(?:{split})")).unwrap();
+            let chars = (0u32..0x3_0000)
+                .chain([0xE_0001, 0xF_0000, 0x10_FFFD, 0x10_FFFF])
+                .filter_map(char::from_u32);
+            for c in chars {
+                for text in [
+                    c.to_string(),
+                    format!("{c}a"),
+                    format!("{c} "),
+                    format!("{c}\u{301}"),
+                ] {
+                    let found = next.find(&text).map(|m| m.start());
+                    assert_eq!(found, Some(0), "{:?} in {split:?}", c);
+                }
+            }
+        }
     }
 }

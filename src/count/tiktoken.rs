@@ -119,7 +119,7 @@ impl Tiktoken {
         cell: &'static OnceLock<std::result::Result<Encoding, String>>,
         name: &'static str,
         vocab: fn() -> Vocab,
-        split: &str,
+        split: &'static str,
     ) -> Result<Self> {
         match cell.get_or_init(|| Encoding::new(vocab(), split).map_err(|e| e.to_string())) {
             Ok(bpe) => Ok(Tiktoken { bpe, name }),
