@@ -82,40 +82,62 @@ pub trait SummaryCache: Send + Sync {
 
 /// The version of the keys and values chatfold writes; a cache shared by
 /// different versions never mixes them (1: a non-cryptographic hash; 2:
-/// keyed BLAKE3 over a canonical encoding).
-const FORMAT: u32 = 2;
+/// keyed BLAKE3 over a canonical encoding, a link per message; 3: the same
+/// encoding as one keyed stream).
+const FORMAT: u32 = 3;
 
 /// The context string the chain's key is derived under (BLAKE3's
 /// `derive_key`): fixed for a format, unique to this use.
-const KEY_CONTEXT: &str = "chatfold 2026-12 summary cache v2 namespace key";
+const KEY_CONTEXT: &str = "chatfold 2026-12 summary cache v3 namespace key";
 
-/// A hash chain over the canonical encoding of the fold's settings and the
-/// folded messages, keyed BLAKE3: each link is the keyed hash of the
-/// previous link and one message. Its first half names the key; its second
-/// half is stored in the value and checked on reading, with the prefix's
-/// length, so that a collision of the first is caught.
+/// A keyed BLAKE3 stream over the canonical encoding of the fold's
+/// settings and then of the folded messages, one after another: the hash
+/// of the stream so far names the prefix read (the encoding delimits every
+/// field and message, so no two prefixes feed the same bytes). One stream
+/// hashes a history in BLAKE3's parallel lanes; a [`Link`] is taken where
+/// a prefix may be looked up.
 ///
 /// The key is derived from the compactor's cache namespace, so keys are
 /// only as secret as the namespace: a server that keeps tenants apart must
 /// put a secret of each tenant's in it (a keyed hash of its credential),
 /// or one tenant who knows another's messages can tell whether they were
 /// folded, and be served that fold's summary.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone)]
 pub(crate) struct Chain {
-    key: [u8; 32],
-    link: [u8; 32],
+    stream: Encoder,
 }
 
 impl fmt::Debug for Chain {
-    /// The link's first half only: never the key.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Chain({})", hex(&self.link[..16]))
+        self.link().fmt(f)
+    }
+}
+
+impl PartialEq for Chain {
+    fn eq(&self, other: &Self) -> bool {
+        self.link() == other.link()
+    }
+}
+
+/// The hash of a prefix: its first half names the key; its second half is
+/// stored in the value and checked on reading, with the prefix's length, so
+/// that a collision of the first is caught.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Link {
+    link: [u8; 32],
+}
+
+impl fmt::Debug for Link {
+    /// The link's first half only (never the key, which it does not hold).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Link({})", hex(&self.link[..16]))
     }
 }
 
 /// A keyed hasher fed a canonical encoding: every variable-length field
 /// length-prefixed, every choice tagged, so that no two inputs that differ
 /// feed the same bytes ("ab" + "c" is not "a" + "bc").
+#[derive(Clone)]
 struct Encoder(blake3::Hasher);
 
 impl Encoder {
@@ -255,18 +277,23 @@ impl Chain {
             }
         }
         e.optional_word(compactor.max_fold_input_tokens);
-        Chain {
-            key,
-            link: e.finish(),
-        }
+        Chain { stream: e }
     }
 
-    /// The chain extended by one message's canonical form: its role, text or
+    /// The chain extended by one message (see [`push`](Self::push)).
+    #[cfg(test)]
+    fn then(&self, m: &Message) -> Chain {
+        let mut next = self.clone();
+        next.push(m);
+        next
+    }
+
+    /// Extends the chain by one message's canonical form: its role, text or
     /// parts, name, tool calls and call id (not its `id` or unknown fields,
     /// which no summary reads).
-    pub(crate) fn then(self, m: &Message) -> Chain {
-        let mut e = Encoder::new(&self.key, MESSAGE);
-        e.0.update(&self.link);
+    pub(crate) fn push(&mut self, m: &Message) {
+        let e = &mut self.stream;
+        e.0.update(&[MESSAGE]);
         e.text(m.role.as_str());
         match &m.content {
             None => e.word(0),
@@ -290,12 +317,60 @@ impl Chain {
             e.text(&call.arguments);
         }
         e.optional_text(m.tool_call_id.as_deref());
-        Chain {
-            key: self.key,
-            link: e.finish(),
+    }
+
+    /// The hash of the prefix read so far.
+    pub(crate) fn link(&self) -> Link {
+        Link {
+            link: self.stream.finish(),
         }
     }
 
+    /// The links of the prefixes of `messages` whose lengths are in
+    /// `wanted` (ascending), in one pass from `self`.
+    pub(crate) fn links(mut self, messages: &[Message], wanted: &[usize]) -> Vec<(usize, Link)> {
+        let mut out = Vec::with_capacity(wanted.len());
+        let mut next = wanted.iter().copied().peekable();
+        for (i, m) in messages.iter().enumerate() {
+            while let Some(w) = next.next_if(|&w| w <= i) {
+                if w == i {
+                    out.push((i, self.link()));
+                }
+            }
+            self.push(m);
+        }
+        if next.any(|w| w == messages.len()) {
+            out.push((messages.len(), self.link()));
+        }
+        out
+    }
+
+    /// [`Link::key`] of the prefix read so far.
+    #[cfg(test)]
+    fn key(&self) -> String {
+        self.link().key()
+    }
+
+    /// [`Link::check`] of the prefix read so far.
+    #[cfg(test)]
+    fn check(&self) -> String {
+        self.link().check()
+    }
+
+    /// [`Link::value`] of the prefix read so far.
+    #[cfg(test)]
+    fn value(&self, len: usize, summary: &str) -> String {
+        self.link().value(len, summary)
+    }
+
+    /// [`Link::read`] of the prefix read so far.
+    #[cfg(test)]
+    fn read(&self, len: usize, value: &str) -> Option<String> {
+        self.link().read(len, value)
+    }
+}
+
+impl Link {
     /// The second check: the link's second half.
     fn check(&self) -> String {
         hex(&self.link[16..])
@@ -478,8 +553,8 @@ impl SummaryCache for MemoryCache {
 ///
 /// let dir = std::env::temp_dir().join(format!("chatfold-doc-{}", std::process::id()));
 /// let cache = FileCache::new(&dir);
-/// cache.put("chatfold:v2:0123abcd", "{\"v\":1}".into());
-/// assert_eq!(cache.get("chatfold:v2:0123abcd").as_deref(), Some("{\"v\":1}"));
+/// cache.put("chatfold:v3:0123abcd", "{\"v\":1}".into());
+/// assert_eq!(cache.get("chatfold:v3:0123abcd").as_deref(), Some("{\"v\":1}"));
 /// # std::fs::remove_dir_all(&dir).ok();
 /// ```
 #[derive(Clone, Debug)]
@@ -543,7 +618,7 @@ mod tests {
     #[test]
     fn a_boundary_shift_between_messages_is_another_chain() {
         let s = start("ns");
-        let ab_c = s.then(&Message::user("ab")).then(&Message::user("c"));
+        let ab_c = s.clone().then(&Message::user("ab")).then(&Message::user("c"));
         let a_bc = s.then(&Message::user("a")).then(&Message::user("bc"));
         assert_ne!(ab_c.key(), a_bc.key());
         assert_ne!(ab_c.check(), a_bc.check());
@@ -570,8 +645,9 @@ mod tests {
         // The namespace keys the hash: the same messages, another key.
         let other = Chain::start(&base, "ns2").then(&Message::user("x"));
         assert_ne!(key(&base), other.key());
+        let secret = blake3::derive_key(KEY_CONTEXT, b"ns2");
         assert!(
-            !format!("{other:?}").contains(&hex(&other.key)),
+            !format!("{other:?}").contains(&hex(&secret)),
             "Debug never shows the key"
         );
     }
@@ -605,6 +681,21 @@ mod tests {
     }
 
     #[test]
+    fn links_are_the_prefixes_hashes_in_one_pass() {
+        let messages: Vec<Message> = (0..6).map(|i| Message::user(format!("turn {i}"))).collect();
+        let wanted = [0, 2, 3, 6, 9];
+        let links = start("ns").links(&messages, &wanted);
+        let positions: Vec<usize> = links.iter().map(|&(at, _)| at).collect();
+        assert_eq!(positions, [0, 2, 3, 6], "past the end: none");
+        for (at, link) in links {
+            let mut by_hand = start("ns");
+            messages[..at].iter().for_each(|m| by_hand.push(m));
+            assert_eq!(link, by_hand.link(), "prefix of {at}");
+        }
+        assert_ne!(start("ns").link(), start("ns").then(&messages[0]).link());
+    }
+
+    #[test]
     fn values_are_checked_on_reading() {
         let chain = start("p").then(&Message::user("x"));
         let value = chain.value(1, "the summary");
@@ -613,7 +704,10 @@ mod tests {
         let other = start("p").then(&Message::user("y"));
         assert_eq!(other.read(1, &value), None, "another second hash");
         assert_eq!(chain.read(1, "not json"), None);
-        assert_eq!(chain.read(1, &value.replace("\"v\":2", "\"v\":9")), None);
+        assert_eq!(
+            chain.read(1, &value.replace(&format!("\"v\":{FORMAT}"), "\"v\":9")),
+            None
+        );
         assert_eq!(chain.read(1, &chain.value(1, "   ")), None, "blank");
     }
 

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use super::Compactor;
 use super::report::{Compaction, Counts, CutReason, Report, Tokens};
 #[cfg(feature = "cache")]
-use crate::cache::Chain;
+use crate::cache::{Chain, Link};
 use crate::count::TokenCounter;
 use crate::error::{Error, Result};
 use crate::fold::engine::Fold;
@@ -51,9 +51,10 @@ pub struct Plan<'a, 'c, C> {
     /// The folded part, one range per summarizer call (none when a cached
     /// summary covers it all).
     pub(super) chunks: Vec<Range<usize>>,
-    /// With a cache: the hash chain before each message up to the cut.
+    /// With a cache: the links of the prefixes the plan looked up (the
+    /// cut's among them), ascending.
     #[cfg(feature = "cache")]
-    pub(super) chains: Vec<Chain>,
+    pub(super) chains: Vec<(usize, Link)>,
 }
 
 /// A cached summary of a prefix of the history.
@@ -185,8 +186,19 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
     /// Keeps `summary` in the cache as the summary of `messages[..at]`.
     fn remember(&self, at: usize, summary: &str) {
         #[cfg(feature = "cache")]
-        if let (Some(cache), Some(chain)) = (&self.compactor.cache, self.chains.get(at)) {
-            cache.store.put(&chain.key(), chain.value(at, summary));
+        if let Some(cache) = &self.compactor.cache {
+            let looked_up = self.chains.binary_search_by_key(&at, |&(p, _)| p);
+            // A chunk's end, not looked up: hashed now.
+            let link = match looked_up {
+                Ok(i) => Some(self.chains[i].1),
+                Err(_) => Chain::start(self.compactor, &cache.namespace)
+                    .links(&self.messages[..at.min(self.messages.len())], &[at])
+                    .first()
+                    .map(|&(_, link)| link),
+            };
+            if let Some(link) = link {
+                cache.store.put(&link.key(), link.value(at, summary));
+            }
         }
         #[cfg(not(feature = "cache"))]
         let _ = (at, summary);

@@ -3,7 +3,7 @@
 use std::ops::Range;
 
 use super::{Cache, Compactor, Reuse};
-use crate::cache::Chain;
+use crate::cache::{Chain, Link};
 use crate::count::TokenCounter;
 use crate::fold::units;
 use crate::message::Message;
@@ -14,8 +14,7 @@ const REUSE_PROBES: usize = 64;
 
 impl<C: TokenCounter> Compactor<C> {
     /// Where a cache lets the cut be, the cached summary it reuses, and the
-    /// hash chain over the messages before the (first) cut, one link per
-    /// message.
+    /// links of the prefixes it looked up (the cut's among them), ascending.
     ///
     /// The cut may move back from `start` to a user-led unit boundary whose
     /// kept part stays within `keep_recent_max` and `room`, when the cache
@@ -32,23 +31,7 @@ impl<C: TokenCounter> Compactor<C> {
         room: usize,
         count: &mut dyn FnMut(usize) -> usize,
         cache: &Cache,
-    ) -> (usize, Option<Reuse>, Vec<Chain>) {
-        let mut chains = Vec::with_capacity(start + 1);
-        chains.push(Chain::start(self, &cache.namespace));
-        for m in &messages[..start] {
-            let last = chains[chains.len() - 1];
-            chains.push(last.then(m));
-        }
-        // The first of `cuts` the cache has a summary for that `fits` (one
-        // round trip).
-        let first_cached = |cuts: &[usize], fits: &dyn Fn(usize, &str) -> bool| {
-            let keys: Vec<String> = cuts.iter().map(|&at| chains[at].key()).collect();
-            let values = cache.store.get_many(&keys);
-            cuts.iter().zip(values).find_map(|(&at, value)| {
-                let text = chains[at].read(at, &value?)?;
-                fits(at, &text).then_some(Reuse { at, text })
-            })
-        };
+    ) -> (usize, Option<Reuse>, Vec<(usize, Link)>) {
         // Cuts that keep more, up to keep_recent_max: the cut itself first.
         let limit = self.effective_keep_recent_max().max(self.effective_keep_recent());
         // Tokens of messages[range]: all of them, and the non-pinned ones.
@@ -94,16 +77,38 @@ impl<C: TokenCounter> Compactor<C> {
             let k = steps.iter().position(|&s| s == at).unwrap_or(0);
             self.counter.count(text) <= rooms[k]
         };
-        if let Some(reuse) = first_cached(&steps, &fits) {
-            return (reuse.at, Some(reuse), chains);
-        }
-        // No cached cut: extend the newest cached prefix before the cut.
+        // Else the newest cached prefix before the cut is extended.
         let probes: Vec<usize> = units::Backward::new(messages, callers, 0)
             .map(|unit| unit.start)
             .skip_while(|&b| b >= start)
             .take(REUSE_PROBES)
             .collect();
+        // Every prefix looked up, hashed in one pass.
+        let mut wanted: Vec<usize> = steps.iter().chain(&probes).copied().collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let links = Chain::start(self, &cache.namespace).links(&messages[..start], &wanted);
+        let link = |at: usize| {
+            links
+                .binary_search_by_key(&at, |&(p, _)| p)
+                .ok()
+                .map(|i| links[i].1)
+        };
+        // The first of `cuts` the cache has a summary for that `fits` (one
+        // round trip).
+        let first_cached = |cuts: &[usize], fits: &dyn Fn(usize, &str) -> bool| {
+            let cuts: Vec<(usize, Link)> = cuts.iter().filter_map(|&at| Some((at, link(at)?))).collect();
+            let keys: Vec<String> = cuts.iter().map(|(_, l)| l.key()).collect();
+            let values = cache.store.get_many(&keys);
+            cuts.iter().zip(values).find_map(|(&(at, l), value)| {
+                let text = l.read(at, &value?)?;
+                fits(at, &text).then_some(Reuse { at, text })
+            })
+        };
+        if let Some(reuse) = first_cached(&steps, &fits) {
+            return (reuse.at, Some(reuse), links);
+        }
         let reuse = first_cached(&probes, &|_, _| true);
-        (start, reuse, chains)
+        (start, reuse, links)
     }
 }
