@@ -1,6 +1,6 @@
-//! Summary reuse across compactions: the cache trait, the keys (a keyed
-//! BLAKE3 hash chain over the folded prefix), and the caches shipped (in process, files; Redis
-//! behind a feature).
+//! Summary reuse across compactions: the cache trait, the keys (keyed
+//! BLAKE3 over the folded prefix's canonical encoding), and the caches
+//! shipped (in process, files; Redis behind a feature).
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -17,9 +17,9 @@ pub use self::redis::RedisCache;
 
 /// Where summaries of folded prefixes are kept between compactions.
 ///
-/// A cache is a plain key-value store: chatfold makes the keys (a hash chain
-/// over the canonical form of the folded messages, the fold policy and the
-/// compactor's cache namespace) and the values (versioned, carrying the
+/// A cache is a plain key-value store: chatfold makes the keys (a keyed
+/// hash of the canonical form of the fold policy and the folded messages,
+/// keyed by the compactor's cache namespace) and the values (versioned, carrying the
 /// prefix's length and a second hash, checked on every read), so a cache
 /// never has to understand either. A cache that fails (a server down, a
 /// full disk) answers `None` and drops writes: a compaction never fails
