@@ -619,7 +619,15 @@ pub(crate) struct Said<'m> {
 impl<'m> Said<'m> {
     /// What `messages` say.
     pub(crate) fn new(messages: &'m [Message]) -> Self {
-        let pieces: Vec<&str> = messages.iter().flat_map(pieces).collect();
+        Said::of(messages.iter().flat_map(pieces).collect())
+    }
+
+    /// What `text` says.
+    pub(crate) fn text(text: &'m str) -> Self {
+        Said::of(vec![text])
+    }
+
+    fn of(pieces: Vec<&'m str>) -> Self {
         let mut words = HashSet::default();
         for piece in &pieces {
             hot_words(piece.as_bytes(), |start, end| {

@@ -565,7 +565,8 @@ impl FoldPolicy {
         let mut section = 0;
         // Twice at most: cutting the prose can uncover entries it held.
         for _ in 0..2 {
-            let open = |i: usize| !ledger::covered(texts[i], prose) && !held(texts[i]);
+            let said = ledger::Said::text(prose);
+            let open = |i: usize| !said.holds(texts[i]) && !held(texts[i]);
             let ledger_room = share.max(limit.saturating_sub(spoken));
             (packed, section) = self.pack(tokens.iter().copied(), open, ledger_room, counter);
             if spoken.saturating_add(section) <= limit {
@@ -597,8 +598,9 @@ impl FoldPolicy {
         }
         let mut listed = vec![false; texts.len()];
         packed.iter().for_each(|&i| listed[i] = true);
+        let said = ledger::Said::text(shown);
         let dropped = (0..texts.len())
-            .filter(|&i| !listed[i] && !ledger::covered(texts[i], shown) && !held(texts[i]))
+            .filter(|&i| !listed[i] && !said.holds(texts[i]) && !held(texts[i]))
             .collect();
         let tokens = total;
         Fitted {
