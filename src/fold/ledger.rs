@@ -613,6 +613,8 @@ fn pieces(message: &Message) -> impl Iterator<Item = &str> {
 /// inside a longer word is listed still: a line spent, nothing lost.
 pub(crate) struct Said<'m> {
     pieces: Vec<&'m str>,
+    /// The longest piece's length: a longer entry stands in none.
+    longest: usize,
     words: Set<&'m str>,
 }
 
@@ -641,11 +643,19 @@ impl<'m> Said<'m> {
                 }
             });
         }
-        Said { pieces, words }
+        let longest = pieces.iter().map(|p| p.len()).max().unwrap_or(0);
+        Said {
+            pieces,
+            longest,
+            words,
+        }
     }
 
     /// Whether `entry` stands verbatim in what was said.
     pub(crate) fn holds(&self, entry: &str) -> bool {
+        if entry.len() > self.longest {
+            return false;
+        }
         let word = |w: &str| !w.bytes().any(|b| b.is_ascii_whitespace()) && is_hot_word(w);
         if word(entry) {
             return self.words.contains(entry);
