@@ -1,0 +1,30 @@
+"""Driving a Rust operation that waits on a summarizer: the operation runs
+in Rust until a fold needs its summary; Python calls (and awaits) the
+summarizer, hands the answer back, and the operation completes the fold."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable
+
+
+async def drive(step: Any, summarize: Callable[[Any], Any]) -> Any:
+    """Runs ``step`` to its end, answering each request with ``summarize``
+    (a function or a coroutine function). A summarizer's exception fails the
+    fold (nothing changed) and is raised as itself; a cancellation abandons
+    the fold, the state as it was."""
+    while True:
+        request = step.poll()
+        if request is None:
+            return step.result()
+        try:
+            answer = summarize(request)
+            if inspect.isawaitable(answer):
+                answer = await answer
+        except Exception as error:  # the fold fails; result() raises it
+            step.fail(error)
+        except BaseException:  # cancelled, interrupted: abandon the fold
+            step.cancel()
+            raise
+        else:
+            step.answer(answer)
