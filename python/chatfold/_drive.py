@@ -4,6 +4,7 @@ summarizer, hands the answer back, and the operation completes the fold."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from typing import Any, Callable
 
@@ -16,7 +17,11 @@ async def drive(step: Any, summarize: Callable[[Any], Any]) -> Any:
     while True:
         request = step.poll()
         if request is None:
-            return step.result()
+            if step.done():
+                return step.result()
+            # Waiting on another fold in flight (the tiered worker's).
+            await asyncio.sleep(0.001)
+            continue
         try:
             answer = summarize(request)
             if inspect.isawaitable(answer):

@@ -347,15 +347,10 @@ class TieredMemory(_Reads):
                 pass
             self._task = None
 
-    async def wait_idle(self) -> None:
-        """Waits until no fold is due or in flight (for tests and shutdown)."""
-        while True:
-            stats = self._m.stats()
-            if not stats["fold_in_flight"] and stats["folds_pending"] == 0:
-                return
-            if self._wake is not None:
-                self._wake.set()
-            await asyncio.sleep(0)
+    async def fold_now(self) -> None:
+        """Folds what is due now, awaiting the summarizer here (after a fold
+        in flight, if any); a failure is raised and recorded in :meth:`stats`."""
+        await drive(self._m._begin_fold_now(), self._summarize)
 
     async def __aenter__(self) -> "TieredMemory":
         self.start()

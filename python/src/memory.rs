@@ -397,6 +397,17 @@ impl Tiered {
         lock(&self.worker).take()
     }
 
+    /// Folds what is due now, as a step Python drives (see `fold_now`).
+    fn _begin_fold_now(&self) -> Step {
+        let memory = Arc::clone(&self.inner);
+        let future = async move {
+            memory.fold_now().await?;
+            let finish: Finish = Box::new(|py: Python<'_>| Ok(py.None()));
+            Ok(finish)
+        };
+        Step::new(Box::pin(future))
+    }
+
     /// Adds a message dict; never waits for a summarizer.
     fn add_message(&self, py: Python<'_>, message: &Bound<'_, PyAny>) -> PyResult<()> {
         let message = self::message(py, message)?;
@@ -404,7 +415,7 @@ impl Tiered {
         Ok(())
     }
 
-    /// Folds what is due now (the worker does this in the background).
+    /// Forgets the summary and the buffer (the pinned system messages stay).
     fn clear(&self) {
         self.inner.clear();
     }
