@@ -6,7 +6,8 @@ rollmem loads here, and state saved here loads in rollmem.
 
 Where the behaviour differs, chatfold's is the fix: a summarizer that
 returns an empty or blank summary raises :class:`chatfold.SummarizerError`
-and keeps the turns (rollmem would store the empty summary and lose them).
+and keeps the turns (rollmem would store the empty summary and lose them),
+and the summary is stripped of leading and trailing whitespace.
 ``buffer`` and ``summary`` are properties: assigning them replaces the
 state, but ``buffer`` is a copy, so mutate it by assigning a new list.
 """

@@ -244,7 +244,7 @@ class RollingMemory(_SyncAdds):
         max_tokens: int = 2000,
         summarize_fn: Optional[SummarizeFn] = None,
         token_counter: Optional[TokenCounter] = None,
-    ) -> "RollingMemory":
+    ) -> RollingMemory:
         """Reconstruct a memory from its ``dict`` representation (verbatim: no
         fold, no drop until the next add)."""
         memory = cls(max_tokens=max_tokens, summarize_fn=summarize_fn, token_counter=token_counter)
@@ -291,7 +291,7 @@ class AsyncRollingMemory(_AsyncAdds):
         max_tokens: int = 2000,
         summarize_fn: Optional[Union[SummarizeFn, AsyncSummarizeFn]] = None,
         token_counter: Optional[TokenCounter] = None,
-    ) -> "AsyncRollingMemory":
+    ) -> AsyncRollingMemory:
         """Reconstruct a memory from its ``dict`` representation."""
         memory = cls(max_tokens=max_tokens, summarize_fn=summarize_fn, token_counter=token_counter)
         memory._load(data)
@@ -308,7 +308,7 @@ class BufferMemory(_SyncAdds):
         return _chatfold.SyncMemory("buffer", state=state)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "BufferMemory":
+    def from_dict(cls, data: Mapping[str, Any]) -> BufferMemory:
         """Reconstruct a buffer memory from its ``dict`` representation."""
         memory = cls()
         memory._load(data)
@@ -328,7 +328,7 @@ class WindowMemory(_SyncAdds):
         return _chatfold.SyncMemory("window", max_messages=self.max_messages, state=state)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, max_messages: int) -> "WindowMemory":
+    def from_dict(cls, data: Mapping[str, Any], *, max_messages: int) -> WindowMemory:
         """Reconstruct a window memory (verbatim; trimmed on the next add)."""
         memory = cls(max_messages=max_messages)
         memory._load(data)
@@ -358,7 +358,7 @@ class SummaryMemory(_SyncAdds):
         )
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, summarize_fn: SummarizeFn) -> "SummaryMemory":
+    def from_dict(cls, data: Mapping[str, Any], *, summarize_fn: SummarizeFn) -> SummaryMemory:
         """Reconstruct a summary memory (no fold until the next add)."""
         memory = cls(summarize_fn=summarize_fn)
         memory._load(data)
@@ -383,7 +383,7 @@ class AsyncSummaryMemory(_AsyncAdds):
     @classmethod
     def from_dict(
         cls, data: Mapping[str, Any], *, summarize_fn: Union[SummarizeFn, AsyncSummarizeFn]
-    ) -> "AsyncSummaryMemory":
+    ) -> AsyncSummaryMemory:
         """Reconstruct a summary memory (no fold until the next add)."""
         memory = cls(summarize_fn=summarize_fn)
         memory._load(data)
