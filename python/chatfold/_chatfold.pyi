@@ -71,6 +71,7 @@ class Compactor:
         max_summary_tokens: Optional[int] = None,
         ledger: bool = True,
         max_fold_input_tokens: Optional[int] = None,
+        counting: str = "chat",
     ) -> "Compactor": ...
     @property
     def budget(self) -> int: ...
@@ -89,7 +90,7 @@ class SyncMemory:
         max_messages: int = 20,
         summarize: Optional[Any] = None,
         tokenizer: Tokenizer = None,
-        token_text: bool = False,
+        counting: str = "chat",
         low_water: Optional[int] = None,
         max_summary_tokens: Optional[int] = None,
         ledger: bool = True,
@@ -117,7 +118,7 @@ class AsyncMemory:
         max_tokens: int = 2000,
         summarizes: bool = True,
         tokenizer: Tokenizer = None,
-        token_text: bool = False,
+        counting: str = "chat",
         low_water: Optional[int] = None,
         max_summary_tokens: Optional[int] = None,
         ledger: bool = True,
@@ -166,3 +167,4 @@ class Tiered:
     def to_dict(self) -> Dict[str, Any]: ...
 
 def count_tokens(messages: Messages, tokenizer: str = "o200k_base") -> int: ...
+def count_text(text: str, tokenizer: str = "o200k_base") -> int: ...

@@ -7,7 +7,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use crate::counter::{Counter, Shared};
+use crate::counter::{Counter, Mode, Shared};
 use crate::errors::IntoPy;
 use crate::json;
 use crate::policy;
@@ -186,7 +186,7 @@ impl PyCompactor {
     #[new]
     #[pyo3(signature = (budget, keep_recent=None, *, tokenizer=None, format=None, strict=false,
         summary_role=None, summary_prefix=None, min_summary_tokens=None, max_summary_tokens=None,
-        ledger=true, max_fold_input_tokens=None))]
+        ledger=true, max_fold_input_tokens=None, counting="chat"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -201,12 +201,13 @@ impl PyCompactor {
         max_summary_tokens: Option<usize>,
         ledger: bool,
         max_fold_input_tokens: Option<usize>,
+        counting: &str,
     ) -> PyResult<Self> {
         let default = pyo3::types::PyString::new(py, "o200k_base").into_any();
         let counter = Shared(Arc::new(Counter::from_py(
             py,
             Some(tokenizer.unwrap_or(&default)),
-            false,
+            Mode::parse(counting)?,
         )?));
         let policy = policy::build(
             summary_role,

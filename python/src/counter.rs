@@ -20,14 +20,38 @@ enum Kind {
     Callable(Py<PyAny>),
 }
 
-/// A counter for the bindings. With `token_text`, a message counts as the
-/// counter's count of rollmem's `Message.token_text()` (content, each tool
-/// call's `name(arguments)`, the `tool_call_id`, newline-joined), so that
-/// `chatfold.compat.rollmem` measures as rollmem does.
+/// How a message is measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// OpenAI's chat accounting (chatfold's): framing, role, content, calls.
+    Chat,
+    /// The count of rollmem's `Message.token_text()` (content, each tool
+    /// call's `name(arguments)`, the `tool_call_id`, newline-joined), so
+    /// that `chatfold.compat.rollmem` measures as rollmem does.
+    TokenText,
+    /// The count of `"{role}: {content}"`, as chatcram measures.
+    Rendered,
+}
+
+impl Mode {
+    /// The mode `name` names (`"chat"`, `"token_text"`, `"rendered"`).
+    pub fn parse(name: &str) -> PyResult<Self> {
+        match name {
+            "chat" => Ok(Mode::Chat),
+            "token_text" => Ok(Mode::TokenText),
+            "rendered" => Ok(Mode::Rendered),
+            other => Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "unknown counting {other:?}"
+            ))),
+        }
+    }
+}
+
+/// A counter for the bindings: a tokenizer, and how it measures a message.
 #[derive(Debug)]
 pub struct Counter {
     kind: Kind,
-    token_text: bool,
+    mode: Mode,
     /// The first exception a callable raised; counting goes on with 0 and
     /// the caller raises it when the call returns.
     failed: Mutex<Option<PyErr>>,
@@ -35,7 +59,7 @@ pub struct Counter {
 
 impl Counter {
     /// The counter `spec` names: `None` (the heuristic), a name, or a callable.
-    pub fn from_py(py: Python<'_>, spec: Option<&Bound<'_, PyAny>>, token_text: bool) -> PyResult<Self> {
+    pub fn from_py(py: Python<'_>, spec: Option<&Bound<'_, PyAny>>, mode: Mode) -> PyResult<Self> {
         let kind = match spec {
             None => Kind::Named(NamedCounter::Heuristic),
             Some(obj) if obj.is_none() => Kind::Named(NamedCounter::Heuristic),
@@ -52,7 +76,7 @@ impl Counter {
         };
         Ok(Counter {
             kind,
-            token_text,
+            mode,
             failed: Mutex::new(None),
         })
     }
@@ -102,10 +126,11 @@ impl TokenCounter for Counter {
     }
 
     fn count_message(&self, message: &Message) -> usize {
-        match (&self.kind, self.token_text) {
-            (_, true) => self.count(&token_text(message)),
-            (Kind::Named(n), false) => n.count_message(message),
-            (_, false) => {
+        match (&self.kind, self.mode) {
+            (_, Mode::TokenText) => self.count(&token_text(message)),
+            (_, Mode::Rendered) => self.count(&format!("{}: {}", message.role.as_str(), message.text())),
+            (Kind::Named(n), Mode::Chat) => n.count_message(message),
+            (_, Mode::Chat) => {
                 // The trait's accounting, over this counter's `count`.
                 struct Via<'a>(&'a Counter);
                 impl TokenCounter for Via<'_> {
@@ -119,17 +144,17 @@ impl TokenCounter for Counter {
     }
 
     fn count_message_at_least(&self, message: &Message) -> usize {
-        match (&self.kind, self.token_text) {
-            (Kind::Named(n), false) => n.count_message_at_least(message),
+        match (&self.kind, self.mode) {
+            (Kind::Named(n), Mode::Chat) => n.count_message_at_least(message),
             _ => 0,
         }
     }
 
     fn reply_priming(&self) -> usize {
-        match (&self.kind, self.token_text) {
-            (Kind::Named(n), false) => n.reply_priming(),
-            (_, true) => 0,
-            _ => 3,
+        match (&self.kind, self.mode) {
+            (Kind::Named(n), Mode::Chat) => n.reply_priming(),
+            (_, Mode::Chat) => 3,
+            _ => 0,
         }
     }
 

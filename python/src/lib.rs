@@ -22,10 +22,20 @@ fn count_tokens(py: Python<'_>, messages: &Bound<'_, PyAny>, tokenizer: &str) ->
     use chatfold::TokenCounter;
     use errors::IntoPy;
     let name = pyo3::types::PyString::new(py, tokenizer).into_any();
-    let counter = counter::Counter::from_py(py, Some(&name), false)?;
+    let counter = counter::Counter::from_py(py, Some(&name), counter::Mode::Chat)?;
     let value = json::to_value(messages, &mut String::from("messages"))?;
     let history = py.detach(|| chatfold::History::from_json_value(value)).py(py)?;
     Ok(py.detach(|| counter.count_messages(&history.messages)))
+}
+
+/// Tokens in `text` by the tokenizer `tokenizer` names (no message framing).
+#[pyfunction]
+#[pyo3(signature = (text, tokenizer="o200k_base"))]
+fn count_text(py: Python<'_>, text: &str, tokenizer: &str) -> PyResult<usize> {
+    use chatfold::TokenCounter;
+    use errors::IntoPy;
+    let counter = tokenizer.parse::<chatfold::NamedCounter>().py(py)?;
+    Ok(py.detach(|| counter.count(text)))
 }
 
 #[pymodule]
@@ -38,6 +48,7 @@ fn _chatfold(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<memory::AsyncMemory>()?;
     m.add_class::<memory::Tiered>()?;
     m.add_function(wrap_pyfunction!(count_tokens, m)?)?;
+    m.add_function(wrap_pyfunction!(count_text, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

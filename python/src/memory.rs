@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use serde_json::Value;
 
-use crate::counter::{Counter, Shared};
+use crate::counter::{Counter, Mode, Shared};
 use crate::errors::IntoPy;
 use crate::json;
 use crate::policy;
@@ -80,7 +80,7 @@ pub struct SyncMemory {
 #[pymethods]
 impl SyncMemory {
     #[new]
-    #[pyo3(signature = (kind, *, max_tokens=2000, max_messages=20, summarize=None, tokenizer=None, token_text=false,
+    #[pyo3(signature = (kind, *, max_tokens=2000, max_messages=20, summarize=None, tokenizer=None, counting="chat",
         low_water=None, max_summary_tokens=None, ledger=true, summary_role=None, summary_prefix=None, state=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -90,7 +90,7 @@ impl SyncMemory {
         max_messages: usize,
         summarize: Option<&Bound<'_, PyAny>>,
         tokenizer: Option<&Bound<'_, PyAny>>,
-        token_text: bool,
+        counting: &str,
         low_water: Option<usize>,
         max_summary_tokens: Option<usize>,
         ledger: bool,
@@ -98,7 +98,7 @@ impl SyncMemory {
         summary_prefix: Option<String>,
         state: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let counter = Shared(Arc::new(Counter::from_py(py, tokenizer, token_text)?));
+        let counter = Shared(Arc::new(Counter::from_py(py, tokenizer, Mode::parse(counting)?)?));
         let policy = fold_policy(summary_role, summary_prefix, max_summary_tokens, ledger);
         let restored = self::state(py, state)?;
         let inner = match kind {
@@ -225,7 +225,7 @@ macro_rules! each_async {
 #[pymethods]
 impl AsyncMemory {
     #[new]
-    #[pyo3(signature = (kind, *, max_tokens=2000, summarizes=true, tokenizer=None, token_text=false,
+    #[pyo3(signature = (kind, *, max_tokens=2000, summarizes=true, tokenizer=None, counting="chat",
         low_water=None, max_summary_tokens=None, ledger=true, summary_role=None, summary_prefix=None, state=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -234,7 +234,7 @@ impl AsyncMemory {
         max_tokens: usize,
         summarizes: bool,
         tokenizer: Option<&Bound<'_, PyAny>>,
-        token_text: bool,
+        counting: &str,
         low_water: Option<usize>,
         max_summary_tokens: Option<usize>,
         ledger: bool,
@@ -242,7 +242,7 @@ impl AsyncMemory {
         summary_prefix: Option<String>,
         state: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let counter = Shared(Arc::new(Counter::from_py(py, tokenizer, token_text)?));
+        let counter = Shared(Arc::new(Counter::from_py(py, tokenizer, Mode::parse(counting)?)?));
         let policy = fold_policy(summary_role, summary_prefix, max_summary_tokens, ledger);
         let restored = self::state(py, state)?;
         let inner = match kind {
@@ -361,7 +361,7 @@ impl Tiered {
         summary_prefix: Option<String>,
         state: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let counter = Shared(Arc::new(Counter::from_py(py, tokenizer, false)?));
+        let counter = Shared(Arc::new(Counter::from_py(py, tokenizer, Mode::Chat)?));
         let mut restored = self::state(py, state)?;
         if let Some(list) = system.filter(|s| !s.is_none()) {
             for item in list.try_iter()? {
