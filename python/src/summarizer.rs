@@ -55,6 +55,18 @@ impl Request {
         json::to_py(py, &state.to_json()["buffer"])
     }
 
+    /// The folded messages as `role: text` lines (chatcram's transcript).
+    fn _rendered(&self, py: Python<'_>) -> String {
+        py.detach(|| {
+            let lines: Vec<String> = self
+                .inner
+                .messages()
+                .map(|m| format!("{}: {}", m.role.as_str(), m.text()))
+                .collect();
+            lines.join("\n")
+        })
+    }
+
     /// The previous summary and the messages as one text to summarize.
     #[getter]
     fn transcript(&self) -> String {

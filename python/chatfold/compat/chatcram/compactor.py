@@ -71,7 +71,7 @@ class Compactor:
         lines: List[str] = []
         if request.previous_summary:
             lines.append(f"{self.summary_role}: {self.summary_prefix}{request.previous_summary}")
-        lines.extend(f"{m['role']}: {_text(m.get('content'))}" for m in request.messages)
+        lines.append(request._rendered())
         return "\n".join(lines)
 
     def compact(self, messages: list[Message]) -> CompactionResult:
@@ -99,14 +99,6 @@ class Compactor:
             summaries[-1] if summaries else None,
         )
         return CompactionResult(out, used_tokens=result.tokens_after, summarized=True, summary=summary)
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return "" if content is None else str(content)
 
 
 def _is_summary(m: Any, c: Compactor) -> bool:
