@@ -147,7 +147,8 @@ def sawtooth_adds(n):
     async def main():
         config = ContextManagerConfig(compression_mode="always_llm")
         times = []
-        async with ContextManager("You are helpful.", config) as cm:
+        journal = pathlib.Path(tempfile.mkdtemp(prefix="chatfold-bench-")) / "journal.jsonl"
+        async with ContextManager("You are helpful.", config, journal_path=journal) as cm:
             for i in range(n):
                 start = time.perf_counter()
                 await cm.add_message("user", f"turn {i}: read /srv/data/file-{i}.csv and report")
