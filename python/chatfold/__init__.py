@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable, List, Mapping, Optional, Union
 
 from . import _chatfold
-from ._chatfold import Compaction, SummaryRequest, count_tokens
+from ._chatfold import AnthropicSummarizer, Compaction, OpenAISummarizer, SummaryRequest, count_tokens
 from ._drive import drive
 from .errors import (
     BudgetUnreachable,
@@ -73,6 +73,8 @@ __all__ = [
     "Compaction",
     "SummaryRequest",
     "count_tokens",
+    "OpenAISummarizer",
+    "AnthropicSummarizer",
     "RollingMemory",
     "AsyncRollingMemory",
     "BufferMemory",

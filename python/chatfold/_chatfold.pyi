@@ -24,6 +24,22 @@ class SummaryRequest:
     def _rendered(self) -> str: ...
     def __len__(self) -> int: ...
 
+class OpenAISummarizer:
+    """An OpenAI-compatible Chat Completions summarizer (runs in Rust)."""
+
+    def __init__(
+        self, base_url: str, model: str, *, api_key: Optional[str] = None, timeout: Optional[float] = None, retries: Optional[int] = None
+    ) -> None: ...
+    def __call__(self, request: SummaryRequest) -> str: ...
+
+class AnthropicSummarizer:
+    """An Anthropic Messages summarizer (runs in Rust)."""
+
+    def __init__(
+        self, base_url: str, model: str, *, api_key: Optional[str] = None, timeout: Optional[float] = None, retries: Optional[int] = None
+    ) -> None: ...
+    def __call__(self, request: SummaryRequest) -> str: ...
+
 class Compaction:
     """A compaction's outcome."""
 

@@ -8,6 +8,11 @@ import asyncio
 import inspect
 from typing import Any, Callable
 
+from . import _chatfold
+
+
+_BLOCKING = (_chatfold.OpenAISummarizer, _chatfold.AnthropicSummarizer)
+
 
 async def drive(step: Any, summarize: Callable[[Any], Any]) -> Any:
     """Runs ``step`` to its end, answering each request with ``summarize``
@@ -23,7 +28,11 @@ async def drive(step: Any, summarize: Callable[[Any], Any]) -> Any:
             await asyncio.sleep(0.001)
             continue
         try:
-            answer = summarize(request)
+            if isinstance(summarize, _BLOCKING):
+                # An HTTP summarizer of chatfold's: blocking, off the event loop.
+                answer = await asyncio.get_running_loop().run_in_executor(None, summarize, request)
+            else:
+                answer = summarize(request)
             if inspect.isawaitable(answer):
                 answer = await answer
         except Exception as error:  # the fold fails; result() raises it

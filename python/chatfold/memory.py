@@ -13,7 +13,7 @@ import asyncio
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from . import _chatfold
-from ._drive import drive
+from ._drive import _BLOCKING, drive
 
 Message = Dict[str, Any]
 State = Dict[str, Any]
@@ -366,7 +366,11 @@ class TieredMemory(_Reads):
             request = step.poll()
             if request is not None:
                 try:
-                    answer = self._summarize(request)
+                    if isinstance(self._summarize, _BLOCKING):
+                        loop = asyncio.get_running_loop()
+                        answer = await loop.run_in_executor(None, self._summarize, request)
+                    else:
+                        answer = self._summarize(request)
                     if asyncio.iscoroutine(answer) or hasattr(answer, "__await__"):
                         answer = await answer
                 except Exception as error:

@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 mod compactor;
 mod counter;
 mod errors;
+mod http;
 mod json;
 mod memory;
 mod policy;
@@ -43,6 +44,8 @@ fn _chatfold(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<compactor::PyCompactor>()?;
     m.add_class::<compactor::CompactionResult>()?;
     m.add_class::<summarizer::Request>()?;
+    m.add_class::<http::PyOpenAi>()?;
+    m.add_class::<http::PyAnthropic>()?;
     m.add_class::<step::Step>()?;
     m.add_class::<memory::SyncMemory>()?;
     m.add_class::<memory::AsyncMemory>()?;

@@ -29,6 +29,11 @@ impl Request {
     pub fn new(inner: SummaryRequest<'static>) -> Self {
         Request { inner }
     }
+
+    /// The request itself.
+    pub fn inner(&self) -> &SummaryRequest<'static> {
+        &self.inner
+    }
 }
 
 #[pymethods]
@@ -103,6 +108,8 @@ impl Request {
 #[derive(Debug)]
 pub enum Sync {
     Extractive(Extractive),
+    OpenAi(chatfold::summarize::OpenAiSummarizer),
+    Anthropic(chatfold::summarize::AnthropicSummarizer),
     Callable(Py<PyAny>),
 }
 
@@ -118,10 +125,20 @@ impl Sync {
                 Ok(name) => Err(PyTypeError::new_err(format!(
                     "unknown summarizer {name:?} (known: \"extractive\")"
                 ))),
-                Err(_) if obj.is_callable() => Ok(Sync::Callable(obj.clone().unbind())),
-                Err(_) => Err(PyTypeError::new_err(
-                    "summarize must be a callable or \"extractive\"",
-                )),
+                Err(_) => {
+                    if let Ok(s) = obj.cast::<crate::http::PyOpenAi>() {
+                        return Ok(Sync::OpenAi(s.get().inner.clone()));
+                    }
+                    if let Ok(s) = obj.cast::<crate::http::PyAnthropic>() {
+                        return Ok(Sync::Anthropic(s.get().inner.clone()));
+                    }
+                    match obj.is_callable() {
+                        true => Ok(Sync::Callable(obj.clone().unbind())),
+                        false => Err(PyTypeError::new_err(
+                            "summarize must be a callable or \"extractive\"",
+                        )),
+                    }
+                }
             },
         }
     }
@@ -157,6 +174,8 @@ impl Summarizer for Sync {
     fn summarize(&self, request: &SummaryRequest<'_>) -> Result<String, BoxError> {
         match self {
             Sync::Extractive(e) => e.summarize(request).map_err(Into::into),
+            Sync::OpenAi(s) => Summarizer::summarize(s, request).map_err(Into::into),
+            Sync::Anthropic(s) => Summarizer::summarize(s, request).map_err(Into::into),
             Sync::Callable(f) => Python::attach(|py| call_python(py, f, request.clone().into_owned())),
         }
     }

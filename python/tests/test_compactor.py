@@ -217,3 +217,20 @@ def test_concurrent_threads_compact_with_the_gil_released():
         t.join()
     assert len(results) == 4 and all(r.summarized for r in results)
     assert len({repr(r.messages) for r in results}) == 1
+
+
+def test_the_http_summarizers_are_available_by_name_and_fail_cleanly():
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    messages = [{"role": "user", "content": "x " * 200}] * 3
+    before = copy.deepcopy(messages)
+    for make in (chatfold.OpenAISummarizer, chatfold.AnthropicSummarizer):
+        summarizer = make(f"http://127.0.0.1:{port}", "some-model", api_key="k", timeout=2.0, retries=0)
+        with pytest.raises(chatfold.SummarizerError):
+            Compactor(30, tokenizer="heuristic").compact(messages, summarizer)
+        with pytest.raises(chatfold.SummarizerError):
+            asyncio.run(Compactor(30, tokenizer="heuristic").compact_async(messages, summarizer))
+        assert messages == before
