@@ -40,14 +40,17 @@ def _message_dict(
     tool_call_id: Optional[str],
     metadata: Optional[Mapping[str, Any]],
 ) -> Dict[str, Any]:
-    return Message(
-        role=role,
-        content=content,
-        id=id,
-        tool_calls=tuple(tool_calls),
-        tool_call_id=tool_call_id,
-        metadata=dict(metadata) if metadata else {},
-    ).to_dict()
+    """``Message(...).to_dict()``, without making the dataclass."""
+    data: Dict[str, Any] = {"role": role, "content": content}
+    if id is not None:
+        data["id"] = id
+    if tool_calls:
+        data["tool_calls"] = [tc.to_dict() for tc in tool_calls]
+    if tool_call_id is not None:
+        data["tool_call_id"] = tool_call_id
+    if metadata:
+        data["metadata"] = dict(metadata)
+    return data
 
 
 def _summarizer(summarize_fn: Optional[Callable[..., Any]]) -> Optional[Callable[[Any], Any]]:
