@@ -5,7 +5,7 @@ use std::sync::Arc;
 use chatfold::{Compaction, Compactor, Fate, Format, History, Message, Report};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyDict, PyList, PyString};
 
 use crate::counter::{Counter, Mode, Shared};
 use crate::errors::IntoPy;
@@ -59,7 +59,43 @@ pub struct Input {
     original: Py<PyAny>,
 }
 
+/// A list of plain `{"role": str, "content": str}` dicts, read without the
+/// JSON value in between (`None` when any message has more).
+fn plain(list: &Bound<'_, PyAny>) -> PyResult<Option<Vec<Message>>> {
+    let Ok(list) = list.cast::<PyList>() else {
+        return Ok(None);
+    };
+    let mut out = Vec::with_capacity(list.len());
+    for item in list.iter() {
+        let Ok(d) = item.cast::<PyDict>() else {
+            return Ok(None);
+        };
+        if d.len() != 2 {
+            return Ok(None);
+        }
+        let (Some(role), Some(content)) = (d.get_item("role")?, d.get_item("content")?) else {
+            return Ok(None);
+        };
+        let (Ok(role), Ok(content)) = (role.cast::<PyString>(), content.cast::<PyString>()) else {
+            return Ok(None);
+        };
+        out.push(Message::new(
+            role.to_cow()?.into_owned(),
+            content.to_cow()?.into_owned(),
+        ));
+    }
+    Ok(Some(out))
+}
+
 fn read(py: Python<'_>, messages: &Bound<'_, PyAny>, format: Option<Format>) -> PyResult<Input> {
+    if format.is_none() {
+        if let Some(list) = plain(messages)? {
+            return Ok(Input {
+                history: History::from(list),
+                original: messages.clone().unbind(),
+            });
+        }
+    }
     let value = json::to_value(messages, &mut String::from("messages"))?;
     let history = py.detach(|| {
         let history = History::from_json_value(value)?;

@@ -234,3 +234,15 @@ def test_the_http_summarizers_are_available_by_name_and_fail_cleanly():
         with pytest.raises(chatfold.SummarizerError):
             asyncio.run(Compactor(30, tokenizer="heuristic").compact_async(messages, summarizer))
         assert messages == before
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["system", "user", "assistant", "developer"]), st.text(min_size=0, max_size=80)), min_size=1, max_size=30), st.integers(20, 300))
+def test_plain_messages_read_as_any_others(pairs, budget):
+    plain = [{"role": r, "content": c} for r, c in pairs]
+    marked = [{"role": r, "content": c, "x": 1} for r, c in pairs]
+    compactor = Compactor(budget, tokenizer="heuristic")
+    a, b = compactor.compact(plain, short), compactor.compact(marked, short)
+    strip = lambda ms: [{k: v for k, v in m.items() if k != "x"} for m in ms]
+    assert strip(a.messages) == strip(b.messages)
+    assert (a.summarized, a.tokens_after) == (b.summarized, b.tokens_after)
