@@ -338,6 +338,7 @@ impl AsyncMemory {
 pub struct Tiered {
     inner: Arc<TieredMemory<Bridge, Shared>>,
     worker: Mutex<Option<Step>>,
+    counter: Shared,
 }
 
 #[pymethods]
@@ -389,6 +390,7 @@ impl Tiered {
         Ok(Tiered {
             inner: Arc::new(memory),
             worker: Mutex::new(Some(Step::new(Box::pin(future)))),
+            counter,
         })
     }
 
@@ -412,7 +414,7 @@ impl Tiered {
     fn add_message(&self, py: Python<'_>, message: &Bound<'_, PyAny>) -> PyResult<()> {
         let message = self::message(py, message)?;
         self.inner.add_message(message);
-        Ok(())
+        self.counter.check()
     }
 
     /// Forgets the summary and the buffer (the pinned system messages stay).

@@ -249,3 +249,20 @@ def test_tiered_memory_records_failures_and_retries():
             assert memory.summary.startswith("recovered")
 
     run(main())
+
+
+def test_a_counters_exception_reaches_the_caller_of_an_add():
+    def count(text):
+        raise OverflowError("counter broke")
+
+    async def summarize(request):
+        return "s"
+
+    async def main():
+        memory = TieredMemory(100, 200, summarize, tokenizer=count)
+        with pytest.raises(OverflowError):
+            memory.add_user("hello")
+
+    run(main())
+    with pytest.raises(OverflowError):
+        RollingMemory(100, gist, tokenizer=count).add_user("hello")
