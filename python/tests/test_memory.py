@@ -266,3 +266,29 @@ def test_a_counters_exception_reaches_the_caller_of_an_add():
     run(main())
     with pytest.raises(OverflowError):
         RollingMemory(100, gist, tokenizer=count).add_user("hello")
+
+
+def test_threads_share_a_sync_memory_whose_summarizer_is_python():
+    """A Python summarizer runs under the memory's lock with the GIL taken
+    again; other threads reading or adding meanwhile neither deadlock nor
+    lose a turn."""
+    import threading
+
+    memory = RollingMemory(40, gist, tokenizer="heuristic")
+    errors = []
+
+    def adder(k):
+        try:
+            for i in range(50):
+                memory.add_user(f"thread {k} turn {i} with some words")
+                memory.messages()
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=adder, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert memory.summary and memory.buffer

@@ -8,7 +8,11 @@ Where the behaviour differs, chatfold's is the fix: a summarizer that
 returns an empty or blank summary raises :class:`chatfold.SummarizerError`
 and keeps the turns (rollmem would store the empty summary and lose them),
 and the summary is stripped of leading and trailing whitespace.
-``buffer`` and ``summary`` are properties: assigning them replaces the
+In the async memories an add that finds a fold in flight keeps its turn
+and returns without waiting for that fold (rollmem's adds queue on a lock);
+the fold in flight folds it next if it is due, so nothing is lost and the
+states agree once the adds are awaited in sequence. ``buffer`` and
+``summary`` are properties: assigning them replaces the
 state, but ``buffer`` is a copy, so mutate it by assigning a new list.
 """
 
