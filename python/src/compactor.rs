@@ -73,7 +73,9 @@ fn plain(list: &Bound<'_, PyAny>) -> PyResult<Option<Vec<Message>>> {
         if d.len() != 2 {
             return Ok(None);
         }
-        let (Some(role), Some(content)) = (d.get_item("role")?, d.get_item("content")?) else {
+        let py = d.py();
+        let keys = (pyo3::intern!(py, "role"), pyo3::intern!(py, "content"));
+        let (Some(role), Some(content)) = (d.get_item(keys.0)?, d.get_item(keys.1)?) else {
             return Ok(None);
         };
         let (Ok(role), Ok(content)) = (role.cast::<PyString>(), content.cast::<PyString>()) else {
