@@ -113,12 +113,10 @@ impl SyncMemory {
                 if let Some(low) = low_water {
                     settings = settings.low_water(low);
                 }
-                let c = counter.clone();
                 Kind::Rolling(
                     py.detach(move || RollingMemory::from_state(restored, settings))
                         .py(py)?,
                 )
-                .checked(&c)?
             }
             "buffer" => Kind::Buffer(BufferMemory::from_state(restored)),
             "window" => Kind::Window(WindowMemory::from_state(restored, max_messages).py(py)?),
@@ -131,6 +129,8 @@ impl SyncMemory {
             }
             other => return Err(PyValueError::new_err(format!("unknown memory kind {other:?}"))),
         };
+        // A Python tokenizer's exception while the restored buffer was counted.
+        counter.check()?;
         Ok(SyncMemory {
             inner: Mutex::new(inner),
             counter,
@@ -187,16 +187,6 @@ impl SyncMemory {
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let state = py.detach(|| each!(&*lock(&self.inner), m => m.to_state()));
         json::to_py(py, &state.to_json())
-    }
-}
-
-trait Checked: Sized {
-    fn checked(self, counter: &Shared) -> PyResult<Self>;
-}
-
-impl Checked for Kind {
-    fn checked(self, counter: &Shared) -> PyResult<Self> {
-        counter.check().map(|()| self)
     }
 }
 
