@@ -292,3 +292,35 @@ def test_threads_share_a_sync_memory_whose_summarizer_is_python():
         t.join()
     assert not errors
     assert memory.summary and memory.buffer
+
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 30), st.booleans()), min_size=1, max_size=40), st.integers(10, 80))
+def test_no_turn_is_lost_whatever_the_summarizer_does(turns, max_tokens):
+    """Every added turn is in the buffer, in order, or was handed to a
+    summarizer call that succeeded: failures fold nothing."""
+    outcomes = iter([ok for _, ok in turns] * 4)
+    folded = []
+
+    def summarize(request):
+        if not next(outcomes, True):
+            raise RuntimeError("down")
+        folded.extend(m["content"] for m in request.messages)
+        return f"{len(folded)} turns folded"
+
+    memory = RollingMemory(max_tokens, summarize, tokenizer="heuristic")
+    added = []
+    for i, (words, _) in enumerate(turns):
+        text = f"t{i} " + "w " * words
+        added.append(text)
+        try:
+            memory.add_user(text)
+        except RuntimeError:
+            pass
+        buffer = [m["content"] for m in memory.buffer]
+        assert buffer == added[len(added) - len(buffer) :]
+        assert folded + buffer == added
