@@ -324,3 +324,34 @@ def test_no_turn_is_lost_whatever_the_summarizer_does(turns, max_tokens):
         buffer = [m["content"] for m in memory.buffer]
         assert buffer == added[len(added) - len(buffer) :]
         assert folded + buffer == added
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.booleans(), min_size=1, max_size=30), st.integers(10, 60))
+def test_no_turn_is_lost_by_concurrent_async_adds(outcomes, max_tokens):
+    """Concurrent tasks adding to one async memory with a slow, flaky
+    summarizer: what was folded, then the buffer, is what was added."""
+    results = iter(outcomes * 8)
+    folded = []
+
+    async def summarize(request):
+        await asyncio.sleep(0)
+        if not next(results, True):
+            raise RuntimeError("down")
+        folded.extend(m["content"] for m in request.messages)
+        return f"{len(folded)} turns folded"
+
+    memory = AsyncRollingMemory(max_tokens, summarize, tokenizer="heuristic")
+    added = [f"task {i} says " + "w " * (i % 7 + 1) for i in range(len(outcomes) * 2)]
+
+    async def add(text):
+        try:
+            await memory.add_user(text)
+        except RuntimeError:
+            pass
+
+    async def main():
+        await asyncio.gather(*[add(t) for t in added])
+
+    run(main())
+    assert folded + [m["content"] for m in memory.buffer] == added
