@@ -1,0 +1,92 @@
+"""chatfold: keep LLM chat histories inside a token budget.
+
+A Rust core (the ``chatfold`` crate) with a thin Python layer: the
+:class:`Compactor` keeps system messages and recent turns verbatim and folds
+the older middle into one summary message; the memories keep a conversation
+across turns with the same rules. Messages are plain OpenAI-style dicts (or
+Anthropic request bodies), read and written back without loss.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, List, Mapping, Optional, Union
+
+from . import _chatfold
+from ._chatfold import AnthropicSummarizer, Compaction, OpenAISummarizer, SummaryRequest, count_tokens
+from ._drive import drive
+from .errors import (
+    BudgetUnreachable,
+    ChatfoldError,
+    InvalidConfig,
+    InvalidInput,
+    InvalidMessage,
+    InvalidState,
+    SummarizerError,
+)
+from .memory import (
+    AsyncRollingMemory,
+    AsyncSummaryMemory,
+    BufferMemory,
+    RollingMemory,
+    SummaryMemory,
+    TieredMemory,
+    WindowMemory,
+)
+
+__version__: str = _chatfold.__version__
+
+Messages = Union[List[Mapping[str, Any]], Mapping[str, Any]]
+
+class Compactor(_chatfold.Compactor):
+    """Keeps a chat history inside ``budget`` tokens.
+
+    System messages and the most recent turns (``keep_recent`` tokens, half
+    the budget by default) stay verbatim; the older middle is folded into one
+    summary message, marked so that a later compaction rolls it forward.
+    ``tokenizer`` is ``"o200k_base"`` (the default), ``"cl100k_base"``, a
+    model name, ``"heuristic"`` (four characters a token), or a callable
+    ``count(text) -> int``. ``format`` reads the input as ``"openai"`` or
+    ``"anthropic"`` (by default: as the body says).
+
+    With a built-in tokenizer the work runs in Rust with the GIL released.
+    """
+
+    def compact(self, messages: Messages, summarize: Optional[Any] = None) -> Compaction:
+        """Compacts ``messages`` (a list of message dicts, or a request body).
+
+        ``summarize`` is a callable ``f(request) -> str`` (see
+        :class:`SummaryRequest`), or ``None`` / ``"extractive"`` for the
+        built-in summarizer that needs no model. A summarizer's exception is
+        raised as itself and nothing is changed.
+        """
+        return super().compact(messages, summarize)
+
+    async def compact_async(
+        self, messages: Messages, summarize: Callable[[SummaryRequest], Any]
+    ) -> Compaction:
+        """:meth:`compact` with an async summarizer (a coroutine function;
+        a plain function works too), awaited between the fold's steps."""
+        return await drive(self._begin_compact(messages), summarize)
+
+__all__ = [
+    "Compactor",
+    "Compaction",
+    "SummaryRequest",
+    "count_tokens",
+    "OpenAISummarizer",
+    "AnthropicSummarizer",
+    "RollingMemory",
+    "AsyncRollingMemory",
+    "BufferMemory",
+    "WindowMemory",
+    "SummaryMemory",
+    "AsyncSummaryMemory",
+    "TieredMemory",
+    "ChatfoldError",
+    "InvalidConfig",
+    "InvalidMessage",
+    "InvalidInput",
+    "InvalidState",
+    "SummarizerError",
+    "BudgetUnreachable",
+]

@@ -1,0 +1,337 @@
+//! `chatfold.Compactor`: the stateless compactor over Python messages.
+
+use std::sync::Arc;
+
+use chatfold::{Compaction, Compactor, Fate, Format, History, Message, Report};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString};
+
+use crate::counter::{Counter, Mode, Shared};
+use crate::errors::IntoPy;
+use crate::json;
+use crate::policy;
+use crate::step::{Finish, Step};
+use crate::summarizer::{Bridge, Sync};
+
+/// A compaction's outcome.
+#[pyclass(module = "chatfold", name = "Compaction", frozen, get_all)]
+#[derive(Debug)]
+pub struct CompactionResult {
+    /// The compacted messages (a body dict when a body came in).
+    messages: Py<PyAny>,
+    /// Whether a summary was made.
+    summarized: bool,
+    /// Tokens of the input (a lower bound when `tokens_before_exact` is false).
+    tokens_before: usize,
+    /// Whether `tokens_before` is exact.
+    tokens_before_exact: bool,
+    /// Tokens of the output.
+    tokens_after: usize,
+    /// Whether the output is over the budget (unreachable).
+    over_budget: bool,
+    /// Whether the summary was cut to fit.
+    summary_truncated: bool,
+    /// What happened to each message, and the ledger.
+    report: Py<PyAny>,
+}
+
+#[pymethods]
+impl CompactionResult {
+    fn __repr__(&self) -> String {
+        format!(
+            "Compaction(summarized={}, tokens_before={}, tokens_after={}, over_budget={})",
+            py_bool(self.summarized),
+            self.tokens_before,
+            self.tokens_after,
+            py_bool(self.over_budget)
+        )
+    }
+}
+
+fn py_bool(b: bool) -> &'static str {
+    if b { "True" } else { "False" }
+}
+
+/// The input read: the history, and whether it was a body.
+pub struct Input {
+    history: History,
+    original: Py<PyAny>,
+}
+
+/// A list of plain `{"role": str, "content": str}` dicts, read without the
+/// JSON value in between (`None` when any message has more).
+fn plain(list: &Bound<'_, PyAny>) -> PyResult<Option<Vec<Message>>> {
+    let Ok(list) = list.cast::<PyList>() else {
+        return Ok(None);
+    };
+    let mut out = Vec::with_capacity(list.len());
+    for item in list.iter() {
+        let Ok(d) = item.cast::<PyDict>() else {
+            return Ok(None);
+        };
+        if d.len() != 2 {
+            return Ok(None);
+        }
+        let py = d.py();
+        let keys = (pyo3::intern!(py, "role"), pyo3::intern!(py, "content"));
+        let (Some(role), Some(content)) = (d.get_item(keys.0)?, d.get_item(keys.1)?) else {
+            return Ok(None);
+        };
+        let (Ok(role), Ok(content)) = (role.cast::<PyString>(), content.cast::<PyString>()) else {
+            return Ok(None);
+        };
+        out.push(Message::new(
+            role.to_cow()?.into_owned(),
+            content.to_cow()?.into_owned(),
+        ));
+    }
+    Ok(Some(out))
+}
+
+fn read(py: Python<'_>, messages: &Bound<'_, PyAny>, format: Option<Format>) -> PyResult<Input> {
+    if format.is_none() {
+        if let Some(list) = plain(messages)? {
+            return Ok(Input {
+                history: History::from(list),
+                original: messages.clone().unbind(),
+            });
+        }
+    }
+    let value = json::to_value(messages, &mut String::from("messages"))?;
+    let history = py.detach(|| {
+        let history = History::from_json_value(value)?;
+        match format {
+            Some(f) => history.into_format(f),
+            None => Ok(history),
+        }
+    });
+    Ok(Input {
+        history: history.py(py)?,
+        original: messages.clone().unbind(),
+    })
+}
+
+/// A compaction with the lifetime taken out: what Python gets back.
+struct Owned {
+    messages: Option<Vec<Message>>,
+    summarized: bool,
+    tokens_before: chatfold::Tokens,
+    tokens_after: usize,
+    over_budget: bool,
+    summary_truncated: bool,
+    report: Report,
+}
+
+impl Owned {
+    fn new(c: Compaction<'_>) -> Self {
+        let changed = matches!(c.messages, std::borrow::Cow::Owned(_));
+        Owned {
+            messages: changed.then(|| c.messages.into_owned()),
+            summarized: c.summarized,
+            tokens_before: c.tokens_before,
+            tokens_after: c.tokens_after,
+            over_budget: c.over_budget,
+            summary_truncated: c.summary_truncated,
+            report: c.report,
+        }
+    }
+
+    fn into_py(self, py: Python<'_>, input: Input) -> PyResult<CompactionResult> {
+        let messages = match &self.messages {
+            // Unchanged: the caller's own objects, in a new list.
+            None => match input.original.bind(py).cast::<PyList>() {
+                Ok(list) => PyList::new(py, list.iter())?.into_any().unbind(),
+                Err(_) => json::to_py(py, &input.history.to_json())?.unbind(),
+            },
+            Some(out) => match input.history.is_body() {
+                true => json::to_py(py, &input.history.to_json_with(out))?.unbind(),
+                false => {
+                    let list = PyList::empty(py);
+                    for m in out {
+                        list.append(json::to_py(py, &m.to_json())?)?;
+                    }
+                    list.into_any().unbind()
+                }
+            },
+        };
+        Ok(CompactionResult {
+            messages,
+            summarized: self.summarized,
+            tokens_before: self.tokens_before.get(),
+            tokens_before_exact: self.tokens_before.exact().is_some(),
+            tokens_after: self.tokens_after,
+            over_budget: self.over_budget,
+            summary_truncated: self.summary_truncated,
+            report: report(py, &self.report)?.into_any().unbind(),
+        })
+    }
+}
+
+fn report<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    let fate = |f: Fate| match f {
+        Fate::Kept => "kept",
+        Fate::Hoisted => "hoisted",
+        Fate::Folded => "folded",
+        Fate::PreviousSummary => "previous_summary",
+        _ => "other",
+    };
+    d.set_item("fates", r.fates().map(fate).collect::<Vec<_>>())?;
+    d.set_item("cut", r.cut())?;
+    d.set_item("reason", format!("{:?}", r.reason()).to_lowercase())?;
+    d.set_item("aligned_from", r.aligned_from())?;
+    d.set_item("folds", r.folds())?;
+    d.set_item("allowance", r.allowance())?;
+    d.set_item("prose_allowance", r.prose_allowance())?;
+    d.set_item("ledger", r.ledger().to_vec())?;
+    d.set_item("ledger_dropped", r.ledger_dropped().to_vec())?;
+    d.set_item("cleared", r.cleared().to_vec())?;
+    d.set_item("reused", r.reused())?;
+    Ok(d)
+}
+
+fn parse_format(format: Option<&str>) -> PyResult<Option<Format>> {
+    format
+        .map(|f| {
+            f.parse::<Format>().map_err(|_| {
+                PyValueError::new_err(format!("unknown format {f:?} (\"openai\" or \"anthropic\")"))
+            })
+        })
+        .transpose()
+}
+
+/// Keeps a chat history inside a token budget: system messages and recent
+/// turns verbatim, the older middle folded into one summary message.
+#[pyclass(module = "chatfold._chatfold", name = "Compactor", subclass, frozen)]
+pub struct PyCompactor {
+    inner: Compactor<Shared>,
+    counter: Shared,
+    format: Option<Format>,
+}
+
+impl PyCompactor {
+    /// The compactor for `input` (its summary placed for its format).
+    fn for_input(&self, input: &Input) -> Compactor<Shared> {
+        let mut c = self.inner.clone();
+        c.policy.placement = input.history.placement();
+        c
+    }
+}
+
+#[pymethods]
+impl PyCompactor {
+    #[new]
+    #[pyo3(signature = (budget, keep_recent=None, *, tokenizer=None, format=None, strict=false,
+        summary_role=None, summary_prefix=None, min_summary_tokens=None, max_summary_tokens=None,
+        ledger=true, max_fold_input_tokens=None, counting="chat"))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        budget: usize,
+        keep_recent: Option<usize>,
+        tokenizer: Option<&Bound<'_, PyAny>>,
+        format: Option<&str>,
+        strict: bool,
+        summary_role: Option<String>,
+        summary_prefix: Option<String>,
+        min_summary_tokens: Option<usize>,
+        max_summary_tokens: Option<usize>,
+        ledger: bool,
+        max_fold_input_tokens: Option<usize>,
+        counting: &str,
+    ) -> PyResult<Self> {
+        let default = pyo3::types::PyString::new(py, "o200k_base").into_any();
+        let counter = Shared(Arc::new(Counter::from_py(
+            py,
+            Some(tokenizer.unwrap_or(&default)),
+            Mode::parse(counting)?,
+        )?));
+        let policy = policy::build(
+            summary_role,
+            summary_prefix,
+            min_summary_tokens,
+            max_summary_tokens,
+            ledger,
+        );
+        let mut inner = Compactor::new(budget)
+            .counter(counter.clone())
+            .policy(policy)
+            .strict(strict);
+        if let Some(k) = keep_recent {
+            inner = inner.keep_recent(k);
+        }
+        if let Some(n) = max_fold_input_tokens {
+            inner = inner.max_fold_input_tokens(n);
+        }
+        // Checked now, so a bad setting fails at construction.
+        py.detach(|| inner.plan(&[]).map(|_| ())).py(py)?;
+        Ok(PyCompactor {
+            inner,
+            counter,
+            format: parse_format(format)?,
+        })
+    }
+
+    /// The budget in tokens.
+    #[getter]
+    fn budget(&self) -> usize {
+        self.inner.budget
+    }
+
+    /// Tokens of recent turns kept verbatim (the default: half the budget).
+    #[getter]
+    fn keep_recent(&self) -> usize {
+        self.inner.effective_keep_recent()
+    }
+
+    /// Tokens of `messages` as the budget measures them.
+    fn count(&self, py: Python<'_>, messages: &Bound<'_, PyAny>) -> PyResult<usize> {
+        use chatfold::TokenCounter;
+        let input = read(py, messages, self.format)?;
+        let n = py.detach(|| self.counter.count_messages(&input.history.messages));
+        self.counter.check()?;
+        Ok(n)
+    }
+
+    /// Compacts `messages` (a list of message dicts, or a request body),
+    /// summarizing with `summarize` (a callable `f(request) -> str`;
+    /// `None` or `"extractive"`: the built-in extractive summarizer).
+    #[pyo3(signature = (messages, summarize=None))]
+    fn compact(
+        &self,
+        py: Python<'_>,
+        messages: &Bound<'_, PyAny>,
+        summarize: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<CompactionResult> {
+        let summarizer = Sync::from_py(summarize)?;
+        let input = read(py, messages, self.format)?;
+        let compactor = self.for_input(&input);
+        let done = py.detach(|| {
+            compactor
+                .compact(&input.history.messages, &summarizer)
+                .map(Owned::new)
+        });
+        self.counter.check()?;
+        done.py(py)?.into_py(py, input)
+    }
+
+    /// The async compaction as a step Python drives (see `compact_async`).
+    fn _begin_compact(&self, py: Python<'_>, messages: &Bound<'_, PyAny>) -> PyResult<Step> {
+        let input = read(py, messages, self.format)?;
+        let compactor = self.for_input(&input);
+        let counter = self.counter.clone();
+        let future = async move {
+            let owned = compactor
+                .compact_async(&input.history.messages, &Bridge)
+                .await
+                .map(Owned::new)?;
+            let finish: Finish = Box::new(move |py: Python<'_>| {
+                counter.check()?;
+                Ok(owned.into_py(py, input)?.into_pyobject(py)?.into_any().unbind())
+            });
+            Ok(finish)
+        };
+        Ok(Step::new(Box::pin(future)))
+    }
+}

@@ -1,0 +1,57 @@
+//! The `chatfold._chatfold` extension module: thin PyO3 classes over the
+//! chatfold crate; the Pythonic API (async methods, the compat modules) is
+//! in the `chatfold` package's Python files.
+
+#![forbid(unsafe_code)]
+
+use pyo3::prelude::*;
+
+mod compactor;
+mod counter;
+mod errors;
+mod http;
+mod json;
+mod memory;
+mod policy;
+mod step;
+mod summarizer;
+
+/// Counts `messages` (dicts) with the tokenizer `tokenizer` names.
+#[pyfunction]
+#[pyo3(signature = (messages, tokenizer="o200k_base"))]
+fn count_tokens(py: Python<'_>, messages: &Bound<'_, PyAny>, tokenizer: &str) -> PyResult<usize> {
+    use chatfold::TokenCounter;
+    use errors::IntoPy;
+    let name = pyo3::types::PyString::new(py, tokenizer).into_any();
+    let counter = counter::Counter::from_py(py, Some(&name), counter::Mode::Chat)?;
+    let value = json::to_value(messages, &mut String::from("messages"))?;
+    let history = py.detach(|| chatfold::History::from_json_value(value)).py(py)?;
+    Ok(py.detach(|| counter.count_messages(&history.messages)))
+}
+
+/// Tokens in `text` by the tokenizer `tokenizer` names (no message framing).
+#[pyfunction]
+#[pyo3(signature = (text, tokenizer="o200k_base"))]
+fn count_text(py: Python<'_>, text: &str, tokenizer: &str) -> PyResult<usize> {
+    use chatfold::TokenCounter;
+    use errors::IntoPy;
+    let counter = tokenizer.parse::<chatfold::NamedCounter>().py(py)?;
+    Ok(py.detach(|| counter.count(text)))
+}
+
+#[pymodule]
+fn _chatfold(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<compactor::PyCompactor>()?;
+    m.add_class::<compactor::CompactionResult>()?;
+    m.add_class::<summarizer::Request>()?;
+    m.add_class::<http::PyOpenAi>()?;
+    m.add_class::<http::PyAnthropic>()?;
+    m.add_class::<step::Step>()?;
+    m.add_class::<memory::SyncMemory>()?;
+    m.add_class::<memory::AsyncMemory>()?;
+    m.add_class::<memory::Tiered>()?;
+    m.add_function(wrap_pyfunction!(count_tokens, m)?)?;
+    m.add_function(wrap_pyfunction!(count_text, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
