@@ -22,6 +22,55 @@ pub(crate) struct Encoding {
     /// last ended (which the pattern rules out).
     split: std::sync::OnceLock<Option<Regex>>,
     source: &'static str,
+    /// Counts of the longer texts counted lately.
+    memo: Memo,
+}
+
+/// The counts of texts of [`Memo::MIN`] bytes or more counted lately, by
+/// a 128-bit hash of the text keyed at random for the process (so that no
+/// text can be made to collide with another): a stateless server counts the
+/// same history again on every request, and a lookup costs a hundredth of
+/// counting. Bounded: a shard that fills is emptied.
+#[derive(Debug)]
+struct Memo {
+    keys: [std::hash::RandomState; 2],
+    shards: [std::sync::Mutex<std::collections::HashMap<u128, usize>>; Memo::SHARDS],
+}
+
+impl Memo {
+    /// Texts shorter than this are counted each time.
+    const MIN: usize = 64;
+    const SHARDS: usize = 8;
+    /// Counts a shard holds at most.
+    const PER_SHARD: usize = 8 << 10;
+
+    fn new() -> Self {
+        Memo {
+            keys: [std::hash::RandomState::new(), std::hash::RandomState::new()],
+            shards: Default::default(),
+        }
+    }
+
+    /// The count of `text`, from memory or from `count`.
+    fn get_or(&self, text: &str, count: impl FnOnce() -> usize) -> usize {
+        use std::hash::BuildHasher;
+        if text.len() < Memo::MIN {
+            return count();
+        }
+        let key = u128::from(self.keys[0].hash_one(text)) << 64 | u128::from(self.keys[1].hash_one(text));
+        let shard = &self.shards[(key as usize) % Memo::SHARDS];
+        let lock = || shard.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(&n) = lock().get(&key) {
+            return n;
+        }
+        let n = count();
+        let mut map = lock();
+        if map.len() >= Memo::PER_SHARD {
+            map.clear();
+        }
+        map.insert(key, n);
+        n
+    }
 }
 
 /// tiktoken's `o200k_base` pre-split without its one look-ahead,
@@ -55,11 +104,18 @@ impl Encoding {
             next: Regex::new(&format!("^(?:{split})"))?,
             split: std::sync::OnceLock::new(),
             source: split,
+            memo: Memo::new(),
         })
     }
 
-    /// Tokens in `text`, as tiktoken's `encode_ordinary(text).len()`.
+    /// Tokens in `text`, as tiktoken's `encode_ordinary(text).len()`
+    /// (remembered for a longer text: see [`Memo`]).
     pub(crate) fn count(&self, text: &str) -> usize {
+        self.memo.get_or(text, || self.count_afresh(text))
+    }
+
+    /// [`count`](Self::count), counted now.
+    fn count_afresh(&self, text: &str) -> usize {
         let mut total = 0usize;
         let mut at = 0;
         while at < text.len() {
@@ -300,6 +356,32 @@ impl Vocab {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_memo_gives_back_what_was_counted_and_stays_bounded() {
+        let memo = Memo::new();
+        let counted = std::cell::Cell::new(0);
+        let count = |n: usize| {
+            counted.set(counted.get() + 1);
+            n
+        };
+        let long = "x".repeat(Memo::MIN);
+        assert_eq!(memo.get_or(&long, || count(7)), 7);
+        assert_eq!(memo.get_or(&long, || count(99)), 7, "remembered");
+        assert_eq!(memo.get_or("short", || count(3)), 3);
+        assert_eq!(
+            memo.get_or("short", || count(4)),
+            4,
+            "short texts are counted each time"
+        );
+        assert_eq!(memo.get_or(&format!("{long}y"), || count(8)), 8, "another text");
+        assert_eq!(counted.get(), 4);
+        for i in 0..Memo::SHARDS * Memo::PER_SHARD * 2 {
+            memo.get_or(&format!("{long}{i}"), || i);
+        }
+        let held: usize = memo.shards.iter().map(|s| s.lock().unwrap().len()).sum();
+        assert!(held <= Memo::SHARDS * Memo::PER_SHARD);
+    }
 
     /// The anchored pre-split finds a piece at the start of any text: every
     /// character opens one (so the unanchored fallback is never needed).
