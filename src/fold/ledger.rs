@@ -38,15 +38,13 @@ impl Entries {
 
     /// Drops the entries `gone` marks.
     pub(crate) fn retain(&mut self, gone: &[bool]) {
-        let mut i = 0;
-        self.texts
-            .retain(|_| !gone.get(post(&mut i)).copied().unwrap_or(false));
-        let mut i = 0;
-        self.tokens
-            .retain(|_| !gone.get(post(&mut i)).copied().unwrap_or(false));
-        let mut i = 0;
-        self.keys
-            .retain(|_| !gone.get(post(&mut i)).copied().unwrap_or(false));
+        fn keep<T>(items: &mut Vec<T>, gone: &[bool]) {
+            let mut marks = gone.iter();
+            items.retain(|_| !marks.next().copied().unwrap_or(false));
+        }
+        keep(&mut self.texts, gone);
+        keep(&mut self.tokens, gone);
+        keep(&mut self.keys, gone);
     }
 
     /// Keeps the first `n` entries.
@@ -70,12 +68,6 @@ impl Entries {
     pub(crate) fn is_empty(&self) -> bool {
         self.texts.is_empty()
     }
-}
-
-/// `i`, then `i` is one more (an index through `retain`).
-fn post(i: &mut usize) -> usize {
-    *i += 1;
-    *i - 1
 }
 
 /// An entry's tokens: its text and a line's framing.
@@ -398,18 +390,20 @@ fn hot_words(bytes: &[u8], mut found: impl FnMut(usize, usize)) {
     let space = |b: u8| matches!(b, b' ' | b'\t' | b'\r' | b'\n');
     let mut from = 0;
     while let Some(at) = next_mark(bytes, from) {
+        let hot = bytes[at] != b'.' || bytes.get(at + 1).is_some_and(u8::is_ascii_alphanumeric);
+        if !hot {
+            from = at + 1;
+            continue;
+        }
+        // Each word is measured once, when its first such byte is met (a
+        // word of many dots is not walked again at each).
         let start = bytes[..at].iter().rposition(|&b| space(b)).map_or(0, |i| i + 1);
         let end = bytes[at..]
             .iter()
             .position(|&b| space(b))
             .map_or(bytes.len(), |i| at + i);
-        let hot = bytes[at] != b'.' || bytes.get(at + 1).is_some_and(u8::is_ascii_alphanumeric);
-        if hot {
-            found(start, end);
-            from = end;
-        } else {
-            from = at + 1;
-        }
+        found(start, end);
+        from = end;
     }
 }
 
@@ -1099,6 +1093,16 @@ mod tests {
                 proptest::prop_assert!(!alone || said.holds(&entry), "{entry:?} not held in {text:?}");
             }
         }
+    }
+
+    #[test]
+    fn long_words_of_dots_are_read_once() {
+        // Each dot not followed by a letter: a walk per dot over the word
+        // would be quadratic in its length (this never ends).
+        let dots = format!("{} /srv/a.csv {}", ".".repeat(1 << 21), "a.".repeat(1 << 20));
+        assert_eq!(ids(&dots), ["/srv/a.csv"]);
+        let messages = [Message::user(dots.clone())];
+        assert!(Said::new(&messages).holds("/srv/a.csv"));
     }
 
     #[test]
