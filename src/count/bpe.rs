@@ -30,7 +30,8 @@ pub(crate) struct Encoding {
 /// a 128-bit hash of the text keyed at random for the process (so that no
 /// text can be made to collide with another): a stateless server counts the
 /// same history again on every request, and a lookup costs a hundredth of
-/// counting. Bounded: a shard that fills is emptied.
+/// counting a long text (and less than counting a short one of many pieces,
+/// such as a ledger's identifiers). Bounded: a shard that fills is emptied.
 #[derive(Debug)]
 struct Memo {
     keys: [std::hash::RandomState; 2],
@@ -39,7 +40,7 @@ struct Memo {
 
 impl Memo {
     /// Texts shorter than this are counted each time.
-    const MIN: usize = 64;
+    const MIN: usize = 16;
     const SHARDS: usize = 8;
     /// Counts a shard holds at most.
     const PER_SHARD: usize = 8 << 10;

@@ -37,7 +37,7 @@ macro_rules! vocab {
 /// strings such as `<|endoftext|>` inside a message count as the text they
 /// are, as the chat APIs treat them.
 ///
-/// Each encoding remembers the counts of the texts of 64 bytes or more it
+/// Each encoding remembers the counts of the texts of 16 bytes or more it
 /// counted lately (by a 128-bit hash keyed at random per process, about
 /// 64 Ki counts at most), so a server that compacts the same history on
 /// every request counts each message once.

@@ -349,6 +349,8 @@ impl Buffer {
                     &policy.ledger_patterns,
                     policy.enough(allowance),
                     allowance.saturating_mul(8),
+                    // A memory folds each message once: nothing to remember.
+                    false,
                 );
                 Entries::counted(texts, rules.counter)
             }

@@ -624,7 +624,9 @@ impl<'m> Said<'m> {
     }
 
     fn of(pieces: Vec<&'m str>) -> Self {
-        let mut words = HashSet::default();
+        // Room for a word in 64 bytes or so (a set that grows rehashes).
+        let likely = pieces.iter().map(|p| p.len() / 64).sum::<usize>().min(1 << 16);
+        let mut words = HashSet::with_capacity_and_hasher(likely, Default::default());
         for piece in &pieces {
             hot_words(piece.as_bytes(), |start, end| {
                 let word = &piece[start..end];
@@ -734,14 +736,31 @@ pub(crate) fn candidates<'m>(
     extra: &[LedgerPattern],
     enough: usize,
     max_bytes: usize,
+    remember: bool,
 ) -> Vec<String> {
-    let mut seen = Set::default();
-    let mut out = Vec::new();
+    // The first entry listed for each hash of the identifier it names.
+    let likely = enough.min(1 << 12);
+    let mut seen: std::collections::HashMap<u64, usize, BuildHasherDefault<Fnv>> =
+        std::collections::HashMap::with_capacity_and_hasher(likely, Default::default());
+    let mut out: Vec<String> = Vec::with_capacity(likely);
     // One entry per identifier: `key: value` and a bare `value` are the same one.
-    let mut add = |entry: String, out: &mut Vec<String>| {
-        if seen.insert(value_of(&entry).to_owned()) {
-            out.push(entry);
+    let mut add = |entry: &str, out: &mut Vec<String>| {
+        use std::collections::hash_map::Entry;
+        use std::hash::BuildHasher;
+        let value = value_of(entry);
+        match seen.entry(BuildHasherDefault::<Fnv>::default().hash_one(value)) {
+            Entry::Occupied(first) => {
+                // Listed already, unless two identifiers share the hash.
+                let listed = |e: &String| value_of(e) == value;
+                if listed(&out[*first.get()]) || out.iter().any(listed) {
+                    return;
+                }
+            }
+            Entry::Vacant(slot) => {
+                slot.insert(out.len());
+            }
         }
+        out.push(entry.to_owned());
     };
     let mut read = 0usize;
     'messages: for message in folded.rev() {
@@ -763,33 +782,160 @@ pub(crate) fn candidates<'m>(
             } else {
                 piece
             };
-            read = read.saturating_add(piece.len());
-            // Newest first: a JSON piece whole (its keys name its values),
-            // any other line by line from the end, stopping once enough.
-            let trimmed = piece.trim_start();
-            if trimmed.starts_with('{') || trimmed.starts_with('[') {
-                for entry in identifiers(piece, extra).into_iter().rev() {
-                    add(entry, &mut out);
+            // A piece cut short is the last one read.
+            read = match piece.len() < left {
+                true => read.saturating_add(piece.len()),
+                false => max_bytes,
+            };
+            // (The newest end of a piece is the same text each time too.)
+            let (remembered, now);
+            let found: &[(usize, String)] = match remember && extra.is_empty() && piece.len() >= Recall::MIN {
+                true => {
+                    remembered = RECALL.get_or(piece, || newest_first(piece, extra));
+                    &remembered.found
                 }
-                continue;
-            }
+                false => {
+                    now = newest_first(piece, extra);
+                    &now
+                }
+            };
             let mut line = None;
-            for (at, entry) in by_line_from_end(piece, extra) {
-                if line != Some(at) && out.len() >= enough {
+            for (at, entry) in found {
+                if line != Some(*at) && out.len() >= enough {
                     break 'messages;
                 }
-                line = Some(at);
+                line = Some(*at);
                 add(entry, &mut out);
             }
         }
     }
     for entry in previous_ledger {
-        add((*entry).to_owned(), &mut out);
-    }
-    for entry in identifiers(previous_prose, extra).into_iter().rev() {
         add(entry, &mut out);
     }
+    for entry in identifiers(previous_prose, extra).into_iter().rev() {
+        add(&entry, &mut out);
+    }
     out
+}
+
+/// The identifiers of one piece, newest first, each with its line: a JSON
+/// piece's whole (its keys name its values) as one line, any other's line
+/// by line from the end.
+fn newest_first(piece: &str, extra: &[LedgerPattern]) -> Vec<(usize, String)> {
+    // No built-in pattern matches without a mark, nor a JSON key without a
+    // brace or bracket: most short pieces of prose are read at once.
+    let bytes = piece.as_bytes();
+    if extra.is_empty() && next_mark(bytes, 0).is_none() && memchr::memchr2(b'{', b'[', bytes).is_none() {
+        return Vec::new();
+    }
+    let trimmed = piece.trim_start();
+    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        return identifiers(piece, extra)
+            .into_iter()
+            .rev()
+            .map(|e| (0, e))
+            .collect();
+    }
+    by_line_from_end(piece, extra)
+}
+
+/// The pieces read lately, process-wide: a stateless compactor reads the
+/// same history again on every request, and finds each piece's identifiers
+/// once (see [`Recall`]).
+static RECALL: Recall = Recall::new();
+
+/// The identifiers found lately in pieces of [`Recall::MIN`] bytes or
+/// more, each with the piece's text: a lookup finds its bucket by a keyed
+/// hash of the piece's length and a few samples of its bytes, and compares
+/// the whole text, so a hit is always the same text (a copy costs less to
+/// compare than a hash of the whole costs to compute, and no text can be
+/// made to stand for another). Bounded: a shard that holds more than
+/// [`Recall::SHARD_BYTES`] of text is emptied, a bucket keeps its newest
+/// [`Recall::PER_BUCKET`].
+struct Recall {
+    key: OnceLock<std::hash::RandomState>,
+    shards: [std::sync::Mutex<Shard>; Recall::SHARDS],
+}
+
+/// One of [`Recall`]'s shards.
+#[derive(Default)]
+struct Shard {
+    buckets: Option<std::collections::HashMap<u64, Vec<std::sync::Arc<Seen>>>>,
+    bytes: usize,
+}
+
+/// A piece read and what was found in it.
+struct Seen {
+    text: Box<str>,
+    found: Vec<(usize, String)>,
+}
+
+impl Recall {
+    /// Shorter pieces are read each time (they cost little to read).
+    const MIN: usize = 8;
+    const SHARDS: usize = 8;
+    /// Bytes of text a shard holds at most.
+    const SHARD_BYTES: usize = 4 << 20;
+    /// Texts one bucket holds at most.
+    const PER_BUCKET: usize = 4;
+
+    const fn new() -> Self {
+        Recall {
+            key: OnceLock::new(),
+            shards: [const {
+                std::sync::Mutex::new(Shard {
+                    buckets: None,
+                    bytes: 0,
+                })
+            }; Recall::SHARDS],
+        }
+    }
+
+    /// What `scan` finds in `text` (of [`Recall::MIN`] bytes or more),
+    /// remembered or found now.
+    fn get_or(&self, text: &str, scan: impl FnOnce() -> Vec<(usize, String)>) -> std::sync::Arc<Seen> {
+        use std::hash::{BuildHasher, Hash, Hasher};
+        use std::sync::Arc;
+        let bytes = text.as_bytes();
+        let mut hasher = self.key.get_or_init(std::hash::RandomState::new).build_hasher();
+        bytes.len().hash(&mut hasher);
+        // Sixteen 8-byte samples, evenly spread, the last ending the text.
+        let last = bytes.len() - 8;
+        for i in 0..16 {
+            let at = last * i / 15;
+            hasher.write(&bytes[at..at + 8]);
+        }
+        let key = hasher.finish();
+        let shard = &self.shards[(key >> 32) as usize % Recall::SHARDS];
+        let lock = || shard.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let seen = lock()
+            .buckets
+            .as_ref()
+            .and_then(|b| b.get(&key))
+            .and_then(|bucket| bucket.iter().find(|s| *s.text == *text).cloned());
+        if let Some(seen) = seen {
+            return seen;
+        }
+        let seen = Arc::new(Seen {
+            text: text.into(),
+            found: scan(),
+        });
+        let mut shard = lock();
+        if shard.bytes.saturating_add(text.len()) > Recall::SHARD_BYTES {
+            *shard = Shard::default();
+        }
+        shard.bytes += text.len();
+        let bucket = shard
+            .buckets
+            .get_or_insert_with(Default::default)
+            .entry(key)
+            .or_default();
+        if bucket.len() >= Recall::PER_BUCKET {
+            bucket.remove(0);
+        }
+        bucket.push(Arc::clone(&seen));
+        seen
+    }
 }
 
 /// The identifier an entry names: the value of a `key: value` entry.
@@ -865,6 +1011,46 @@ mod tests {
 
     fn ids(text: &str) -> Vec<String> {
         identifiers(text, &[])
+    }
+
+    /// Two pieces that agree in every sampled byte are still told apart
+    /// (the whole text is compared), and a shard keeps its bound.
+    #[test]
+    fn recall_compares_whole_texts_and_stays_bounded() {
+        let recall = Recall::new();
+        let a = format!("{}/srv/a1.txt {}", "w ".repeat(4), "x".repeat(180));
+        // The samples cover bytes 0..8 and 12..20 of a 200-byte text: byte
+        // 10, inside the path, is read by none.
+        assert_eq!(a.len(), 200);
+        let mut b = a.clone().into_bytes();
+        b[10] = b'b';
+        let b = String::from_utf8(b).unwrap();
+        assert_eq!(
+            recall.get_or(&a, || newest_first(&a, &[])).found,
+            [(0, "/srv/a1.txt".to_owned())]
+        );
+        assert_eq!(
+            recall.get_or(&b, || newest_first(&b, &[])).found,
+            [(0, "/sbv/a1.txt".to_owned())]
+        );
+        let calls = std::cell::Cell::new(0);
+        let counted = |t: &str| {
+            calls.set(calls.get() + 1);
+            newest_first(t, &[])
+        };
+        assert_eq!(
+            recall.get_or(&a, || counted(&a)).found,
+            [(0, "/srv/a1.txt".to_owned())]
+        );
+        assert_eq!(calls.get(), 0, "remembered");
+        let long = "y".repeat(1 << 20);
+        for i in 0..Recall::SHARDS * 8 {
+            let text = format!("{i} {long}");
+            recall.get_or(&text, Vec::new);
+        }
+        for shard in &recall.shards {
+            assert!(shard.lock().unwrap().bytes <= Recall::SHARD_BYTES);
+        }
     }
 
     #[test]
@@ -1077,6 +1263,32 @@ mod tests {
             proptest::prop_assert_eq!(at_once, by_line);
         }
 
+        /// A piece without a mark or a brace is read at once as empty, as
+        /// the patterns would read it.
+        #[test]
+        fn pieces_without_marks_hold_nothing(text in texts()) {
+            let plain: String = text.chars().filter(|c| !".:/@\\{[0123456789".contains(*c)).collect();
+            proptest::prop_assert_eq!(newest_first(&plain, &[]), Vec::new());
+            proptest::prop_assert_eq!(identifiers(&plain, &[]), Vec::<String>::new());
+        }
+
+        /// Candidates read through the process's memory of pieces are the
+        /// ones read afresh, on the first reading and on every other, with
+        /// any limits.
+        #[test]
+        fn remembered_candidates_are_read_afresh(
+            texts in proptest::collection::vec(texts(), 1..6),
+            enough in 1usize..40,
+            max_bytes in 1usize..4000,
+        ) {
+            let folded: Vec<Message> = texts.into_iter().map(Message::user).collect();
+            let afresh = candidates(folded.iter(), "", &[], &[], enough, max_bytes, false);
+            for _ in 0..2 {
+                let remembered = candidates(folded.iter(), "", &[], &[], enough, max_bytes, true);
+                proptest::prop_assert_eq!(&remembered, &afresh);
+            }
+        }
+
         /// What was said holds an entry only where its text stands verbatim.
         #[test]
         fn said_holds_only_what_stands_verbatim(text in texts(), other in texts()) {
@@ -1130,6 +1342,7 @@ mod tests {
             &[],
             100,
             usize::MAX,
+            false,
         );
         assert_eq!(found, ["PROJ-1", "/srv/b.txt", "/srv/a.txt", "ABC-2", "PROJ-9"]);
         let keyed = [
@@ -1137,17 +1350,20 @@ mod tests {
             Message::tool(r#"{"path": "/srv/c.txt"}"#, "t1"),
         ];
         assert_eq!(
-            candidates(keyed.iter(), "", &[], &[], 100, usize::MAX),
+            candidates(keyed.iter(), "", &[], &[], 100, usize::MAX, false),
             ["path: /srv/c.txt"]
         );
-        let few = candidates(folded.iter(), "", &[], &[], 1, usize::MAX);
+        let few = candidates(folded.iter(), "", &[], &[], 1, usize::MAX, false);
         assert_eq!(few, ["PROJ-1", "/srv/b.txt"]);
         // A long piece is read from its newest end, from a word boundary.
         let long = [Message::user(format!(
             "/srv/old.txt {} /srv/new.txt",
             "x".repeat(100)
         ))];
-        assert_eq!(candidates(long.iter(), "", &[], &[], 100, 20), ["/srv/new.txt"]);
+        assert_eq!(
+            candidates(long.iter(), "", &[], &[], 100, 20, false),
+            ["/srv/new.txt"]
+        );
     }
 
     #[test]

@@ -463,6 +463,8 @@ impl FoldPolicy {
             &self.ledger_patterns,
             self.enough(allowance),
             allowance.saturating_mul(8),
+            // A stateless compactor reads the same history again and again.
+            true,
         );
         let entries = Entries::counted(texts, counter);
         let told = self.told(entries.tokens.iter().copied(), allowance, counter);
