@@ -15,29 +15,49 @@ use crate::step::{Finish, Step};
 use crate::summarizer::{Bridge, Sync};
 
 /// A compaction's outcome.
-#[pyclass(module = "chatfold", name = "Compaction", frozen, get_all)]
+#[pyclass(module = "chatfold", name = "Compaction", frozen)]
 #[derive(Debug)]
 pub struct CompactionResult {
     /// The compacted messages (a body dict when a body came in).
+    #[pyo3(get)]
     messages: Py<PyAny>,
     /// Whether a summary was made.
+    #[pyo3(get)]
     summarized: bool,
     /// Tokens of the input (a lower bound when `tokens_before_exact` is false).
+    #[pyo3(get)]
     tokens_before: usize,
     /// Whether `tokens_before` is exact.
+    #[pyo3(get)]
     tokens_before_exact: bool,
     /// Tokens of the output.
+    #[pyo3(get)]
     tokens_after: usize,
     /// Whether the output is over the budget (unreachable).
+    #[pyo3(get)]
     over_budget: bool,
     /// Whether the summary was cut to fit.
+    #[pyo3(get)]
     summary_truncated: bool,
-    /// What happened to each message, and the ledger.
-    report: Py<PyAny>,
+    /// What happened to each message, and the ledger (made into a dict
+    /// when first asked for).
+    report: Report,
+    from: Option<Vec<std::ops::Range<usize>>>,
+    report_dict: std::sync::OnceLock<Py<PyDict>>,
 }
 
 #[pymethods]
 impl CompactionResult {
+    /// What happened to each message, and the ledger, as a dict.
+    #[getter(report)]
+    fn report_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        if let Some(d) = self.report_dict.get() {
+            return Ok(d.bind(py).clone());
+        }
+        let d = report(py, &self.report, self.from.as_deref())?.unbind();
+        Ok(self.report_dict.get_or_init(|| d).bind(py).clone())
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "Compaction(summarized={}, tokens_before={}, tokens_after={}, over_budget={})",
@@ -82,8 +102,8 @@ fn plain(list: &Bound<'_, PyAny>) -> PyResult<Option<Vec<Message>>> {
             return Ok(None);
         };
         out.push(Message::new(
-            role.to_cow()?.into_owned(),
-            content.to_cow()?.into_owned(),
+            crate::utf8::str_of(role)?,
+            crate::utf8::str_of(content)?,
         ));
     }
     Ok(Some(out))
@@ -113,7 +133,7 @@ fn read(py: Python<'_>, messages: &Bound<'_, PyAny>, format: Option<Format>) -> 
 }
 
 /// A compaction with the lifetime taken out: what Python gets back.
-struct Owned {
+pub struct Owned {
     messages: Option<Vec<Message>>,
     summarized: bool,
     tokens_before: chatfold::Tokens,
@@ -121,10 +141,19 @@ struct Owned {
     over_budget: bool,
     summary_truncated: bool,
     report: Report,
+    /// For a lazily read history: the input indices each planned message stands for.
+    from: Option<Vec<std::ops::Range<usize>>>,
 }
 
 impl Owned {
-    fn new(c: Compaction<'_>) -> Self {
+    /// The same, planned over stand-ins for the input ranges `from`.
+    pub fn mapped(mut self, from: Vec<std::ops::Range<usize>>) -> Self {
+        self.from = Some(from);
+        self
+    }
+
+    /// `c`, its messages kept only when they changed.
+    pub fn new(c: Compaction<'_>) -> Self {
         let changed = matches!(c.messages, std::borrow::Cow::Owned(_));
         Owned {
             messages: changed.then(|| c.messages.into_owned()),
@@ -134,6 +163,7 @@ impl Owned {
             over_budget: c.over_budget,
             summary_truncated: c.summary_truncated,
             report: c.report,
+            from: None,
         }
     }
 
@@ -155,7 +185,12 @@ impl Owned {
                 }
             },
         };
-        Ok(CompactionResult {
+        Ok(self.result(messages))
+    }
+
+    /// The result with `messages` as its messages.
+    pub fn result(self, messages: Py<PyAny>) -> CompactionResult {
+        CompactionResult {
             messages,
             summarized: self.summarized,
             tokens_before: self.tokens_before.get(),
@@ -163,24 +198,52 @@ impl Owned {
             tokens_after: self.tokens_after,
             over_budget: self.over_budget,
             summary_truncated: self.summary_truncated,
-            report: report(py, &self.report)?.into_any().unbind(),
-        })
+            report: self.report,
+            from: self.from,
+            report_dict: std::sync::OnceLock::new(),
+        }
     }
 }
 
-fn report<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    let fate = |f: Fate| match f {
-        Fate::Kept => "kept",
-        Fate::Hoisted => "hoisted",
-        Fate::Folded => "folded",
-        Fate::PreviousSummary => "previous_summary",
-        _ => "other",
+/// The report as a dict; `from`: the input indices each planned message
+/// stands for (a lazily read history), so that indices are the input's.
+fn report<'py>(
+    py: Python<'py>,
+    r: &Report,
+    from: Option<&[std::ops::Range<usize>]>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let input = |i: usize| match from {
+        Some(from) => from
+            .get(i)
+            .map_or_else(|| from.last().map_or(0, |r| r.end), |r| r.start),
+        None => i,
     };
-    d.set_item("fates", r.fates().map(fate).collect::<Vec<_>>())?;
-    d.set_item("cut", r.cut())?;
+    let times = |i: usize| from.map_or(1, |from| from.get(i).map_or(1, |r| r.len()));
+    let d = PyDict::new(py);
+    // One string object per fate, shared by the list's items.
+    let names = [
+        pyo3::intern!(py, "kept"),
+        pyo3::intern!(py, "hoisted"),
+        pyo3::intern!(py, "folded"),
+        pyo3::intern!(py, "previous_summary"),
+        pyo3::intern!(py, "other"),
+    ];
+    let fate = |f: Fate| match f {
+        Fate::Kept => names[0],
+        Fate::Hoisted => names[1],
+        Fate::Folded => names[2],
+        Fate::PreviousSummary => names[3],
+        _ => names[4],
+    };
+    let fates: Vec<_> = r
+        .fates()
+        .enumerate()
+        .flat_map(|(i, f)| std::iter::repeat_n(fate(f), times(i)))
+        .collect();
+    d.set_item("fates", PyList::new(py, fates)?)?;
+    d.set_item("cut", input(r.cut()))?;
     d.set_item("reason", format!("{:?}", r.reason()).to_lowercase())?;
-    d.set_item("aligned_from", r.aligned_from())?;
+    d.set_item("aligned_from", r.aligned_from().map(input))?;
     d.set_item("folds", r.folds())?;
     d.set_item("allowance", r.allowance())?;
     d.set_item("prose_allowance", r.prose_allowance())?;
@@ -211,6 +274,17 @@ pub struct PyCompactor {
 }
 
 impl PyCompactor {
+    /// Whether a plain list may be read lazily (see `lazy`): no format
+    /// forced, a built-in counter, the ledger off, no chunks, no clearing.
+    fn lazy_applies(&self) -> bool {
+        let c = &self.inner;
+        self.format.is_none()
+            && !self.counter.0.calls_python()
+            && !c.policy.ledger
+            && c.max_fold_input_tokens.is_none()
+            && c.clear_tool_results.is_none()
+    }
+
     /// The compactor for `input` (its summary placed for its format).
     fn for_input(&self, input: &Input) -> Compactor<Shared> {
         let mut c = self.inner.clone();
@@ -305,6 +379,13 @@ impl PyCompactor {
         summarize: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CompactionResult> {
         let summarizer = Sync::from_py(summarize)?;
+        if let Sync::Callable(f) = &summarizer {
+            if self.lazy_applies() {
+                if let Some(done) = crate::lazy::compact(py, &self.inner, messages, f)? {
+                    return Ok(done.compaction.result(done.messages));
+                }
+            }
+        }
         let input = read(py, messages, self.format)?;
         let compactor = self.for_input(&input);
         let done = py.detach(|| {

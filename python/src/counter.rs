@@ -81,6 +81,11 @@ impl Counter {
         })
     }
 
+    /// Whether counting calls a Python callable.
+    pub fn calls_python(&self) -> bool {
+        matches!(self.kind, Kind::Callable(_))
+    }
+
     /// The exception a callable raised since the last check, if any.
     pub fn take_failure(&self) -> Option<PyErr> {
         self.failed.lock().unwrap_or_else(|e| e.into_inner()).take()

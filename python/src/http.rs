@@ -52,9 +52,10 @@ impl PyOpenAi {
 
     /// Summarizes `request` (blocking, the GIL released).
     fn __call__(&self, py: Python<'_>, request: &Request) -> PyResult<String> {
+        let request = request.inner(py)?;
         let out = py.detach(|| {
             self.inner
-                .summarize(request.inner())
+                .summarize(request)
                 .map_err(|e| chatfold::Error::Summarize(e.into()))
         });
         out.py(py)
@@ -90,9 +91,10 @@ impl PyAnthropic {
 
     /// Summarizes `request` (blocking, the GIL released).
     fn __call__(&self, py: Python<'_>, request: &Request) -> PyResult<String> {
+        let request = request.inner(py)?;
         let out = py.detach(|| {
             self.inner
-                .summarize(request.inner())
+                .summarize(request)
                 .map_err(|e| chatfold::Error::Summarize(e.into()))
         });
         out.py(py)

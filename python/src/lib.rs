@@ -2,7 +2,9 @@
 //! chatfold crate; the Pythonic API (async methods, the compat modules) is
 //! in the `chatfold` package's Python files.
 
-#![forbid(unsafe_code)]
+// Unsafe code only in `utf8` (a `str`'s UTF-8 borrowed, a plain history's
+// strings read without reference counts) and `lazy`, which uses them.
+#![deny(unsafe_code)]
 
 use pyo3::prelude::*;
 
@@ -11,10 +13,12 @@ mod counter;
 mod errors;
 mod http;
 mod json;
+mod lazy;
 mod memory;
 mod policy;
 mod step;
 mod summarizer;
+mod utf8;
 
 /// Counts `messages` (dicts) with the tokenizer `tokenizer` names.
 #[pyfunction]

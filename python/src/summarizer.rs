@@ -5,16 +5,16 @@
 use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
 
 use chatfold::memory::State;
 use chatfold::{AsyncSummarizer, BoxError, Extractive, Summarizer, SummaryRequest};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use pyo3::types::{PyDict, PyList, PyString};
 
-use crate::errors::PyFailure;
+use crate::errors::{IntoPy, PyFailure};
 use crate::json;
 
 /// What the summarizer is asked: the previous summary, the folded
@@ -22,17 +22,90 @@ use crate::json;
 #[pyclass(module = "chatfold", name = "SummaryRequest", frozen)]
 #[derive(Debug)]
 pub struct Request {
-    inner: SummaryRequest<'static>,
+    inner: Body,
+}
+
+/// A request's folded part: chatfold's messages, or the caller's dicts of a
+/// plain history read lazily (see `lazy`).
+#[derive(Debug)]
+enum Body {
+    Whole(SummaryRequest<'static>),
+    Lazy(Lazy),
+}
+
+/// The folded part of a plain history read lazily: the caller's dicts
+/// before the cut (less `skip`: hoisted messages and previous summaries)
+/// and their transcript, written once. The dicts are read from the
+/// caller's list when asked for (nothing proportional to the history is
+/// copied for a summarizer that reads only the transcript).
+#[derive(Debug)]
+pub struct Lazy {
+    pub previous: Option<String>,
+    pub allowance: usize,
+    pub ledger: Vec<String>,
+    /// The caller's list, and where the kept part starts in it.
+    pub list: Py<PyList>,
+    pub cut: usize,
+    /// Sorted indices below `cut` that are not folded.
+    pub skip: Vec<usize>,
+    /// The folded messages as `role: content` lines.
+    pub rendered: Py<PyString>,
+    /// The request over chatfold's messages, made when asked for.
+    pub whole: OnceLock<SummaryRequest<'static>>,
+}
+
+impl Lazy {
+    /// The folded messages as copies of the caller's dicts, oldest first.
+    fn folded<'py>(&self, py: Python<'py>) -> impl Iterator<Item = PyResult<Bound<'py, PyDict>>> {
+        let skip = &self.skip;
+        let list = self.list.bind(py).clone();
+        (0..self.cut.min(list.len()))
+            .filter(move |i| skip.binary_search(i).is_err())
+            .map(move |i| {
+                list.get_item(i)?
+                    .cast_into::<PyDict>()
+                    .map_err(PyErr::from)?
+                    .copy()
+            })
+    }
+
+    /// The request over chatfold's messages (read from the dicts once).
+    fn whole(&self, py: Python<'_>) -> PyResult<&SummaryRequest<'static>> {
+        if let Some(w) = self.whole.get() {
+            return Ok(w);
+        }
+        let mut messages = Vec::new();
+        for (i, item) in self.folded(py).enumerate() {
+            let value = json::to_value(item?.as_any(), &mut format!("messages[{i}]"))?;
+            let list = serde_json::Value::Array(vec![value]);
+            let history = chatfold::History::from_json_value(list).py(py)?;
+            messages.extend(history.messages);
+        }
+        let request = SummaryRequest::new(self.previous.as_deref(), &messages, self.allowance).into_owned();
+        Ok(self.whole.get_or_init(|| request))
+    }
 }
 
 impl Request {
     pub fn new(inner: SummaryRequest<'static>) -> Self {
-        Request { inner }
+        Request {
+            inner: Body::Whole(inner),
+        }
     }
 
-    /// The request itself.
-    pub fn inner(&self) -> &SummaryRequest<'static> {
-        &self.inner
+    /// A request over a lazily read plain history's folded part.
+    pub fn lazy(lazy: Lazy) -> Self {
+        Request {
+            inner: Body::Lazy(lazy),
+        }
+    }
+
+    /// The request as chatfold's (made from the dicts for a lazy one).
+    pub fn inner(&self, py: Python<'_>) -> PyResult<&SummaryRequest<'static>> {
+        match &self.inner {
+            Body::Whole(r) => Ok(r),
+            Body::Lazy(l) => l.whole(py),
+        }
     }
 }
 
@@ -41,65 +114,97 @@ impl Request {
     /// The running summary the folded messages add to (`None`: the first fold).
     #[getter]
     fn previous_summary(&self) -> Option<&str> {
-        self.inner.previous_summary()
+        match &self.inner {
+            Body::Whole(r) => r.previous_summary(),
+            Body::Lazy(l) => l.previous.as_deref(),
+        }
     }
 
     /// The folded messages, oldest first, as OpenAI-style dicts.
     #[getter]
     fn messages<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let list = PyList::empty(py);
-        for m in self.inner.messages() {
-            list.append(json::to_py(py, &m.to_json())?)?;
+        match &self.inner {
+            Body::Whole(r) => {
+                for m in r.messages() {
+                    list.append(json::to_py(py, &m.to_json())?)?;
+                }
+            }
+            Body::Lazy(l) => {
+                for item in l.folded(py) {
+                    list.append(item?)?;
+                }
+            }
         }
         Ok(list)
     }
 
     /// The folded messages as rollmem writes them in saved state.
     fn _state_messages<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let state = State::new("", self.inner.messages().cloned().collect());
+        let state = State::new("", self.inner(py)?.messages().cloned().collect());
         json::to_py(py, &state.to_json()["buffer"])
     }
 
-    /// The folded messages as `role: text` lines (chatcram's transcript).
-    fn _rendered(&self, py: Python<'_>) -> String {
-        py.detach(|| {
-            let lines: Vec<String> = self
-                .inner
-                .messages()
-                .map(|m| format!("{}: {}", m.role.as_str(), m.text()))
-                .collect();
-            lines.join("\n")
-        })
+    /// The folded messages as `role: text` lines (chatcram's transcript),
+    /// after the line `first` when one is given.
+    #[pyo3(signature = (first=None))]
+    fn _rendered(&self, py: Python<'_>, first: Option<&str>) -> PyResult<Py<PyString>> {
+        let lines = match &self.inner {
+            Body::Lazy(l) if first.is_none() => return Ok(l.rendered.clone_ref(py)),
+            Body::Lazy(l) => crate::utf8::str_of(l.rendered.bind(py))?.to_owned(),
+            Body::Whole(r) => py.detach(|| {
+                let lines: Vec<String> = r
+                    .messages()
+                    .map(|m| format!("{}: {}", m.role.as_str(), m.text()))
+                    .collect();
+                lines.join("\n")
+            }),
+        };
+        Ok(match first {
+            Some(first) if lines.is_empty() => PyString::new(py, first),
+            Some(first) => PyString::new(py, &format!("{first}\n{lines}")),
+            None => PyString::new(py, &lines),
+        }
+        .unbind())
     }
 
     /// The previous summary and the messages as one text to summarize.
     #[getter]
-    fn transcript(&self) -> String {
-        self.inner.transcript()
+    fn transcript(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(self.inner(py)?.transcript())
     }
 
     /// Tokens the summary's text may take; a longer one is cut to fit.
     #[getter]
     fn allowance(&self) -> usize {
-        self.inner.allowance()
+        match &self.inner {
+            Body::Whole(r) => r.allowance(),
+            Body::Lazy(l) => l.allowance,
+        }
     }
 
     /// Exact identifiers the summary's ledger will list (no need to repeat them).
     #[getter]
     fn ledger(&self) -> Vec<String> {
-        self.inner.ledger().to_vec()
+        match &self.inner {
+            Body::Whole(r) => r.ledger().to_vec(),
+            Body::Lazy(l) => l.ledger.clone(),
+        }
     }
 
     fn __len__(&self) -> usize {
-        self.inner.messages().len()
+        match &self.inner {
+            Body::Whole(r) => r.messages().len(),
+            Body::Lazy(l) => l.cut - l.skip.len(),
+        }
     }
 
     fn __repr__(&self) -> String {
         format!(
             "SummaryRequest(messages={}, allowance={}, previous_summary={})",
-            self.inner.messages().len(),
-            self.inner.allowance(),
-            self.inner.previous_summary().is_some()
+            self.__len__(),
+            self.allowance(),
+            self.previous_summary().is_some()
         )
     }
 }

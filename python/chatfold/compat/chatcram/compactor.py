@@ -68,15 +68,17 @@ class Compactor:
         )
 
     def _transcript(self, request: Any) -> str:
-        lines: List[str] = []
+        # chatcram's transcript: one "role: content" line per folded message,
+        # after the previous summary's line; written in Rust in one pass.
+        first = None
         if request.previous_summary:
-            lines.append(f"{self.summary_role}: {self.summary_prefix}{request.previous_summary}")
-        lines.append(request._rendered())
-        return "\n".join(lines)
+            first = f"{self.summary_role}: {self.summary_prefix}{request.previous_summary}"
+        return request._rendered(first)
 
     def compact(self, messages: list[Message]) -> CompactionResult:
         """Return a compacted copy of ``messages`` that targets the budget."""
-        msgs = list(messages)
+        # A new list of the caller's dicts, as chatcram returns them.
+        msgs = messages if type(messages) is list else list(messages)
         summaries: List[str] = []
 
         def summarize(request: Any) -> str:
@@ -89,10 +91,10 @@ class Compactor:
         except SummarizerError:
             if summaries and not summaries[-1]:
                 # The summarizer gave nothing usable: the history untouched.
-                return CompactionResult(msgs, used_tokens=self._inner.count(msgs), summarized=False)
+                return CompactionResult(list(msgs), used_tokens=self._inner.count(msgs), summarized=False)
             raise
         if not result.summarized:
-            return CompactionResult(msgs, used_tokens=result.tokens_after, summarized=False)
+            return CompactionResult(result.messages, used_tokens=result.tokens_after, summarized=False)
         out = result.messages
         summary = next(
             (m["content"][len(self.summary_prefix):] for m in out if _is_summary(m, self)),

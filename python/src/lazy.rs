@@ -1,0 +1,350 @@
+//! The lazy reading of a plain history: a list of `{"role": str,
+//! "content": str}` dicts compacted without turning every dict into a
+//! message.
+//!
+//! The planner reads every message's role but the text only of the latest
+//! ones (rule 9: counting stops once the history is over budget, then
+//! counts back from the end) and of the messages that may be a previous
+//! summary; with the ledger off and one summarizer call, nothing else reads
+//! the folded middle. So the folded middle is read as stand-ins (the role,
+//! no content), the latest messages (a tail of at least eight bytes of text
+//! per token of budget) and every pinned or summary-like message in full,
+//! and the counter watches for a stand-in being counted: then the history
+//! is read whole and planned again, so the result is always the one the
+//! whole reading gives. The summarizer's transcript is written in one pass
+//! from the caller's strings, and the kept and hoisted messages come back
+//! as the caller's own dicts (as chatcram returns them).
+//!
+//! The GIL is held throughout: the strings are borrowed from the caller's
+//! objects, and no Python code runs between the reading and the transcript
+//! (the counter is a built-in one; the summarizer is called after).
+
+// Reads the caller's strings without reference counts (see `read`).
+#![allow(unsafe_code)]
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use chatfold::{Compactor, Fate, FoldPolicy, Message, Placement, Role, TokenCounter};
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyString};
+
+use crate::compactor::Owned;
+use crate::counter::Shared;
+use crate::errors::{IntoPy, PyFailure};
+use crate::summarizer::{Lazy, Request, text_of};
+use crate::utf8::{Plain, plain_items};
+
+/// The bindings' counter, noticing a stand-in (a message read without its
+/// text) being counted.
+#[derive(Debug)]
+struct Watch {
+    inner: Shared,
+    missed: AtomicBool,
+}
+
+impl Watch {
+    fn missed(&self) -> bool {
+        self.missed.load(Ordering::Relaxed)
+    }
+}
+
+impl TokenCounter for Watch {
+    fn count(&self, text: &str) -> usize {
+        self.inner.count(text)
+    }
+
+    fn count_message(&self, message: &Message) -> usize {
+        // A plain history's messages all have content: no content is a stand-in.
+        if message.content.is_none() {
+            self.missed.store(true, Ordering::Relaxed);
+            return 0;
+        }
+        self.inner.count_message(message)
+    }
+
+    fn count_message_at_least(&self, message: &Message) -> usize {
+        // A stand-in's lower bound is below its message's: still a lower bound.
+        self.inner.count_message_at_least(message)
+    }
+
+    fn reply_priming(&self) -> usize {
+        self.inner.reply_priming()
+    }
+
+    fn shared(&self) -> Option<&(dyn TokenCounter + Sync)> {
+        Some(self)
+    }
+}
+/// A plain history read lazily: what the planner sees, where each of its
+/// messages comes from, and the caller's strings.
+struct Read<'a> {
+    /// The tail and the pinned or summary-like messages in full; each run
+    /// of other messages before the tail as one stand-in.
+    messages: Vec<Message>,
+    /// The input indices each of `messages` stands for (one for a message
+    /// read in full, a run for a stand-in).
+    from: Vec<Range<usize>>,
+    /// Each input message's role and content, borrowed.
+    items: Vec<Plain<'a>>,
+}
+
+impl Read<'_> {
+    /// The input index of the planner's index `i` (its first; the input's
+    /// length past the end).
+    fn input(&self, i: usize) -> usize {
+        self.from.get(i).map_or(self.items.len(), |r| r.start)
+    }
+}
+
+/// The roles chatfold knows, as interned strings, and as written.
+type Known<'py> = [(&'py Bound<'py, PyString>, Role, &'static str); 5];
+
+/// The roles chatfold knows.
+fn known(py: Python<'_>) -> Known<'_> {
+    [
+        (pyo3::intern!(py, "user"), Role::User, "user"),
+        (pyo3::intern!(py, "assistant"), Role::Assistant, "assistant"),
+        (pyo3::intern!(py, "system"), Role::System, "system"),
+        (pyo3::intern!(py, "tool"), Role::Tool, "tool"),
+        (pyo3::intern!(py, "developer"), Role::Developer, "developer"),
+    ]
+}
+
+/// The role of `item`.
+fn role_of(py: Python<'_>, known: &Known<'_>, item: &Plain<'_>) -> PyResult<Role> {
+    Ok(match known.iter().find(|(k, _, _)| item.role_is(k)) {
+        Some((_, r, _)) => r.clone(),
+        None => Role::from(item.role_text(py)?),
+    })
+}
+
+/// The role of `item` as written.
+fn role_text<'a>(py: Python<'_>, known: &Known<'_>, item: &Plain<'a>) -> PyResult<&'a str> {
+    match known.iter().find(|(k, _, _)| item.role_is(k)) {
+        Some((_, _, text)) => Ok(text),
+        None => item.role_text(py),
+    }
+}
+
+/// A message read without its content.
+fn stand_in() -> Message {
+    let mut m = Message::new(Role::User, String::new());
+    m.content = None;
+    m
+}
+
+/// `list` read lazily with a tail of `tail_bytes` bytes of text; `None`
+/// when it is not a plain history (any item not a dict of exactly a `str`
+/// role and a `str` content).
+///
+/// # Safety
+///
+/// As [`plain_items`]: the GIL held and no Python code run while the
+/// result is used.
+unsafe fn read<'a>(
+    list: &'a Bound<'_, PyList>,
+    tail_bytes: usize,
+    summary: &FoldPolicy,
+) -> PyResult<Option<Read<'a>>> {
+    let py = list.py();
+    let known = known(py);
+    let prefix = &*summary.summary_prefix;
+    let (role_key, content_key) = (pyo3::intern!(py, "role"), pyo3::intern!(py, "content"));
+    // SAFETY: the caller's contract.
+    let Some(items) = (unsafe { plain_items(list, role_key, content_key)? }) else {
+        return Ok(None);
+    };
+    let n = items.len();
+    let (mut bytes, mut tail) = (0usize, n);
+    while tail > 0 && bytes < tail_bytes {
+        tail -= 1;
+        bytes = bytes.saturating_add(items[tail].content().len());
+    }
+    let full = |i: usize| -> PyResult<Message> {
+        Ok(Message::new(role_of(py, &known, &items[i])?, items[i].content()))
+    };
+    let (mut messages, mut from) = (Vec::new(), Vec::<Range<usize>>::new());
+    let mut run = 0;
+    for (i, item) in items[..tail].iter().enumerate() {
+        // Pinned messages (always in the output) and any that may be a
+        // previous summary (in a history planned with `Placement::Fixed`:
+        // the summary's role, its text starting with the prefix) are read
+        // in full.
+        let role = role_of(py, &known, item)?;
+        if !(role.is_pinned() || (role == summary.summary_role && item.content().starts_with(prefix))) {
+            continue;
+        }
+        if run < i {
+            messages.push(stand_in());
+            from.push(run..i);
+        }
+        messages.push(full(i)?);
+        from.push(i..i + 1);
+        run = i + 1;
+    }
+    if run < tail {
+        messages.push(stand_in());
+        from.push(run..tail);
+    }
+    for i in tail..n {
+        messages.push(full(i)?);
+        from.push(i..i + 1);
+    }
+    Ok(Some(Read {
+        messages,
+        from,
+        items,
+    }))
+}
+
+thread_local! {
+    /// The buffer transcripts are written in, kept between calls.
+    static BUFFER: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// The largest buffer kept between calls (bytes): a larger one is freed.
+const KEPT_BUFFER: usize = 64 << 20;
+
+/// What a lazy compaction gives back: the result's messages and the
+/// compaction (its messages not converted).
+pub struct Done {
+    pub messages: Py<PyAny>,
+    pub compaction: Owned,
+}
+
+/// Compacts the plain history `messages` lazily with the Python callable
+/// `summarize`; `None` when the lazy reading does not apply (not a plain
+/// list, or the planner needed a message read as a stand-in): the caller
+/// reads the history whole.
+pub fn compact(
+    py: Python<'_>,
+    compactor: &Compactor<Shared>,
+    messages: &Bound<'_, PyAny>,
+    summarize: &Py<PyAny>,
+) -> PyResult<Option<Done>> {
+    let Ok(list) = messages.cast::<PyList>() else {
+        return Ok(None);
+    };
+    let tail_bytes = compactor.budget.saturating_mul(8);
+    let mut compactor = compactor.clone();
+    compactor.policy.placement = Placement::Fixed;
+    // SAFETY: the GIL is held until the transcript is written and `read`
+    // dropped, and nothing before that runs Python code: the counter is a
+    // built-in one (the caller checks), the planner is Rust, and the
+    // summarizer is called after.
+    let Some(mut read) = (unsafe { read(list, tail_bytes, &compactor.policy)? }) else {
+        return Ok(None);
+    };
+    let inner = compactor.counter.clone();
+    let compactor = compactor.counter(Watch {
+        inner,
+        missed: AtomicBool::new(false),
+    });
+    let plan = compactor.plan(&read.messages);
+    // A stand-in counted: the plan (or its refusal) may not be the whole
+    // reading's. Likewise a plan of several chunks (their sizes are counted).
+    if compactor.counter.missed() {
+        return Ok(None);
+    }
+    let plan = plan.py(py)?;
+    if plan.report().folds() > 1 {
+        return Ok(None);
+    }
+    let Some(request) = plan.folded() else {
+        // Nothing folded: the history as it is.
+        let done = plan.apply(String::new());
+        if compactor.counter.missed() {
+            return Ok(None);
+        }
+        let done = done.py(py)?;
+        let compaction = Owned::new(done).mapped(std::mem::take(&mut read.from));
+        return Ok(Some(Done {
+            messages: PyList::new(py, list.iter())?.into_any().unbind(),
+            compaction,
+        }));
+    };
+    let (previous, allowance, ledger) = (
+        request.previous_summary().map(str::to_owned),
+        request.allowance(),
+        request.ledger().to_vec(),
+    );
+    drop(request);
+    let report = plan.report();
+    let (n, cut) = (read.items.len(), read.input(report.cut()));
+    // Input indices: hoisted messages (in the output), then those before
+    // the cut that are not folded (hoisted, previous summaries).
+    let hoisted: Vec<usize> = report.indices(Fate::Hoisted).map(|i| read.input(i)).collect();
+    let mut skip: Vec<usize> = report
+        .indices(Fate::PreviousSummary)
+        .map(|i| read.input(i))
+        .chain(hoisted.iter().copied())
+        .collect();
+    skip.sort_unstable();
+    let from = std::mem::take(&mut read.from);
+    // The transcript, in one pass over the caller's strings, written into
+    // this thread's buffer (a fresh one each time would cost as much in
+    // page faults as the writing).
+    let known = known(py);
+    let rendered = BUFFER.with(|buffer| -> PyResult<Py<PyString>> {
+        let mut buffer = buffer.borrow_mut();
+        buffer.clear();
+        for i in (0..cut).filter(|i| skip.binary_search(i).is_err()) {
+            if !buffer.is_empty() {
+                buffer.push('\n');
+            }
+            let item = &read.items[i];
+            buffer.push_str(role_text(py, &known, item)?);
+            buffer.push_str(": ");
+            buffer.push_str(item.content());
+        }
+        let text = PyString::new(py, &buffer).unbind();
+        if buffer.capacity() > KEPT_BUFFER {
+            *buffer = String::new();
+        }
+        Ok(text)
+    })?;
+    // No borrowed string is used past this point.
+    read.items.clear();
+    // The caller's objects, taken before the summarizer (Python code) runs.
+    let kept = list.get_slice(cut, n);
+    let hoisted_objects: Vec<Bound<'_, PyAny>> = hoisted
+        .iter()
+        .map(|&i| list.get_item(i))
+        .collect::<PyResult<_>>()?;
+    let lazy = Lazy {
+        previous,
+        allowance,
+        ledger,
+        list: list.clone().unbind(),
+        cut,
+        skip,
+        rendered,
+        whole: std::sync::OnceLock::new(),
+    };
+    let answer = Py::new(py, Request::lazy(lazy))
+        .and_then(|r| summarize.call1(py, (r,)))
+        .and_then(|a| text_of(py, a.bind(py)));
+    let answer = answer
+        .map_err(|e| chatfold::Error::Summarize(Box::new(PyFailure(e))))
+        .py(py)?;
+    let done = plan.apply(answer).py(py)?;
+    if compactor.counter.missed() || done.messages.len() != hoisted.len() + 1 + (n - cut) {
+        return Err(pyo3::exceptions::PyRuntimeError::new_err(
+            "chatfold: the lazy reading of the history was inconsistent (a bug; nothing was changed)",
+        ));
+    }
+    let out = PyList::empty(py);
+    for h in hoisted_objects {
+        out.append(h)?;
+    }
+    out.append(crate::json::to_py(py, &done.messages[hoisted.len()].to_json())?)?;
+    for k in kept.iter() {
+        out.append(k)?;
+    }
+    let compaction = Owned::new(done).mapped(from);
+    Ok(Some(Done {
+        messages: out.into_any().unbind(),
+        compaction,
+    }))
+}
