@@ -920,7 +920,11 @@ impl Recall {
             text: text.into(),
             found: scan(),
         });
-        let mut shard = lock();
+        if text.len() > Recall::SHARD_BYTES {
+            return seen;
+        }
+        let mut guard = lock();
+        let shard = &mut *guard;
         if shard.bytes.saturating_add(text.len()) > Recall::SHARD_BYTES {
             *shard = Shard::default();
         }
@@ -931,7 +935,8 @@ impl Recall {
             .entry(key)
             .or_default();
         if bucket.len() >= Recall::PER_BUCKET {
-            bucket.remove(0);
+            let oldest = bucket.remove(0);
+            shard.bytes -= oldest.text.len();
         }
         bucket.push(Arc::clone(&seen));
         seen
@@ -1043,11 +1048,27 @@ mod tests {
             [(0, "/srv/a1.txt".to_owned())]
         );
         assert_eq!(calls.get(), 0, "remembered");
+        // More texts of that bucket: it keeps its newest, and its shard
+        // counts the bytes of what it holds.
+        for letter in b"cdefg" {
+            let mut c = a.clone().into_bytes();
+            c[10] = *letter;
+            let c = String::from_utf8(c).unwrap();
+            recall.get_or(&c, || newest_first(&c, &[]));
+        }
+        let held: Vec<(usize, usize)> = (recall.shards.iter())
+            .map(|s| s.lock().unwrap())
+            .map(|s| (s.buckets.iter().flatten().map(|(_, b)| b.len()).sum(), s.bytes))
+            .filter(|&(n, _)| n > 0)
+            .collect();
+        assert_eq!(held, [(Recall::PER_BUCKET, Recall::PER_BUCKET * a.len())]);
         let long = "y".repeat(1 << 20);
         for i in 0..Recall::SHARDS * 8 {
             let text = format!("{i} {long}");
             recall.get_or(&text, Vec::new);
         }
+        let huge = "z".repeat(Recall::SHARD_BYTES + 1);
+        recall.get_or(&huge, Vec::new);
         for shard in &recall.shards {
             assert!(shard.lock().unwrap().bytes <= Recall::SHARD_BYTES);
         }
@@ -1263,13 +1284,14 @@ mod tests {
             proptest::prop_assert_eq!(at_once, by_line);
         }
 
-        /// A piece without a mark or a brace is read at once as empty, as
-        /// the patterns would read it.
+        /// A piece without a mark or a brace, which is read at once as
+        /// holding nothing, is one in which the patterns, run over the whole
+        /// text, find nothing either.
         #[test]
         fn pieces_without_marks_hold_nothing(text in texts()) {
             let plain: String = text.chars().filter(|c| !".:/@\\{[0123456789".contains(*c)).collect();
+            proptest::prop_assert_eq!(over_whole_text(&plain), Vec::<String>::new());
             proptest::prop_assert_eq!(newest_first(&plain, &[]), Vec::new());
-            proptest::prop_assert_eq!(identifiers(&plain, &[]), Vec::<String>::new());
         }
 
         /// Candidates read through the process's memory of pieces are the
