@@ -457,37 +457,55 @@ async fn a_failing_summarizer_still_serves_with_the_extractive_fallback() {
     assert!(text.contains("chatfold_fallbacks_total 1"), "{text}");
 }
 
-/// A `--summarize-cmd` that counts its calls in `file`, taking `secs`.
-fn counting_command(file: &std::path::Path, secs: u32) -> String {
-    format!(
-        "cat > /dev/null; sleep {secs}; echo call >> '{}'; echo 'The user checked the logs of many hosts.'",
-        file.display()
-    )
+/// A `--summarize-cmd` that takes `secs` and counts its calls in a file of
+/// its own, removed when this is dropped.
+struct Counting {
+    file: std::path::PathBuf,
+    command: String,
 }
 
-fn calls(file: &std::path::Path) -> usize {
-    std::fs::read_to_string(file).map_or(0, |t| t.lines().count())
+impl Counting {
+    fn new(name: &str, secs: u32) -> Self {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let file = std::env::temp_dir().join(format!("chatfold-serve-{}-{name}-{n}", std::process::id()));
+        let command = format!(
+            "cat > /dev/null; sleep {secs}; echo call >> '{}'; echo 'The user checked the logs of many hosts.'",
+            file.display()
+        );
+        Counting { file, command }
+    }
+
+    /// The proxy's arguments: `up`, a budget of 400, this summarizer, `more`.
+    fn args<'a>(&'a self, up: &'a str, more: &[&'a str]) -> Vec<&'a str> {
+        let mut args = vec![
+            "--upstream",
+            up,
+            "--budget",
+            "400",
+            "--summarize-cmd",
+            &self.command,
+        ];
+        args.extend_from_slice(more);
+        args
+    }
+
+    fn calls(&self) -> usize {
+        std::fs::read_to_string(&self.file).map_or(0, |t| t.lines().count())
+    }
 }
 
-fn temp_file(name: &str) -> std::path::PathBuf {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let n = N.fetch_add(1, Ordering::Relaxed);
-    std::env::temp_dir().join(format!("chatfold-serve-{}-{name}-{n}", std::process::id()))
+impl Drop for Counting {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.file);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn two_tenants_with_the_same_transcript_never_share_a_summary() {
-    let up = ok_upstream().await;
-    let file = temp_file("tenants");
-    let command = counting_command(&file, 0);
-    let proxy = Proxy::start(&[
-        "--upstream",
-        &up.url(),
-        "--budget",
-        "400",
-        "--summarize-cmd",
-        &command,
-    ]);
+    let (up, counting) = (ok_upstream().await, Counting::new("tenants", 0));
+    let url = up.url();
+    let proxy = Proxy::start(&counting.args(&url, &[]));
     let body = openai_body(30).to_string();
     let ask = |key: &'static str| {
         let (url, body) = (proxy.url("/v1/chat/completions"), body.clone());
@@ -495,26 +513,16 @@ async fn two_tenants_with_the_same_transcript_never_share_a_summary() {
     };
     assert_eq!(ask("Bearer sk-a").await.header("x-chatfold-cache"), Some("miss"));
     assert_eq!(ask("Bearer sk-a").await.header("x-chatfold-cache"), Some("hit"));
-    assert_eq!(calls(&file), 1);
+    assert_eq!(counting.calls(), 1);
     assert_eq!(ask("Bearer sk-b").await.header("x-chatfold-cache"), Some("miss"));
-    assert_eq!(calls(&file), 2);
-    let _ = std::fs::remove_file(&file);
+    assert_eq!(counting.calls(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn concurrent_identical_requests_make_one_summarizer_call() {
-    let up = ok_upstream().await;
-    let file = temp_file("flight");
-    let command = counting_command(&file, 1);
-    let proxy = Proxy::start(&[
-        "--upstream",
-        &up.url(),
-        "--budget",
-        "400",
-        "--summarize-cmd",
-        &command,
-        "--quiet",
-    ]);
+    let (up, counting) = (ok_upstream().await, Counting::new("flight", 1));
+    let url = up.url();
+    let proxy = Proxy::start(&counting.args(&url, &["--quiet"]));
     let body = openai_body(30).to_string();
     let requests: Vec<_> = (0..32)
         .map(|_| {
@@ -527,11 +535,10 @@ async fn concurrent_identical_requests_make_one_summarizer_call() {
         assert_eq!(answer.status, 200);
         assert_eq!(answer.header("x-chatfold-summarized"), Some("true"));
     }
-    assert_eq!(calls(&file), 1);
+    assert_eq!(counting.calls(), 1);
     let bodies: Vec<_> = up.seen().into_iter().map(|s: Seen| s.body).collect();
     assert_eq!(bodies.len(), 32);
     assert!(bodies.iter().all(|b| *b == bodies[0]));
-    let _ = std::fs::remove_file(&file);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -606,23 +613,16 @@ async fn two_proxies_share_a_fold_through_redis_and_keep_serving_when_it_dies() 
     let Some(mut redis) = redis_server::Server::start() else {
         return;
     };
-    let up = ok_upstream().await;
-    let file = temp_file("fleet");
-    let command = counting_command(&file, 1);
-    let redis_url = redis.url();
-    let args = [
-        "--upstream",
-        &up.url(),
-        "--budget",
-        "400",
-        "--summarize-cmd",
-        &command,
+    let (up, counting) = (ok_upstream().await, Counting::new("fleet", 1));
+    let (url, redis_url) = (up.url(), redis.url());
+    let more = [
         "--cache-redis",
         &redis_url,
         "--cache-secret",
         "the fleet's secret",
         "--quiet",
     ];
+    let args = counting.args(&url, &more);
     let (a, b) = (Proxy::start(&args), Proxy::start(&args));
     let body = openai_body(30).to_string();
     let ask = |proxy: &Proxy, body: &str| {
@@ -638,12 +638,12 @@ async fn two_proxies_share_a_fold_through_redis_and_keep_serving_when_it_dies() 
             (200, Some("true"))
         );
     }
-    assert_eq!(calls(&file), 1);
+    assert_eq!(counting.calls(), 1);
     // A third proxy, its own cache empty, finds the summary in Redis.
     let c = Proxy::start(&args);
     let answer = ask(&c, &body).await.unwrap();
     assert_eq!(answer.header("x-chatfold-cache"), Some("hit"));
-    assert_eq!(calls(&file), 1);
+    assert_eq!(counting.calls(), 1);
     // Without Redis, a new fold is still served.
     redis.kill();
     let longer = openai_body(40).to_string();
@@ -653,7 +653,6 @@ async fn two_proxies_share_a_fold_through_redis_and_keep_serving_when_it_dies() 
         (200, Some("true"))
     );
     check_openai(&up.seen().last().unwrap().json());
-    let _ = std::fs::remove_file(&file);
 }
 
 #[tokio::test(flavor = "multi_thread")]
