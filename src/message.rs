@@ -787,19 +787,61 @@ struct Fields {
 impl Fields {
     /// Sets field `key`.
     fn put(&mut self, key: String, value: Value) {
-        let slot = match key.as_str() {
+        match self.slot(&key) {
+            Some(slot) => *slot = Some(value),
+            None => {
+                self.rest.insert(key, value);
+            }
+        }
+    }
+
+    /// The slot of a known field, `None` for any other.
+    fn slot(&mut self, key: &str) -> Option<&mut Option<Value>> {
+        Some(match key {
             "role" => &mut self.role,
             "content" => &mut self.content,
             "name" => &mut self.name,
             "tool_calls" => &mut self.tool_calls,
             "tool_call_id" => &mut self.tool_call_id,
             "id" => &mut self.id,
-            _ => {
-                self.rest.insert(key, value);
-                return;
-            }
-        };
-        *slot = Some(value);
+            _ => return None,
+        })
+    }
+}
+
+/// A message object's key as read: a known field's without a copy of its
+/// name.
+enum Key<'de> {
+    Borrowed(&'de str),
+    Owned(String),
+}
+
+impl<'de> serde::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+/// The visitor of [`Key`].
+struct KeyVisitor;
+
+impl<'de> serde::de::Visitor<'de> for KeyVisitor {
+    type Value = Key<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a field name")
+    }
+
+    fn visit_borrowed_str<E>(self, v: &'de str) -> std::result::Result<Key<'de>, E> {
+        Ok(Key::Borrowed(v))
+    }
+
+    fn visit_str<E>(self, v: &str) -> std::result::Result<Key<'de>, E> {
+        Ok(Key::Owned(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> std::result::Result<Key<'de>, E> {
+        Ok(Key::Owned(v))
     }
 }
 
@@ -832,9 +874,17 @@ impl<'de> serde::de::Visitor<'de> for ReadVisitor {
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<Read, A::Error> {
         let mut fields = Fields::default();
-        while let Some(key) = map.next_key::<String>()? {
+        while let Some(key) = map.next_key::<Key<'de>>()? {
             let value = map.next_value::<Value>()?;
-            fields.put(key, value);
+            match key {
+                Key::Borrowed(k) => match fields.slot(k) {
+                    Some(slot) => *slot = Some(value),
+                    None => {
+                        fields.rest.insert(k.to_owned(), value);
+                    }
+                },
+                Key::Owned(k) => fields.put(k, value),
+            }
         }
         Ok(Read(Message::from_fields(fields)))
     }

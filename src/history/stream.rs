@@ -20,6 +20,35 @@ const PLACEHOLDER: &[u8] = br#"[{"role":"user"}"#;
 /// The same, and the comma after it.
 const PLACEHOLDER_COMMA: &[u8] = br#"[{"role":"user"},"#;
 
+/// An array of valid messages, appended to a vector as they are read (no
+/// vector of their own to copy); any other array is an error, and the
+/// messages read message by message find it.
+struct Append<'v>(&'v mut Vec<Message>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Append<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> std::result::Result<(), D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Append<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an array of messages")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<(), A::Error> {
+        while let Some(crate::message::Read(read)) = seq.next_element()? {
+            self.0
+                .push(read.map_err(|_| serde::de::Error::custom("not a message"))?);
+        }
+        Ok(())
+    }
+}
+
 /// Bytes read at a time.
 const CHUNK: usize = 1 << 20;
 
@@ -147,7 +176,7 @@ impl<R: Read> Input<R> {
     /// parser for many messages. `None` (nothing consumed) when no message
     /// ends in the text, or the array does not parse; reading message by
     /// message then finds what is wrong, or goes on to the next read.
-    fn batch(&mut self) -> Option<Vec<Message>> {
+    fn batch(&mut self, messages: &mut Vec<Message>) -> Option<()> {
         if !self.batches {
             return None;
         }
@@ -162,15 +191,19 @@ impl<R: Read> Input<R> {
         }
         self.text.replace_range(open..self.at, "[");
         self.text.replace_range(close..=close, "]");
-        let parsed = super::read(&mut serde_json::Deserializer::from_str(&self.text[open..=close]));
+        let had = messages.len();
+        let mut de = serde_json::Deserializer::from_str(&self.text[open..=close]);
+        let parsed =
+            serde::de::DeserializeSeed::deserialize(Append(messages), &mut de).and_then(|()| de.end());
         self.text.replace_range(open..self.at, &before);
         self.text.replace_range(close..=close, &after);
-        let Ok(History { messages, .. }) = parsed else {
+        if parsed.is_err() {
+            messages.truncate(had);
             self.batches = false;
             return None;
-        };
+        }
         self.consume(end - self.at);
-        Some(messages)
+        Some(())
     }
 
     /// Consumes `n` bytes of text.
@@ -335,8 +368,8 @@ fn read_in(reader: impl Read, chunk: usize) -> Result<History> {
                 return Err(tail(input, prefix, messages.len()));
             }
         }
-        match input.batch() {
-            Some(batch) => messages.extend(batch),
+        match input.batch(&mut messages) {
+            Some(()) => {}
             None => match element(&mut input, messages.len()) {
                 Ok(m) => messages.push(m),
                 Err(e) => return Err(input.fail(e)),
