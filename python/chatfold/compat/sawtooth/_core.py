@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import time
 import uuid
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
 
 from ... import _chatfold
 from ...errors import InvalidConfig, InvalidMessage
@@ -143,7 +143,7 @@ class Tiers:
             self.summarize, self.provider, self.model = backend(config)
         self.bus = bus
         self.cycles: Dict[int, Tuple[str, float, Dict[str, Any]]] = {}
-        self.own_cycles: set = set()
+        self.own_cycles: Set[str] = set()
         self.soft = self.hard = False
         self.main_prompt_tokens = 0
         self.prompt_key: Optional[Tuple[int, int]] = None
@@ -378,8 +378,8 @@ class Tiers:
 
     def emit(self, event: SawtoothEvent) -> None:
         if self.bus is not None:
-            if event.cycle_id:
-                self.own_cycles.add(event.cycle_id)
+            if isinstance(event, CompressionCycleCompleteEvent) and event.cycle_id:
+                self.own_cycles.add(event.cycle_id)  # the journal's, until written
             self.bus.emit_nowait(event)
 
     def fold_started(self, request: Any) -> None:

@@ -81,6 +81,7 @@ class ContextManager:
 
             async def journal_handler(event: SawtoothEvent) -> None:
                 if event.cycle_id in own:  # this manager's cycles only
+                    own.discard(event.cycle_id)
                     await write(event)  # type: ignore[arg-type]
 
             self._journal_handler = journal_handler
