@@ -321,6 +321,54 @@ def test_the_default_dte_mode_folds_without_a_model_like_sawtooth():
             assert chatfold.count_tokens(prompt, "gpt-4o") <= 300
 
 
+def test_in_dte_mode_the_same_kinds_of_events_as_sawtooth():
+    async def run(module):
+        seen = []
+
+        async def handler(event):
+            seen.append(event)
+
+        module.get_event_bus().subscribe_all(handler)
+        config = module.ContextManagerConfig(soft_limit_tokens=120, hard_limit_tokens=600, chunk_size=4)
+        journal = pathlib.Path(f"{module.__name__}.jsonl")
+        async with module.ContextManager("You are a careful agent.", config, journal_path=journal) as cm:
+            for i in range(14):
+                await cm.add_message("user" if i % 2 == 0 else "assistant", f"turn {i}: read /srv/data/file-{i}.csv")
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.05)
+        return seen
+
+    theirs, ours = asyncio.run(run(sawtooth_memory)), asyncio.run(run(compat))
+    folds = {"monitor.soft_limit_reached", "compression.cycle_started", "l1.eviction", "dte.fold_created"}
+    # entity events only when chatfold's ledger gains an entry (an identifier
+    # the summary's text already holds verbatim is not repeated in it)
+    assert folds <= {e.event_type for e in ours} <= {e.event_type for e in theirs} == folds | {"l1_5.entity_anchored"}
+    for kind in ["compression.cycle_started", "l1.eviction", "dte.fold_created"]:
+        ours_one = next(e for e in ours if e.event_type == kind)
+        theirs_one = next(e for e in theirs if e.event_type == kind)
+        assert type(ours_one).__name__ == type(theirs_one).__name__
+        assert sorted(vars(ours_one)) == sorted(k for k in vars(theirs_one) if k != "strategy")
+    fold = next(e for e in ours if isinstance(e, compat.DTEFoldCreatedEvent))
+    assert fold.messages_folded >= 1 and fold.tokens_evicted > 0 and fold.recoverable is False
+    # no cycle is journalled for a DTE fold, in either (sawtooth journals its ledger events)
+    assert "cycle_id" not in pathlib.Path("sawtooth_memory.jsonl").read_text()
+    assert not pathlib.Path("chatfold.compat.sawtooth.jsonl").exists()
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(turns=turns, system=words.map(" ".join))
+def test_the_async_managers_agree_with_sawtooth_under_the_soft_limit(turns, system):
+    async def run(module):
+        config = module.ContextManagerConfig(soft_limit_tokens=5000, hard_limit_tokens=8000)
+        async with module.ContextManager(system, config, enable_events=False) as cm:
+            for role, content in turns:
+                await cm.add_message(role, content)
+            stats = cm.get_stats()
+            return await cm.build_prompt(), [stats[k] for k in ["l0_tokens", "l1_tokens", "l1_message_count", "l2_tokens"]]
+
+    assert asyncio.run(run(compat)) == asyncio.run(run(sawtooth_memory))
+
+
 def test_events_fire_with_sawtooths_names_and_payloads():
     seen = []
 

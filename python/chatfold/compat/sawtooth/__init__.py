@@ -42,9 +42,10 @@ Events (same names and payload fields, on the process's bus)
     ``SoftLimitReachedEvent`` / ``HardLimitReachedEvent`` when L1 crosses a
     limit; per fold ``CompressionCycleStartEvent``, then when it lands
     ``L1EvictionEvent`` (the folded messages' ids), ``EntityAnchoredEvent``
-    (ledger entries inserted, updated or gone), ``L2SummaryGeneratedEvent``,
-    ``DTEFoldCreatedEvent`` (in DTE mode) and
-    ``CompressionCycleCompleteEvent`` (journalled), or
+    (ledger entries inserted, updated or gone), then in DTE mode
+    ``DTEFoldCreatedEvent`` (as sawtooth: no summary event, nothing
+    journalled), else ``L2SummaryGeneratedEvent`` and
+    ``CompressionCycleCompleteEvent`` (journalled); or
     ``CompressionCycleFailedEvent``; ``L1EvictionEvent`` with
     ``trigger="hard_limit_forced"`` when ``fallback_truncate`` drops messages
     after repeated failures. ``L3VectorIndexedEvent`` is never fired. As in

@@ -441,6 +441,18 @@ class Tiers:
         for key, values in old.items():
             if key not in ledger:
                 self.emit(EntityAnchoredEvent(entity_key=key, entity_value=values[-1], operation="delete"))
+        if self.config.compression_mode == "dte":
+            # sawtooth's DTE folds report this one event (no summary, no
+            # completed cycle: nothing journalled), and so do chatfold's.
+            self.emit(
+                DTEFoldCreatedEvent(
+                    cycle_id=cycle,
+                    messages_folded=len(folded),
+                    tokens_evicted=tokens,
+                    entity_keys=sorted(ledger),
+                )
+            )
+            return
         compressed = self.count_text(narrative)
         self.emit(
             L2SummaryGeneratedEvent(
@@ -455,15 +467,6 @@ class Tiers:
                 compression_duration_ms=ms,
             )
         )
-        if self.config.compression_mode == "dte":
-            self.emit(
-                DTEFoldCreatedEvent(
-                    cycle_id=cycle,
-                    messages_folded=len(folded),
-                    tokens_evicted=tokens,
-                    entity_keys=sorted(ledger),
-                )
-            )
         self.emit(
             CompressionCycleCompleteEvent(
                 cycle_id=cycle,
