@@ -272,7 +272,9 @@ class Tiers:
         view = self.memory.messages()
         pinned = 1 if self.system_prompt else 0
         rest = view[pinned:]
-        narrative, entries = "", []  # the summary, when the core's view holds it
+        # the summary, when the core's view holds it
+        narrative: str = ""
+        entries: List[str] = []
         first = str(rest[0].get("content") or "") if rest else ""
         if self.memory.summary and rest[0].get("role") == "system" and first.startswith(SUMMARY_PREFIX):
             narrative, entries = split_summary(first[len(SUMMARY_PREFIX):])
@@ -282,10 +284,10 @@ class Tiers:
             blocks.append(f"[ARCHIVE_L2]\n{narrative}")
         if entries:
             blocks.append("[ENTITY_LEDGER_L1_5]\n" + "\n".join(f"- {e}" for e in entries))
-        head = {"role": "system", "content": "\n\n".join(blocks)}
+        head: Dict[str, Any] = {"role": "system", "content": "\n\n".join(blocks)}
         turns = [{"role": m["role"], "content": m.get("content") or ""} for m in rest]
         limit = self.config.hard_limit_tokens
-        prompt = [head, *turns]
+        prompt: List[Mapping[str, Any]] = [head, *turns]
         while len(prompt) > 2 and _chatfold.count_tokens(prompt, self.tokenizer) > limit:
             del prompt[1]  # the oldest turn leaves the prompt, not the state
         if _chatfold.count_tokens(prompt, self.tokenizer) > limit:
@@ -297,7 +299,7 @@ class Tiers:
         if key != self.prompt_key:
             self.main_prompt_tokens += tokens
             self.prompt_key = key
-        return prompt
+        return [dict(m) for m in prompt]
 
     def stats(self) -> Dict[str, Any]:
         """sawtooth's stats keys (the managers add ``worker`` or ``compression``)."""

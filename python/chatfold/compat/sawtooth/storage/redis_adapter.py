@@ -17,6 +17,7 @@ from typing import Any, Dict, Optional, Tuple
 from ..state import ArchivalMemory, EntityLedger, MemoryState
 from .base import BaseStorageAdapter
 
+_redis: Any
 try:
     import redis.asyncio as _redis
 except ImportError as error:  # the redis package is optional
@@ -43,21 +44,21 @@ class RedisStorageAdapter(BaseStorageAdapter):
         self.ttl_seconds = ttl_seconds
         if _redis is None:
             raise ImportError("Redis support requires the redis package: pip install redis") from _IMPORT_ERROR
-        self._clients: Dict[int, Any] = {}
+        self._clients: Dict[int, Tuple[asyncio.AbstractEventLoop, Any]] = {}
 
     @property
     def _client(self) -> Any:
         """The connection pool of the running event loop: a pool is bound to
         one loop, and the sync manager runs each call on a fresh one."""
         loop = asyncio.get_running_loop()
-        client = self._clients.get(id(loop))
-        if client is None:
-            for key, old in list(self._clients.items()):  # pools of closed loops
-                if old._chatfold_loop.is_closed():
-                    del self._clients[key]
-            client = _redis.from_url(self.redis_url, decode_responses=True)
-            client._chatfold_loop = loop
-            self._clients[id(loop)] = client
+        held = self._clients.get(id(loop))
+        if held is not None and held[0] is loop:
+            return held[1]
+        for key, (old, _) in list(self._clients.items()):  # pools of closed loops
+            if old.is_closed():
+                del self._clients[key]
+        client = _redis.from_url(self.redis_url, decode_responses=True)
+        self._clients[id(loop)] = (loop, client)
         return client
 
     def _get_key(self, session_id: str) -> str:
@@ -109,6 +110,6 @@ class RedisStorageAdapter(BaseStorageAdapter):
 
     async def close(self) -> None:
         """Closes the running loop's connection pool."""
-        client = self._clients.pop(id(asyncio.get_running_loop()), None)
-        if client is not None:
-            await client.aclose()
+        held = self._clients.pop(id(asyncio.get_running_loop()), None)
+        if held is not None:
+            await held[1].aclose()
