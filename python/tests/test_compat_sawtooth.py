@@ -588,3 +588,61 @@ def test_unsupported_features_raise_a_clear_error():
         assert isinstance(caught.value, chatfold.ChatfoldError)
         assert isinstance(caught.value, compat.SawtoothError)
         assert "not supported by chatfold" in str(caught.value) and caught.value.feature
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    sizes=st.lists(st.integers(1, 150), min_size=1, max_size=30),
+    mode=st.sampled_from(["ok", "slow", "fails"]),
+    tasks=st.integers(1, 3),
+)
+def test_the_async_prompt_never_passes_the_hard_limit_with_concurrent_adds(sizes, mode, tasks):
+    async def summarize(request):
+        await asyncio.sleep(0.002 if mode == "slow" else 0)
+        if mode == "fails":
+            raise TimeoutError("slow model")
+        return "earlier: things were said"
+
+    async def main():
+        config = compat.ContextManagerConfig(soft_limit_tokens=150, hard_limit_tokens=450, fallback_truncate=False)
+        async with compat.ContextManager("You are terse.", config, enable_events=False, summarize=summarize) as cm:
+
+            async def add(k):
+                for i, size in enumerate(sizes):
+                    try:
+                        await cm.add_message("user", f"t{k}-{i} " + "y " * size)
+                    except compat.TokenLimitExceededError:
+                        pass  # stored; the prompt still fits
+                    prompt = await cm.build_prompt()
+                    assert chatfold.count_tokens(prompt, "gpt-4o") <= 450
+                    await asyncio.sleep(0)
+
+            await asyncio.gather(*(add(k) for k in range(tasks)))
+            core = cm.get_stats()["chatfold"]
+            # fallback_truncate off: every turn is in the buffer or folded, none lost
+            assert core["messages_dropped"] == 0
+            assert core["messages_folded"] + core["buffer_messages"] == len(sizes) * tasks
+
+    asyncio.run(main())
+
+
+def test_an_async_session_comes_back_from_storage_and_an_unknown_tokenizer_falls_back():
+    adapter = DictStorage()
+
+    async def session(system):
+        config = compat.ContextManagerConfig(
+            soft_limit_tokens=80, hard_limit_tokens=300, storage_adapter=adapter, tokenizer_model="my-local-model"
+        )
+        async with compat.ContextManager(system, config, enable_events=False) as cm:
+            if system:
+                for i in range(10):
+                    await cm.add_message("user" if i % 2 == 0 else "assistant", f"turn {i}: see /tmp/report-{i}.txt")
+                await asyncio.sleep(0.05)
+            return await cm.build_prompt(), cm.get_stats()
+
+    first, stats = asyncio.run(session("You are brief."))
+    assert stats["worker"]["processed"] >= 1 and "local_default" in adapter.saved
+    again, _ = asyncio.run(session(""))
+    assert again == first
+    # sawtooth counts an unknown model with cl100k_base; so does chatfold
+    assert stats["l0_tokens"] == chatfold._chatfold.count_text("You are brief.", "cl100k_base")
