@@ -646,3 +646,18 @@ def test_an_async_session_comes_back_from_storage_and_an_unknown_tokenizer_falls
     assert again == first
     # sawtooth counts an unknown model with cl100k_base; so does chatfold
     assert stats["l0_tokens"] == chatfold._chatfold.count_text("You are brief.", "cl100k_base")
+
+
+def test_explain_prompt_and_health_check_have_sawtooths_shape():
+    reports = []
+    for module in (sawtooth_memory, compat):
+        with module.SyncContextManager("You are brief.") as m:
+            m.add_message("user", "hello")
+            trace = m.explain_prompt()
+            health = m.health_check()
+        reports.append((sorted(trace), sorted(trace["l0_system"]), sorted(trace["l3_semantic"]), sorted(health["checks"])))
+        config = module.ContextManagerConfig.for_sync_script(soft_limit_tokens=500, hard_limit_tokens=500)
+        with module.SyncContextManager("x", config) as m:
+            with pytest.raises(ValueError):
+                m.health_check()
+    assert reports[0] == reports[1]

@@ -7,11 +7,11 @@ program's imports keep working; using one raises
 
 from ._unsupported import unsupported_class, unsupported_function
 
-FEATURE = "sawtooth's JSON compression output parsing (chatfold's summaries are plain text)"
+_FEATURE = "sawtooth's JSON compression output parsing (chatfold's summaries are plain text)"
 
 __all__ = ["normalize_compression_result", "parse_compression_json", "prune_compression_input", "strip_markdown_fences"]
 
-normalize_compression_result = unsupported_function(__name__, "normalize_compression_result", FEATURE)
-parse_compression_json = unsupported_function(__name__, "parse_compression_json", FEATURE)
-prune_compression_input = unsupported_function(__name__, "prune_compression_input", FEATURE)
-strip_markdown_fences = unsupported_function(__name__, "strip_markdown_fences", FEATURE)
+normalize_compression_result = unsupported_function(__name__, "normalize_compression_result", _FEATURE)
+parse_compression_json = unsupported_function(__name__, "parse_compression_json", _FEATURE)
+prune_compression_input = unsupported_function(__name__, "prune_compression_input", _FEATURE)
+strip_markdown_fences = unsupported_function(__name__, "strip_markdown_fences", _FEATURE)

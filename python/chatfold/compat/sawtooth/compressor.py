@@ -7,9 +7,9 @@ program's imports keep working; using one raises
 
 from ._unsupported import unsupported_class, unsupported_function
 
-FEATURE = "sawtooth's async compressors (chatfold summarizes through its own backends; configure them with ContextManagerConfig.ollama / .cloud)"
+_FEATURE = "sawtooth's async compressors (chatfold summarizes through its own backends; configure them with ContextManagerConfig.ollama / .cloud)"
 
 __all__ = ["CloudCompressor", "OllamaCompressor"]
 
-CloudCompressor = unsupported_class(__name__, "CloudCompressor", FEATURE)
-OllamaCompressor = unsupported_class(__name__, "OllamaCompressor", FEATURE)
+CloudCompressor = unsupported_class(__name__, "CloudCompressor", _FEATURE)
+OllamaCompressor = unsupported_class(__name__, "OllamaCompressor", _FEATURE)

@@ -7,14 +7,14 @@ program's imports keep working; using one raises
 
 from ._unsupported import unsupported_class, unsupported_function
 
-FEATURE = "sawtooth's entity guard (chatfold's ledger is kept by its core)"
+_FEATURE = "sawtooth's entity guard (chatfold's ledger is kept by its core)"
 
 __all__ = ["apply_entity_guard", "build_compression_user_content", "build_protected_entities", "build_strategy_map", "format_protection_manifest", "secure_merge_entities", "verify_protected_entities"]
 
-apply_entity_guard = unsupported_function(__name__, "apply_entity_guard", FEATURE)
-build_compression_user_content = unsupported_function(__name__, "build_compression_user_content", FEATURE)
-build_protected_entities = unsupported_function(__name__, "build_protected_entities", FEATURE)
-build_strategy_map = unsupported_function(__name__, "build_strategy_map", FEATURE)
-format_protection_manifest = unsupported_function(__name__, "format_protection_manifest", FEATURE)
-secure_merge_entities = unsupported_function(__name__, "secure_merge_entities", FEATURE)
-verify_protected_entities = unsupported_function(__name__, "verify_protected_entities", FEATURE)
+apply_entity_guard = unsupported_function(__name__, "apply_entity_guard", _FEATURE)
+build_compression_user_content = unsupported_function(__name__, "build_compression_user_content", _FEATURE)
+build_protected_entities = unsupported_function(__name__, "build_protected_entities", _FEATURE)
+build_strategy_map = unsupported_function(__name__, "build_strategy_map", _FEATURE)
+format_protection_manifest = unsupported_function(__name__, "format_protection_manifest", _FEATURE)
+secure_merge_entities = unsupported_function(__name__, "secure_merge_entities", _FEATURE)
+verify_protected_entities = unsupported_function(__name__, "verify_protected_entities", _FEATURE)

@@ -7,9 +7,9 @@ program's imports keep working; using one raises
 
 from ._unsupported import unsupported_class, unsupported_function
 
-FEATURE = "L3 semantic indexing (needs an embeddings model and pgvector)"
+_FEATURE = "L3 semantic indexing (needs an embeddings model and pgvector)"
 
 __all__ = ["SemanticIndexer", "chunk_text"]
 
-SemanticIndexer = unsupported_class(__name__, "SemanticIndexer", FEATURE)
-chunk_text = unsupported_function(__name__, "chunk_text", FEATURE)
+SemanticIndexer = unsupported_class(__name__, "SemanticIndexer", _FEATURE)
+chunk_text = unsupported_function(__name__, "chunk_text", _FEATURE)

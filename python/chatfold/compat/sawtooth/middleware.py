@@ -204,6 +204,7 @@ def _health(config: ContextManagerConfig, tiers: Tiers, worker: str, events: Opt
         checks["events"] = "ENABLED" if events else "DISABLED"
     checks["backend"] = tiers.provider
     checks["model"] = tiers.model
+    checks["backend_reachable"] = "NOT_CHECKED"  # chatfold does not call the model to check it
     checks["l3_semantic_storage"] = "DISABLED"
     checks["l3_prompt_retrieval"] = "DISABLED"
     return {"status": "healthy", "checks": checks}

@@ -7,8 +7,8 @@ program's imports keep working; using one raises
 
 from ._unsupported import unsupported_class, unsupported_function
 
-FEATURE = "sawtooth's TokenMonitor (chatfold counts tokens in its core: chatfold.count_tokens)"
+_FEATURE = "sawtooth's TokenMonitor (chatfold counts tokens in its core: chatfold.count_tokens)"
 
 __all__ = ["TokenMonitor"]
 
-TokenMonitor = unsupported_class(__name__, "TokenMonitor", FEATURE)
+TokenMonitor = unsupported_class(__name__, "TokenMonitor", _FEATURE)

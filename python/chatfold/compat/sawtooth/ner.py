@@ -7,11 +7,11 @@ program's imports keep working; using one raises
 
 from ._unsupported import unsupported_class, unsupported_function
 
-FEATURE = "sawtooth's regex NER pipeline (chatfold's core keeps the exact-identifier ledger)"
+_FEATURE = "sawtooth's regex NER pipeline (chatfold's core keeps the exact-identifier ledger)"
 
 __all__ = ["DeterministicExtractor", "ExtractionResult", "NERPipeline", "RegexEntityExtractor"]
 
-DeterministicExtractor = unsupported_class(__name__, "DeterministicExtractor", FEATURE)
-ExtractionResult = unsupported_class(__name__, "ExtractionResult", FEATURE)
-NERPipeline = unsupported_class(__name__, "NERPipeline", FEATURE)
-RegexEntityExtractor = unsupported_class(__name__, "RegexEntityExtractor", FEATURE)
+DeterministicExtractor = unsupported_class(__name__, "DeterministicExtractor", _FEATURE)
+ExtractionResult = unsupported_class(__name__, "ExtractionResult", _FEATURE)
+NERPipeline = unsupported_class(__name__, "NERPipeline", _FEATURE)
+RegexEntityExtractor = unsupported_class(__name__, "RegexEntityExtractor", _FEATURE)

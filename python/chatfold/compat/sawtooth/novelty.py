@@ -7,9 +7,9 @@ program's imports keep working; using one raises
 
 from ._unsupported import unsupported_class, unsupported_function
 
-FEATURE = "sawtooth's novelty filter"
+_FEATURE = "sawtooth's novelty filter"
 
 __all__ = ["NoveltyResult", "residualize"]
 
-NoveltyResult = unsupported_class(__name__, "NoveltyResult", FEATURE)
-residualize = unsupported_function(__name__, "residualize", FEATURE)
+NoveltyResult = unsupported_class(__name__, "NoveltyResult", _FEATURE)
+residualize = unsupported_function(__name__, "residualize", _FEATURE)

@@ -7,9 +7,9 @@ program's imports keep working; using one raises
 
 from ._unsupported import unsupported_class, unsupported_function
 
-FEATURE = "sawtooth's observation crush"
+_FEATURE = "sawtooth's observation crush"
 
 __all__ = ["ObservationCrushResult", "crush_observation"]
 
-ObservationCrushResult = unsupported_class(__name__, "ObservationCrushResult", FEATURE)
-crush_observation = unsupported_function(__name__, "crush_observation", FEATURE)
+ObservationCrushResult = unsupported_class(__name__, "ObservationCrushResult", _FEATURE)
+crush_observation = unsupported_function(__name__, "crush_observation", _FEATURE)

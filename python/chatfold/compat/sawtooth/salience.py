@@ -7,10 +7,10 @@ program's imports keep working; using one raises
 
 from ._unsupported import unsupported_class, unsupported_function
 
-FEATURE = "sawtooth's salience extractor"
+_FEATURE = "sawtooth's salience extractor"
 
 __all__ = ["SalienceConfig", "SalienceEntityExtractor", "score_candidate"]
 
-SalienceConfig = unsupported_class(__name__, "SalienceConfig", FEATURE)
-SalienceEntityExtractor = unsupported_class(__name__, "SalienceEntityExtractor", FEATURE)
-score_candidate = unsupported_function(__name__, "score_candidate", FEATURE)
+SalienceConfig = unsupported_class(__name__, "SalienceConfig", _FEATURE)
+SalienceEntityExtractor = unsupported_class(__name__, "SalienceEntityExtractor", _FEATURE)
+score_candidate = unsupported_function(__name__, "score_candidate", _FEATURE)

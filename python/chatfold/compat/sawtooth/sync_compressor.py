@@ -7,9 +7,9 @@ program's imports keep working; using one raises
 
 from ._unsupported import unsupported_class, unsupported_function
 
-FEATURE = "sawtooth's sync compressors (chatfold summarizes through its own backends; configure them with ContextManagerConfig.ollama / .cloud)"
+_FEATURE = "sawtooth's sync compressors (chatfold summarizes through its own backends; configure them with ContextManagerConfig.ollama / .cloud)"
 
 __all__ = ["SyncCloudCompressor", "SyncOllamaCompressor"]
 
-SyncCloudCompressor = unsupported_class(__name__, "SyncCloudCompressor", FEATURE)
-SyncOllamaCompressor = unsupported_class(__name__, "SyncOllamaCompressor", FEATURE)
+SyncCloudCompressor = unsupported_class(__name__, "SyncCloudCompressor", _FEATURE)
+SyncOllamaCompressor = unsupported_class(__name__, "SyncOllamaCompressor", _FEATURE)

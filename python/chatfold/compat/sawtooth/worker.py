@@ -7,9 +7,9 @@ program's imports keep working; using one raises
 
 from ._unsupported import unsupported_class, unsupported_function
 
-FEATURE = "sawtooth's CompressionWorker (chatfold's worker is the tiered memory's asyncio task)"
+_FEATURE = "sawtooth's CompressionWorker (chatfold's worker is the tiered memory's asyncio task)"
 
 __all__ = ["CompressionTask", "CompressionWorker"]
 
-CompressionTask = unsupported_class(__name__, "CompressionTask", FEATURE)
-CompressionWorker = unsupported_class(__name__, "CompressionWorker", FEATURE)
+CompressionTask = unsupported_class(__name__, "CompressionTask", _FEATURE)
+CompressionWorker = unsupported_class(__name__, "CompressionWorker", _FEATURE)

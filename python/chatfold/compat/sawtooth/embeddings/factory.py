@@ -7,8 +7,8 @@ program's imports keep working; using one raises
 
 from .._unsupported import unsupported_class, unsupported_function
 
-FEATURE = "embeddings for L3 semantic storage"
+_FEATURE = "embeddings for L3 semantic storage"
 
 __all__ = ["create_embedding_provider"]
 
-create_embedding_provider = unsupported_function(__name__, "create_embedding_provider", FEATURE)
+create_embedding_provider = unsupported_function(__name__, "create_embedding_provider", _FEATURE)

@@ -7,8 +7,8 @@ program's imports keep working; using one raises
 
 from .._unsupported import unsupported_class, unsupported_function
 
-FEATURE = "embeddings for L3 semantic storage"
+_FEATURE = "embeddings for L3 semantic storage"
 
 __all__ = ["HashEmbeddingProvider"]
 
-HashEmbeddingProvider = unsupported_class(__name__, "HashEmbeddingProvider", FEATURE)
+HashEmbeddingProvider = unsupported_class(__name__, "HashEmbeddingProvider", _FEATURE)

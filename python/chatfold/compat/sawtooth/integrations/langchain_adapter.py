@@ -7,8 +7,8 @@ program's imports keep working; using one raises
 
 from .._unsupported import unsupported_class, unsupported_function
 
-FEATURE = "the LangChain integration"
+_FEATURE = "the LangChain integration"
 
 __all__ = ["SawtoothChatMessageHistory"]
 
-SawtoothChatMessageHistory = unsupported_class(__name__, "SawtoothChatMessageHistory", FEATURE)
+SawtoothChatMessageHistory = unsupported_class(__name__, "SawtoothChatMessageHistory", _FEATURE)

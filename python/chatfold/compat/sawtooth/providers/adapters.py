@@ -7,11 +7,11 @@ program's imports keep working; using one raises
 
 from .._unsupported import unsupported_class, unsupported_function
 
-FEATURE = "sawtooth's provider adapters (chatfold's OpenAI-compatible and Anthropic summarizers run in Rust)"
+_FEATURE = "sawtooth's provider adapters (chatfold's OpenAI-compatible and Anthropic summarizers run in Rust)"
 
 __all__ = ["ProviderAdapter", "OpenAIAdapter", "AnthropicAdapter", "GeminiAdapter"]
 
-ProviderAdapter = unsupported_class(__name__, "ProviderAdapter", FEATURE)
-OpenAIAdapter = unsupported_class(__name__, "OpenAIAdapter", FEATURE)
-AnthropicAdapter = unsupported_class(__name__, "AnthropicAdapter", FEATURE)
-GeminiAdapter = unsupported_class(__name__, "GeminiAdapter", FEATURE)
+ProviderAdapter = unsupported_class(__name__, "ProviderAdapter", _FEATURE)
+OpenAIAdapter = unsupported_class(__name__, "OpenAIAdapter", _FEATURE)
+AnthropicAdapter = unsupported_class(__name__, "AnthropicAdapter", _FEATURE)
+GeminiAdapter = unsupported_class(__name__, "GeminiAdapter", _FEATURE)

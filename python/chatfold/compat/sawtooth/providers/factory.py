@@ -7,8 +7,8 @@ program's imports keep working; using one raises
 
 from .._unsupported import unsupported_class, unsupported_function
 
-FEATURE = "sawtooth's provider adapters (chatfold's OpenAI-compatible and Anthropic summarizers run in Rust)"
+_FEATURE = "sawtooth's provider adapters (chatfold's OpenAI-compatible and Anthropic summarizers run in Rust)"
 
 __all__ = ["get_adapter"]
 
-get_adapter = unsupported_function(__name__, "get_adapter", FEATURE)
+get_adapter = unsupported_function(__name__, "get_adapter", _FEATURE)

@@ -7,8 +7,8 @@ program's imports keep working; using one raises
 
 from .._unsupported import unsupported_class, unsupported_function
 
-FEATURE = "the Postgres + pgvector storage backend"
+_FEATURE = "the Postgres + pgvector storage backend"
 
 __all__ = ["PostgresStorageAdapter"]
 
-PostgresStorageAdapter = unsupported_class(__name__, "PostgresStorageAdapter", FEATURE)
+PostgresStorageAdapter = unsupported_class(__name__, "PostgresStorageAdapter", _FEATURE)

@@ -7,8 +7,8 @@ program's imports keep working; using one raises
 
 from ..._unsupported import unsupported_class, unsupported_function
 
-FEATURE = "the LangGraph integration"
+_FEATURE = "the LangGraph integration"
 
 __all__ = ["SawtoothLangGraphAdapter"]
 
-SawtoothLangGraphAdapter = unsupported_class(__name__, "SawtoothLangGraphAdapter", FEATURE)
+SawtoothLangGraphAdapter = unsupported_class(__name__, "SawtoothLangGraphAdapter", _FEATURE)
