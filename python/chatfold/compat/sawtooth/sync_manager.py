@@ -24,7 +24,9 @@ class SyncContextManager:
 
     The default configuration is ``ContextManagerConfig.for_sync_script()``;
     ``summarize`` is chatfold's addition (as for :class:`ContextManager`; a
-    coroutine function is run to completion). sawtooth's sync manager emits
+    coroutine function is run to completion with ``asyncio.run``, so not
+    from inside a running event loop: there, use :class:`ContextManager`;
+    such a fold fails and is counted, nothing lost). sawtooth's sync manager emits
     no events, and neither does this one.
     """
 
