@@ -10,6 +10,7 @@ between the Rust fold's begin and complete steps.
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from . import _chatfold
@@ -308,6 +309,10 @@ class TieredMemory(_Reads):
         self._step = self._m._take_worker()
         self._wake: Optional[asyncio.Event] = None
         self._task: Optional["asyncio.Task[None]"] = None
+        # The worker's folds reported to a compat layer (sawtooth's events):
+        # an object with ``fold_started(request)`` and ``fold_finished(request,
+        # ok, answer_or_error)``, the latter once the fold has landed.
+        self._observer: Optional[Any] = None
 
     def add_message(self, message: Mapping[str, Any]) -> None:
         """Appends a message dict; wakes the worker when a fold is due."""
@@ -362,9 +367,14 @@ class TieredMemory(_Reads):
     async def _work(self) -> None:
         assert self._wake is not None
         step = self._step
+        landed: Optional[tuple] = None
         while True:
             request = step.poll()
+            if landed is not None:  # the poll above applied the fold
+                self._tell("fold_finished", *landed)
+                landed = None
             if request is not None:
+                self._tell("fold_started", request)
                 try:
                     if isinstance(self._summarize, _BLOCKING):
                         loop = asyncio.get_running_loop()
@@ -375,14 +385,24 @@ class TieredMemory(_Reads):
                         answer = await answer
                 except Exception as error:
                     step.fail(error)
+                    landed = (request, False, error)
                 except BaseException:
                     step.cancel()
                     raise
                 else:
                     step.answer(answer)
+                    landed = (request, True, answer)
                 continue
             if step.done():
                 return
             if not step.woken():
                 await self._wake.wait()
                 self._wake.clear()
+
+    def _tell(self, name: str, *args: Any) -> None:
+        observer = self._observer
+        if observer is not None:
+            try:
+                getattr(observer, name)(*args)
+            except Exception:  # an observer's bug never stops the worker
+                logging.getLogger("chatfold").exception("fold observer %s failed", name)

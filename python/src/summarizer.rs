@@ -168,6 +168,17 @@ impl Request {
         .unbind())
     }
 
+    /// chatfold's built-in extractive summary of this request (no model):
+    /// what `summarize="extractive"` answers, for Python code that drives
+    /// the summarizer itself (the tiered worker, the sawtooth compat module).
+    fn _extractive(&self, py: Python<'_>) -> PyResult<String> {
+        let request = self.inner(py)?;
+        match Extractive::new().summarize(request) {
+            Ok(text) => Ok(text),
+            Err(never) => match never {},
+        }
+    }
+
     /// The previous summary and the messages as one text to summarize.
     #[getter]
     fn transcript(&self, py: Python<'_>) -> PyResult<String> {

@@ -1,0 +1,492 @@
+"""What the managers share: sawtooth's configuration read into chatfold's
+:class:`~chatfold.TieredMemory`, the prompt in sawtooth's layout, the stats
+under sawtooth's keys, the state snapshot, and the events of the folds.
+
+Nothing here folds, counts a budget or keeps a ledger: the tiered memory
+(chatfold's Rust core) does; this module only renders and reports."""
+
+from __future__ import annotations
+
+import inspect
+import time
+import uuid
+from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
+
+from ... import _chatfold
+from ...errors import InvalidConfig, InvalidMessage
+from ...memory import TieredMemory
+from .config import ContextManagerConfig, OllamaConfig, Provider
+from .events.bus import EventBus
+from .events.types import (
+    CompressionCycleCompleteEvent,
+    CompressionCycleFailedEvent,
+    CompressionCycleStartEvent,
+    DTEFoldCreatedEvent,
+    EntityAnchoredEvent,
+    HardLimitReachedEvent,
+    L1EvictionEvent,
+    L2SummaryGeneratedEvent,
+    SawtoothEvent,
+    SoftLimitReachedEvent,
+)
+from .exceptions import NotSupportedError, TokenLimitExceededError
+from .state import (
+    ArchivalMemory,
+    DTEState,
+    EntityLedger,
+    MemoryState,
+    Message,
+    SystemPrompt,
+    WorkingMemory,
+)
+
+# chatfold's summary message and its ledger section (the fold policy's
+# defaults, `DEFAULT_SUMMARY_PREFIX` and the ledger's heading in the crate).
+SUMMARY_PREFIX = "Summary of earlier conversation:\n"
+LEDGER_SECTION = "\n\nExact identifiers (kept verbatim):\n"
+
+ROLES = ("user", "assistant", "system", "tool")
+
+_CLOUD_URLS = {
+    Provider.OPENAI: "https://api.openai.com/v1",
+    Provider.ANTHROPIC: "https://api.anthropic.com",
+    Provider.GEMINI: "https://generativelanguage.googleapis.com/v1beta/openai",
+}
+
+
+def extractive(request: Any) -> str:
+    """chatfold's built-in extractive summary (no model): the DTE mode's folds."""
+    return request._extractive()
+
+
+def backend(config: ContextManagerConfig) -> Tuple[Any, str, str]:
+    """The summarizer the configuration's backend names (run in Rust), its
+    provider's name and its model."""
+    cloud = config.cloud
+    if cloud is not None:
+        key = cloud.api_key.get_secret_value() if hasattr(cloud.api_key, "get_secret_value") else cloud.api_key
+        provider = Provider(cloud.provider)
+        url = cloud.base_url or _CLOUD_URLS[provider]
+        make = _chatfold.AnthropicSummarizer if provider is Provider.ANTHROPIC else _chatfold.OpenAISummarizer
+        return make(url, cloud.model, api_key=key, timeout=float(cloud.timeout_seconds)), provider.value, cloud.model
+    ollama = config.ollama or OllamaConfig()
+    model = config.background_model or ollama.model
+    url = ollama.base_url.rstrip("/") + "/v1"
+    return _chatfold.OpenAISummarizer(url, model, timeout=float(ollama.timeout_seconds)), "ollama", model
+
+
+def tokenizer_for(model: str) -> str:
+    """The tokenizer chatfold counts with: ``model``'s, or cl100k_base for a
+    model tiktoken does not know (sawtooth's fallback)."""
+    try:
+        _chatfold.count_text("", model)
+        return model
+    except Exception:
+        return "cl100k_base"
+
+
+def split_summary(summary: str) -> Tuple[str, List[str]]:
+    """chatfold's summary text as (narrative, ledger entries)."""
+    heading = LEDGER_SECTION.lstrip("\n")
+    if summary.startswith(heading):
+        narrative, ledger = "", summary[len(heading):]
+    else:
+        narrative, found, ledger = summary.partition(LEDGER_SECTION)
+        if not found:
+            return summary.strip(), []
+    entries = [line[2:] for line in ledger.splitlines() if line.startswith("- ")]
+    return narrative.strip(), entries
+
+
+def ledger_map(entries: List[str]) -> Dict[str, List[str]]:
+    """Ledger entries as sawtooth's ``key -> [values]`` (a bare identifier keys itself)."""
+    out: Dict[str, List[str]] = {}
+    for entry in entries:
+        key, sep, value = entry.partition(": ")
+        if not sep or not key or " " in key:
+            key, value = entry, entry
+        values = out.setdefault(key, [])
+        if value not in values:
+            values.append(value)
+    return out
+
+
+class Tiers:
+    """One sawtooth manager's chatfold side."""
+
+    def __init__(
+        self,
+        system_prompt: str,
+        config: ContextManagerConfig,
+        summarize: Optional[Callable[[Any], Any]],
+        bus: Optional[EventBus],
+    ) -> None:
+        if not isinstance(system_prompt, str):
+            raise InvalidConfig(f"system_prompt must be a string, got {type(system_prompt).__name__}")
+        if not isinstance(config, ContextManagerConfig):
+            raise InvalidConfig(f"config must be a ContextManagerConfig, got {type(config).__name__}")
+        if config.enable_l3_semantic_storage:
+            raise NotSupportedError("L3 semantic storage (enable_l3_semantic_storage)", "it needs pgvector and embeddings")
+        if config.pool_id:
+            raise NotSupportedError("multi-agent pools (pool_id)")
+        if config.soft_limit_tokens < 1 or config.hard_limit_tokens < 1 or config.chunk_size < 1:
+            raise InvalidConfig("soft_limit_tokens, hard_limit_tokens and chunk_size must be positive")
+        self.config = config
+        self.system_prompt = system_prompt
+        self.tokenizer = tokenizer_for(config.tokenizer_model)
+        if summarize is not None:
+            self.summarize: Callable[[Any], Any] = summarize
+            self.provider, self.model = "custom", getattr(summarize, "__name__", type(summarize).__name__)
+        elif config.compression_mode == "dte":
+            self.summarize, self.provider, self.model = extractive, "chatfold", "extractive"
+        else:
+            self.summarize, self.provider, self.model = backend(config)
+        self.bus = bus
+        self.cycles: Dict[int, Tuple[str, float, Dict[str, Any]]] = {}
+        self.own_cycles: Set[str] = set()
+        self.soft = self.hard = False
+        self.main_prompt_tokens = 0
+        self.prompt_key: Optional[Tuple[int, int]] = None
+        self.dirty = False
+        self.memory = self._build(None)
+
+    # -- the memory ----------------------------------------------------
+
+    def _build(self, state: Optional[Mapping[str, Any]]) -> TieredMemory:
+        c = self.config
+        # sawtooth's section headings cost a few tokens more than the core's
+        # own framing: the core keeps its view that much lower, so the
+        # compiled prompt fits the hard limit.
+        reserve = self.count_text("[SYSTEM_L0]\n\n\n[ARCHIVE_L2]\n\n\n[ENTITY_LEDGER_L1_5]\n")
+        hard = max(c.hard_limit_tokens - reserve, 1)
+        memory = TieredMemory(
+            min(c.soft_limit_tokens, hard),
+            hard,
+            self.summarize,
+            system=[{"role": "system", "content": self.system_prompt}] if self.system_prompt else [],
+            tokenizer=self.tokenizer,
+            chunk_size=c.chunk_size,
+            fallback_truncate=c.fallback_truncate,
+            state=state,
+        )
+        memory._observer = self
+        return memory
+
+    def restore(self, loaded: Any) -> None:
+        """Replaces the (not yet started) memory with a state a storage
+        adapter loaded (a :class:`MemoryState`, its dict, or sawtooth's)."""
+        if loaded is None:
+            return
+        state = MemoryState.model_validate(loaded)
+        self.system_prompt = state.l0_system.content
+        restored = state._chatfold_state()
+        restored.pop("system", None)
+        self.memory = self._build(restored)
+
+    def add(self, role: str, content: str) -> None:
+        """Appends a turn (never waits for a fold); raises
+        ``TokenLimitExceededError`` after storing it when L1 reached the hard
+        limit and ``fallback_truncate`` is off (sawtooth's contract)."""
+        if role not in ROLES:
+            error = InvalidMessage(f"role must be one of {list(ROLES)}, got {role!r}")
+            error.field = "role"
+            raise error
+        if not isinstance(content, str):
+            error = InvalidMessage(f"content must be a string, got {type(content).__name__}")
+            error.field = "content"
+            raise error
+        self.memory.add_message({"role": role, "content": content, "id": str(uuid.uuid4())})
+        self.dirty = True
+        l1 = self.memory.stats()["buffer_tokens"]
+        c = self.config
+        if l1 >= c.soft_limit_tokens and not self.soft:
+            self.emit(SoftLimitReachedEvent(current_tokens=l1, soft_limit=c.soft_limit_tokens, hard_limit=c.hard_limit_tokens))
+        self.soft = l1 >= c.soft_limit_tokens
+        if l1 >= c.hard_limit_tokens and not self.hard:
+            self.emit(HardLimitReachedEvent(current_tokens=l1, soft_limit=c.soft_limit_tokens, hard_limit=c.hard_limit_tokens))
+        self.hard = l1 >= c.hard_limit_tokens
+        if self.hard and not c.fallback_truncate:
+            raise TokenLimitExceededError(
+                f"Working Memory exceeded hard limit of {c.hard_limit_tokens} tokens and fallback_truncate is disabled."
+            )
+
+    def fold_due(self) -> bool:
+        """Whether the core has a fold due."""
+        return bool(self.memory.stats()["folds_pending"])
+
+    def fold_inline(self) -> bool:
+        """Folds what is due now on this thread (the sync manager); a
+        summarizer's failure is recorded, not raised. ``True``: no failure."""
+        step = self.memory._m._begin_fold_now()
+        landed: Optional[Tuple[Any, bool, Any]] = None
+        ok = True
+        while True:
+            request = step.poll()
+            if landed is not None:
+                self.fold_finished(*landed)
+                landed = None
+            if request is None:
+                if not step.done():  # cannot happen without a worker task; never spin
+                    step.cancel()
+                    return ok
+                try:
+                    step.result()
+                except Exception:
+                    ok = False
+                return ok
+            self.fold_started(request)
+            try:
+                answer = self.summarize(request)
+                if inspect.isawaitable(answer):
+                    answer = _run(answer)
+            except Exception as error:
+                step.fail(error)
+                landed = (request, False, error)
+                ok = False
+            except BaseException:
+                step.cancel()
+                raise
+            else:
+                step.answer(answer)
+                landed = (request, True, answer)
+
+    # -- reading -------------------------------------------------------
+
+    def parts(self) -> Tuple[str, List[str]]:
+        """The summary's narrative and ledger entries."""
+        return split_summary(self.memory.summary)
+
+    def count_text(self, text: str) -> int:
+        return _chatfold.count_text(text, self.tokenizer)
+
+    def count_messages(self, messages: List[Mapping[str, Any]]) -> int:
+        """Tokens of ``messages`` each (the list's reply priming left out)."""
+        if not messages:
+            return 0
+        return max(_chatfold.count_tokens(list(messages), self.tokenizer) - 3, 0)
+
+    def prompt(self) -> List[Dict[str, Any]]:
+        """sawtooth's layout (one system message: ``[SYSTEM_L0]``,
+        ``[ARCHIVE_L2]``, ``[ENTITY_LEDGER_L1_5]``; then L1 verbatim) over
+        the core's view, never more than the hard limit."""
+        view = self.memory.messages()
+        pinned = 1 if self.system_prompt else 0
+        rest = view[pinned:]
+        # the summary, when the core's view holds it
+        narrative: str = ""
+        entries: List[str] = []
+        first = str(rest[0].get("content") or "") if rest else ""
+        if self.memory.summary and rest[0].get("role") == "system" and first.startswith(SUMMARY_PREFIX):
+            narrative, entries = split_summary(first[len(SUMMARY_PREFIX):])
+            rest = rest[1:]
+        blocks = [f"[SYSTEM_L0]\n{self.system_prompt}"]
+        if narrative:
+            blocks.append(f"[ARCHIVE_L2]\n{narrative}")
+        if entries:
+            blocks.append("[ENTITY_LEDGER_L1_5]\n" + "\n".join(f"- {e}" for e in entries))
+        head: Dict[str, Any] = {"role": "system", "content": "\n\n".join(blocks)}
+        turns = [{"role": m["role"], "content": m.get("content") or ""} for m in rest]
+        limit = self.config.hard_limit_tokens
+        prompt: List[Mapping[str, Any]] = [head, *turns]
+        while len(prompt) > 2 and _chatfold.count_tokens(prompt, self.tokenizer) > limit:
+            del prompt[1]  # the oldest turn leaves the prompt, not the state
+        if _chatfold.count_tokens(prompt, self.tokenizer) > limit:
+            # The core's own layout, which it keeps within the limit when it can.
+            prompt = [{"role": m["role"], "content": m.get("content") or ""} for m in view]
+        tokens = _chatfold.count_tokens(prompt, self.tokenizer)
+        stats = self.memory.stats()
+        key = (stats["buffer_messages"], stats["folds_done"])
+        if key != self.prompt_key:
+            self.main_prompt_tokens += tokens
+            self.prompt_key = key
+        return [dict(m) for m in prompt]
+
+    def stats(self) -> Dict[str, Any]:
+        """sawtooth's stats keys (the managers add ``worker`` or ``compression``)."""
+        s = self.memory.stats()
+        narrative, entries = self.parts()
+        ledger = ledger_map(entries)
+        dte = self.dte(s).model_dump()
+        dte.update(mode=self.config.compression_mode, background_spend_ratio_actual=0.0, observation_cache_entries=0)
+        return {
+            "l0_tokens": self.count_text(self.system_prompt),
+            "l1_tokens": s["buffer_tokens"],
+            "l1_message_count": s["buffer_messages"],
+            "l1_5_entity_count": len(ledger),
+            "l2_tokens": self.count_text(narrative),
+            "l3_chunk_count": 0,
+            "l3_enabled": False,
+            "l3_retrieved_chunk_count": 0,
+            "dte": dte,
+            "chatfold": s,
+        }
+
+    def dte(self, s: Mapping[str, Any]) -> DTEState:
+        folds = s["folds_done"] if self.config.compression_mode == "dte" else 0
+        return DTEState(main_prompt_tokens=self.main_prompt_tokens, fold_cycles=folds)
+
+    def snapshot(self) -> MemoryState:
+        """The state as sawtooth's tree (a frozen snapshot)."""
+        s = self.memory.stats()
+        narrative, entries = self.parts()
+        buffer = self.memory.buffer
+        messages = tuple(
+            Message(
+                role=m["role"],
+                content=m.get("content") or "",
+                id=str(m.get("id") or ""),
+                token_count=self.count_messages([m]),
+            )
+            for m in buffer
+        )
+        state = self.memory.to_dict()
+        return MemoryState(
+            l0_system=SystemPrompt(content=self.system_prompt, token_count=self.count_text(self.system_prompt)),
+            l1_working=WorkingMemory(messages=messages, token_count=s["buffer_tokens"]),
+            l1_5_entities=EntityLedger(entities={k: tuple(v) for k, v in ledger_map(entries).items()}),
+            l2_archival=ArchivalMemory(narrative=narrative, token_count=self.count_text(narrative)),
+            dte=self.dte(s),
+            chatfold=state,
+        )
+
+    def explain(self) -> Dict[str, Any]:
+        """sawtooth's ``explain_prompt`` trace."""
+        narrative, entries = self.parts()
+        return {
+            "l0_system": {"content": self.system_prompt, "origin": "Hardcoded System Initialization"},
+            "l2_archival": {"content": narrative, "origin": f"chatfold fold ({self.provider}: {self.model})"},
+            "l1_5_entities": [
+                {
+                    "prompt_component": "[ENTITY_LEDGER_L1_5]",
+                    "entity_key": key,
+                    "entity_value": values[-1],
+                    "origin": "Anchored by chatfold's exact-identifier ledger",
+                    "timestamp": "unknown",
+                    "confidence": "100% (Deterministic)",
+                }
+                for key, values in ledger_map(entries).items()
+            ],
+            "l1_working_messages": self.memory.stats()["buffer_messages"],
+            "l3_semantic": {
+                "chunk_count": 0,
+                "last_indexed_at": None,
+                "origin": "not supported by chatfold",
+                "in_prompt": False,
+                "retrieved_chunks": [],
+            },
+        }
+
+    # -- events --------------------------------------------------------
+
+    def emit(self, event: SawtoothEvent) -> None:
+        if self.bus is not None:
+            if isinstance(event, CompressionCycleCompleteEvent) and event.cycle_id:
+                self.own_cycles.add(event.cycle_id)  # the journal's, until written
+            self.bus.emit_nowait(event)
+
+    def fold_started(self, request: Any) -> None:
+        """The core asked for a summary: a compression cycle starts."""
+        cycle = str(uuid.uuid4())
+        s = self.memory.stats()
+        before = {"dropped": s["messages_dropped"], "ledger": ledger_map(self.parts()[1]), "l1": s["buffer_tokens"]}
+        self.cycles[id(request)] = (cycle, time.monotonic(), before)
+        self.emit(CompressionCycleStartEvent(cycle_id=cycle, current_l1_tokens=s["buffer_tokens"], chunk_size=self.config.chunk_size))
+
+    def fold_finished(self, request: Any, ok: bool, outcome: Any) -> None:
+        """The fold landed (``ok``) or failed: the events of what happened."""
+        cycle, started, before = self.cycles.pop(id(request), (str(uuid.uuid4()), time.monotonic(), {}))
+        ms = int((time.monotonic() - started) * 1000)
+        s = self.memory.stats()
+        self.dirty = True
+        self.soft = s["buffer_tokens"] >= self.config.soft_limit_tokens
+        self.hard = s["buffer_tokens"] >= self.config.hard_limit_tokens
+        dropped = s["messages_dropped"] - before.get("dropped", s["messages_dropped"])
+        if dropped > 0:
+            self.emit(
+                L1EvictionEvent(
+                    cycle_id=cycle,
+                    messages_evicted=dropped,
+                    tokens_remaining_l1=s["buffer_tokens"],
+                    trigger="hard_limit_forced",
+                )
+            )
+        if not ok:
+            self.emit(
+                CompressionCycleFailedEvent(
+                    cycle_id=cycle,
+                    error_type=type(outcome).__name__,
+                    error_message=str(outcome),
+                    fallback_triggered=dropped > 0,
+                )
+            )
+            return
+        folded = list(request.messages)
+        tokens = self.count_messages(folded)
+        narrative, entries = self.parts()
+        ledger = ledger_map(entries)
+        self.emit(
+            L1EvictionEvent(
+                cycle_id=cycle,
+                tokens_evicted=tokens,
+                messages_evicted=len(folded),
+                tokens_remaining_l1=s["buffer_tokens"],
+                evicted_message_ids=[str(m["id"]) for m in folded if m.get("id")],
+                trigger="soft_limit_exceeded",
+            )
+        )
+        old = before.get("ledger", {})
+        for key, values in ledger.items():
+            if key not in old:
+                self.emit(EntityAnchoredEvent(entity_key=key, entity_value=values[-1], operation="insert"))
+            elif old[key] != values:
+                self.emit(EntityAnchoredEvent(entity_key=key, entity_value=values[-1], operation="update"))
+        for key, values in old.items():
+            if key not in ledger:
+                self.emit(EntityAnchoredEvent(entity_key=key, entity_value=values[-1], operation="delete"))
+        if self.config.compression_mode == "dte":
+            # sawtooth's DTE folds report this one event (no summary, no
+            # completed cycle: nothing journalled), and so do chatfold's.
+            self.emit(
+                DTEFoldCreatedEvent(
+                    cycle_id=cycle,
+                    messages_folded=len(folded),
+                    tokens_evicted=tokens,
+                    entity_keys=sorted(ledger),
+                )
+            )
+            return
+        compressed = self.count_text(narrative)
+        self.emit(
+            L2SummaryGeneratedEvent(
+                cycle_id=cycle,
+                summary_text=narrative,
+                compressed_message_count=len(folded),
+                original_tokens=tokens,
+                compressed_tokens=compressed,
+                compression_ratio=tokens / max(compressed, 1),
+                provider=self.provider,
+                model=self.model,
+                compression_duration_ms=ms,
+            )
+        )
+        self.emit(
+            CompressionCycleCompleteEvent(
+                cycle_id=cycle,
+                l1_tokens_evicted=tokens,
+                l1_5_entities_retained={k: v[-1] for k, v in ledger.items()},
+                l2_summary_generated=narrative,
+                messages_compressed=len(folded),
+                final_l1_tokens=s["buffer_tokens"],
+                total_duration_ms=ms,
+            )
+        )
+
+
+def _run(awaitable: Any) -> Any:
+    """An async summarizer's answer awaited from sync code (no loop running here)."""
+    import asyncio
+
+    async def wait() -> Any:
+        return await awaitable
+
+    return asyncio.run(wait())

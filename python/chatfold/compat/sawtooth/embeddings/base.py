@@ -1,0 +1,14 @@
+"""sawtooth-memory's ``embeddings.base``: not supported by chatfold.
+
+Embeddings for L3 semantic storage. The names import, so a switched
+program's imports keep working; using one raises
+:class:`~chatfold.compat.sawtooth.exceptions.NotSupportedError`.
+"""
+
+from .._unsupported import unsupported_class, unsupported_function
+
+_FEATURE = "embeddings for L3 semantic storage"
+
+__all__ = ["EmbeddingProvider"]
+
+EmbeddingProvider = unsupported_class(__name__, "EmbeddingProvider", _FEATURE)
