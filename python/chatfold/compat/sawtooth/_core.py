@@ -288,8 +288,16 @@ class Tiers:
         turns = [{"role": m["role"], "content": m.get("content") or ""} for m in rest]
         limit = self.config.hard_limit_tokens
         prompt: List[Mapping[str, Any]] = [head, *turns]
-        while len(prompt) > 2 and _chatfold.count_tokens(prompt, self.tokenizer) > limit:
-            del prompt[1]  # the oldest turn leaves the prompt, not the state
+        total = _chatfold.count_tokens(prompt, self.tokenizer)
+        if total > limit:
+            # The oldest turns leave the prompt, not the state: each counted
+            # once (a list counts as its priming and its messages).
+            priming = _chatfold.count_tokens([], self.tokenizer)
+            drop = 0
+            while drop < len(turns) - 1 and total > limit:
+                total -= _chatfold.count_tokens([turns[drop]], self.tokenizer) - priming
+                drop += 1
+            prompt = [head, *turns[drop:]]
         if _chatfold.count_tokens(prompt, self.tokenizer) > limit:
             # The core's own layout, which it keeps within the limit when it can.
             prompt = [{"role": m["role"], "content": m.get("content") or ""} for m in view]
