@@ -243,6 +243,32 @@ impl<P: Clone> HttpSummarizer<P> {
     pub fn prompt(self, prompt: Prompt) -> Self {
         self.set(|inner| inner.prompt = prompt)
     }
+
+    /// The longest one summary can take with these settings: every attempt
+    /// its whole timeout, and between them the longest wait (the backoff's
+    /// longest with its jitter, or the longest `Retry-After` heeded). What
+    /// a caller waiting on another's summary may wait before giving up on
+    /// it (7 minutes unless set: four attempts of 60 s, three waits of 60 s).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use chatfold::summarize::OpenAiSummarizer;
+    ///
+    /// let s = OpenAiSummarizer::new("http://127.0.0.1:9/v1", "m")
+    ///     .timeout(Duration::from_secs(2))
+    ///     .retries(1)
+    ///     .max_retry_wait(Duration::from_secs(5));
+    /// // Two attempts of 2 s, one wait of at most 16 s (8 s and its jitter).
+    /// assert_eq!(s.longest_call(), Duration::from_secs(20));
+    /// ```
+    pub fn longest_call(&self) -> Duration {
+        let inner = &self.inner;
+        let wait = inner.backoff.1.saturating_mul(2).max(inner.max_retry_wait);
+        inner
+            .timeout
+            .saturating_mul(inner.retries.saturating_add(1))
+            .saturating_add(wait.saturating_mul(inner.retries))
+    }
 }
 
 impl<P: Wire> HttpSummarizer<P> {

@@ -10,6 +10,7 @@ mod upstream;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use chatfold::{History, TokenCounter};
 use proxy::{Proxy, post, send};
@@ -203,9 +204,9 @@ async fn an_openai_body_over_budget_is_compacted_into_a_valid_request() {
         .unwrap()
         .parse()
         .unwrap();
-    // Counting stops once the history is known to be over budget: the
-    // count before is a lower bound.
-    assert!(after <= 400 && before > 400, "{before} -> {after}");
+    // Every message counted: the count before is the history's.
+    assert!(after <= 400, "{before} -> {after}");
+    assert_eq!(before, tokens(&body));
     let sent = up.seen()[0].json();
     check_openai(&sent);
     assert_eq!(tokens(&sent), after);
@@ -710,6 +711,23 @@ async fn budgets_come_from_the_header_the_model_rules_and_the_default() {
             .unwrap()
             <= 300
     );
+    // The tools' schemas take room of the window too.
+    let schema = json!({"type": "object", "properties": {"query": {"type": "string", "description": "words ".repeat(100)}}});
+    let tools = json!([{"type": "function", "function": {"name": "search", "parameters": schema}}]);
+    let tools_tokens = chatfold::Tiktoken::o200k_base()
+        .unwrap()
+        .count(&tools.to_string());
+    assert!(tools_tokens > 100, "{tools_tokens}");
+    body["max_completion_tokens"] = json!(1000 - tools_tokens);
+    body["tools"] = tools;
+    let schemas = chat(body.clone(), &[]).await;
+    let after = schemas
+        .header("x-chatfold-tokens-after")
+        .unwrap()
+        .parse::<usize>()
+        .unwrap();
+    assert!(after <= 300, "{after}");
+    assert_eq!(up.seen().last().unwrap().json()["tools"], body["tools"]);
     body["max_completion_tokens"] = json!(5000);
     let full = chat(body, &[]).await;
     assert_eq!(full.status, 400, "the reserve fills the window");
@@ -729,4 +747,90 @@ async fn a_client_too_slow_to_send_its_body_gets_408() {
     assert!(reply.starts_with("HTTP/1.1 408"), "{reply}");
     assert!(reply.contains("\"type\":\"error\""), "{reply}");
     assert!(up.seen().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_openai_base_with_a_path_holds_the_version_and_chat_without_it_is_compacted() {
+    let up = ok_upstream().await;
+    // Gemini's OpenAI base, say: the client's `/v1` is left out.
+    let base = format!("{}/v1beta/openai/", up.url());
+    let proxy = Proxy::start(&[
+        "--openai-upstream",
+        &base,
+        "--anthropic-upstream",
+        &up.url(),
+        "--budget",
+        "400",
+    ]);
+    let fits = openai_body(1).to_string();
+    assert_eq!(
+        post(&proxy.url("/v1/chat/completions"), &[], fits.clone())
+            .await
+            .status,
+        200
+    );
+    assert_eq!(post(&proxy.url("/v1/models"), &[], "").await.status, 200);
+    // A client whose own base has no version posts `/chat/completions`:
+    // compacted all the same.
+    let over = post(&proxy.url("/chat/completions"), &[], openai_body(30).to_string()).await;
+    assert_eq!(over.header("x-chatfold-summarized"), Some("true"));
+    // Anthropic's base takes the path whole.
+    let anthropic = post(&proxy.url("/v1/messages"), &[], anthropic_body(1).to_string()).await;
+    assert_eq!(anthropic.status, 200);
+    let paths: Vec<String> = up.seen().into_iter().map(|s: Seen| s.path).collect();
+    assert_eq!(
+        paths,
+        [
+            "/v1beta/openai/chat/completions",
+            "/v1beta/openai/models",
+            "/v1beta/openai/chat/completions",
+            "/v1/messages",
+        ]
+    );
+    check_openai(&up.seen()[2].json());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_body_whose_system_alone_is_over_budget_is_said_to_be() {
+    let up = ok_upstream().await;
+    let proxy = Proxy::start(&["--upstream", &up.url(), "--budget", "300"]);
+    let body = json!({
+        "model": "claude-x",
+        "max_tokens": 10,
+        "system": "Rules. ".repeat(300),
+        "messages": [{"role": "user", "content": "hello"}],
+    })
+    .to_string();
+    let answer = post(&proxy.url("/v1/messages"), &[], body.clone()).await;
+    assert_eq!(answer.status, 200);
+    assert_eq!(answer.header("x-chatfold-over-budget"), Some("true"));
+    // Nothing could be folded: the client's bytes went.
+    assert_eq!(up.seen()[0].body, body.as_bytes());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_shutdown_timeout_holds_with_a_fold_in_flight() {
+    let up = ok_upstream().await;
+    let slow = "cat > /dev/null; sleep 30; echo late";
+    let mut proxy = Proxy::start(&[
+        "--upstream",
+        &up.url(),
+        "--budget",
+        "400",
+        "--summarize-cmd",
+        slow,
+        "--shutdown-timeout",
+        "1",
+        "--quiet",
+    ]);
+    let url = proxy.url("/v1/chat/completions");
+    let request = tokio::spawn(async move { post(&url, &[], openai_body(30).to_string()).await });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let start = Instant::now();
+    proxy.terminate();
+    let _ = tokio::task::spawn_blocking(move || proxy.wait()).await.unwrap();
+    // The summarizer would take 30 s; the process is gone soon after the
+    // second the shutdown allows.
+    assert!(start.elapsed() < Duration::from_secs(15), "{:?}", start.elapsed());
+    request.abort();
 }

@@ -86,6 +86,20 @@ impl Summarizer for Chosen {
     }
 }
 
+impl Chosen {
+    /// The longest one summary can take: a command's timeout, an HTTP
+    /// summarizer's every attempt and wait, no time for the built-in one.
+    #[cfg_attr(not(feature = "serve"), allow(dead_code))]
+    pub(crate) fn longest_call(&self) -> Duration {
+        match self {
+            Chosen::Extractive(_) => Duration::ZERO,
+            Chosen::Shell(s) => s.timeout,
+            Chosen::OpenAi(s) => s.longest_call(),
+            Chosen::Anthropic(s) => s.longest_call(),
+        }
+    }
+}
+
 /// `summarizer`, sending `key` when there is one.
 fn with_key<P: Clone>(summarizer: HttpSummarizer<P>, key: Option<String>) -> HttpSummarizer<P> {
     match key {

@@ -17,6 +17,11 @@ pub(crate) struct Upstream {
     authority: String,
     /// The base URL's path, without a final `/` (often empty, or `/v1`).
     prefix: String,
+    /// Whether a base with a path holds the API's version, as the base URLs
+    /// given to OpenAI's SDK do (`.../v1`, Gemini's `.../v1beta/openai`, a
+    /// gateway's `.../openai`): a request's own `/v1` is then left out.
+    /// Anthropic's SDK adds `/v1` to its base itself.
+    versioned: bool,
 }
 
 impl Upstream {
@@ -41,18 +46,25 @@ impl Upstream {
             scheme: scheme.to_owned(),
             authority: authority.as_str().to_owned(),
             prefix: uri.path().trim_end_matches('/').to_owned(),
+            versioned: false,
         })
     }
 
+    /// The same base, read as one that holds the API's version (OpenAI's).
+    fn versioned(self) -> Upstream {
+        Upstream {
+            versioned: true,
+            ..self
+        }
+    }
+
     /// The upstream's URI for a request to `path_and_query`: the prefix,
-    /// then the path (less its `/v1` when the prefix ends with one).
+    /// then the path, less its `/v1` when the prefix ends with one or holds
+    /// the version ([`versioned`](Self::versioned), a prefix not empty).
     pub(crate) fn uri(&self, path_and_query: &str) -> Result<Uri, hyper::http::Error> {
+        let holds_version = self.prefix.ends_with("/v1") || (self.versioned && !self.prefix.is_empty());
         let rest = match path_and_query.strip_prefix("/v1") {
-            Some(rest)
-                if self.prefix.ends_with("/v1") && (rest.is_empty() || rest.starts_with(['/', '?'])) =>
-            {
-                rest
-            }
+            Some(rest) if holds_version && (rest.is_empty() || rest.starts_with(['/', '?'])) => rest,
             _ => path_and_query,
         };
         Uri::builder()
@@ -129,7 +141,7 @@ impl Config {
             return Err(Failure::new(exit::USAGE, "--budget must be at least 1"));
         }
         Ok(Config {
-            openai,
+            openai: openai.versioned(),
             anthropic,
             budget: args.budget,
             model_budgets: args.model_budget.clone(),
@@ -143,11 +155,12 @@ impl Config {
         })
     }
 
-    /// The budget for a request to `model`, whose reply may take `reserve`
-    /// tokens: the first --model-budget that matches, else the first
-    /// --model-window less the reserve, else --budget. `Some(0)` when the
+    /// The budget for a request to `model`, whose reply and schemas may take
+    /// `reserve` tokens (asked only for a window): the first --model-budget
+    /// that matches, else the first --model-window less the reserve, else
+    /// --budget. `Some(0)` when the
     /// reserve fills the window.
-    pub(crate) fn budget(&self, model: Option<&str>, reserve: Option<u64>) -> Option<usize> {
+    pub(crate) fn budget(&self, model: Option<&str>, reserve: impl FnOnce() -> Option<u64>) -> Option<usize> {
         let matching = |rules: &[(String, usize)]| {
             let model = model?;
             rules.iter().find(|(p, _)| glob(p, model)).map(|&(_, n)| n)
@@ -156,7 +169,7 @@ impl Config {
             return Some(n);
         }
         if let Some(window) = matching(&self.model_windows) {
-            let reserve = usize::try_from(reserve.unwrap_or(0)).unwrap_or(usize::MAX);
+            let reserve = usize::try_from(reserve().unwrap_or(0)).unwrap_or(usize::MAX);
             return Some(window.saturating_sub(reserve));
         }
         self.budget
@@ -231,6 +244,38 @@ mod tests {
                 .unwrap()
                 .to_string()
         };
+        let openai = |base: &str, path: &str| {
+            Upstream::parse("--openai-upstream", base)
+                .unwrap()
+                .versioned()
+                .uri(path)
+                .unwrap()
+                .to_string()
+        };
+        // OpenAI's bases hold the version: the request's own `/v1` goes.
+        assert_eq!(
+            openai(
+                "https://generativelanguage.googleapis.com/v1beta/openai/",
+                "/v1/chat/completions"
+            ),
+            "https://generativelanguage.googleapis.com/v1beta/openai/chat/completions"
+        );
+        assert_eq!(
+            openai("http://127.0.0.1:9/openai", "/v1/models?x=1"),
+            "http://127.0.0.1:9/openai/models?x=1"
+        );
+        assert_eq!(
+            openai("https://api.openai.com", "/v1/chat/completions"),
+            "https://api.openai.com/v1/chat/completions"
+        );
+        assert_eq!(
+            openai("https://openrouter.ai/api/v1", "/chat/completions"),
+            "https://openrouter.ai/api/v1/chat/completions"
+        );
+        assert_eq!(
+            openai("http://127.0.0.1:9/openai", "/v1beta/x"),
+            "http://127.0.0.1:9/openai/v1beta/x"
+        );
         assert_eq!(
             u("https://api.openai.com", "/v1/chat/completions"),
             "https://api.openai.com/v1/chat/completions"

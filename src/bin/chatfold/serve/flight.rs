@@ -14,12 +14,18 @@ use super::fleet::Fleet;
 /// summarizer is asked.
 pub(crate) type Key = [u8; 32];
 
+/// How long a landed summary stays for calls that planned before their
+/// cache had it (planning takes milliseconds; this is ample).
+pub(crate) const LINGER: Duration = Duration::from_secs(60);
+
 /// The folds in flight in this process.
 #[derive(Debug)]
 pub(crate) struct Flights {
     slots: Mutex<HashMap<Key, Arc<Slot>>>,
     /// How long a waiter waits before it folds itself.
     wait: Duration,
+    /// How long a landed summary stays ([`LINGER`]).
+    linger: Duration,
     /// The fleet's locks, with `--cache-redis`.
     fleet: Option<Fleet>,
 }
@@ -52,19 +58,21 @@ pub(crate) enum Had {
 }
 
 impl Flights {
-    /// No folds in flight; a waiter gives up after `wait`; a process's
-    /// leader takes the `fleet`'s lock, when there is one.
-    pub(crate) fn new(wait: Duration, fleet: Option<Fleet>) -> Self {
+    /// No folds in flight; a waiter gives up after `wait`; a summary stays
+    /// for `linger` after it lands; a process's leader takes the `fleet`'s
+    /// lock, when there is one.
+    pub(crate) fn new(wait: Duration, linger: Duration, fleet: Option<Fleet>) -> Self {
         Flights {
             slots: Mutex::new(HashMap::new()),
             wait,
+            linger,
             fleet,
         }
     }
 
     /// The answer of `summarize` for the fold `key`: this call's own, or,
     /// when the same fold is in flight, that one's (after at most the
-    /// wait, then this call's own). A summary stays for the wait after it
+    /// wait, then this call's own). A summary stays for the linger after it
     /// lands, for calls that planned before their cache had it; a failure
     /// leaves with its leader.
     pub(crate) fn run(
@@ -76,7 +84,7 @@ impl Flights {
             let Ok(mut slots) = self.slots.lock() else {
                 return (summarize(), Had::Made);
             };
-            let linger = self.wait;
+            let linger = self.linger;
             slots.retain(|_, slot| !slot.stale(linger));
             match slots.get(&key) {
                 Some(slot) => (Arc::clone(slot), false),
@@ -194,7 +202,7 @@ mod tests {
 
     #[test]
     fn concurrent_calls_for_one_fold_make_one_call() {
-        let flights = Flights::new(Duration::from_secs(30), None);
+        let flights = Flights::new(Duration::from_secs(30), Duration::from_secs(30), None);
         let calls = AtomicUsize::new(0);
         let summarize = || {
             calls.fetch_add(1, Ordering::SeqCst);
@@ -226,7 +234,7 @@ mod tests {
 
     #[test]
     fn a_summary_lingers_for_the_wait_and_a_failure_not_at_all() {
-        let flights = Flights::new(Duration::from_millis(10), None);
+        let flights = Flights::new(Duration::from_millis(10), Duration::from_millis(10), None);
         assert_eq!(
             flights.run([1; 32], || Ok("landed".to_owned())).0.unwrap(),
             "landed"

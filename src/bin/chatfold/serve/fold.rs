@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use chatfold::{Error, Format, History, Summarizer, SummaryRequest};
+use chatfold::{Error, Format, History, Summarizer, SummaryRequest, TokenCounter};
 use hyper::StatusCode;
 use serde_json::Value;
 
@@ -36,9 +36,19 @@ pub(crate) struct Folded {
 /// The reply's reserve a window-sized budget leaves room for.
 const RESERVES: [&str; 3] = ["max_tokens", "max_completion_tokens", "max_output_tokens"];
 
-/// The reserve in a body's fields, read with `field`.
-fn reserve<'v>(field: impl Fn(&str) -> Option<&'v Value>) -> Option<u64> {
-    RESERVES.iter().find_map(|name| field(name)?.as_u64())
+/// Fields besides the messages that the model reads (tool and output
+/// schemas): a window-sized budget leaves room for them too.
+const SCHEMAS: [&str; 4] = ["tools", "functions", "tool_choice", "response_format"];
+
+/// The room a window-sized budget leaves besides the messages, in a body's
+/// fields read with `field`: the reply's reserve, and the schemas' tokens
+/// (their JSON counted by `counter`).
+fn reserve<'v>(field: impl Fn(&str) -> Option<&'v Value>, counter: &impl TokenCounter) -> Option<u64> {
+    let reply = RESERVES.iter().find_map(|name| field(name)?.as_u64());
+    let schemas: u64 = (SCHEMAS.iter().filter_map(|name| field(name)))
+        .map(|schema| counter.count(&schema.to_string()) as u64)
+        .sum();
+    (reply.is_some() || schemas > 0).then(|| reply.unwrap_or(0).saturating_add(schemas))
 }
 
 /// A chat body read, with its budget.
@@ -63,7 +73,8 @@ fn read(
         Err(e) => return Err(unreadable(app, bytes, asked, e)),
     };
     let model = history.field("model").and_then(Value::as_str).map(str::to_owned);
-    let budget = asked.or_else(|| app.config.budget(model.as_deref(), reserve(|f| history.field(f))));
+    let reserve = || reserve(|f| history.field(f), &app.base.counter);
+    let budget = asked.or_else(|| app.config.budget(model.as_deref(), reserve));
     let pass = Folded {
         model,
         cache: "none",
@@ -114,6 +125,8 @@ fn unchanged(plan: chatfold::Plan<'_, '_, chatfold::NamedCounter>, pass: Folded)
     let result = plan.apply("").map_err(failed)?;
     Ok(Folded {
         tokens: Some((result.tokens_before.get(), result.tokens_after)),
+        // Nothing could be folded, and what must stay does not fit.
+        over_budget: result.over_budget,
         ..pass
     })
 }
@@ -198,7 +211,10 @@ fn unreadable(app: &App, bytes: &[u8], asked: Option<usize>, e: Error) -> Result
     let lenient: Option<Value> = serde_json::from_slice(bytes).ok();
     let field = |name: &str| lenient.as_ref()?.get(name);
     let model = field("model").and_then(Value::as_str).map(str::to_owned);
-    let budget = asked.or_else(|| app.config.budget(model.as_deref(), reserve(field)));
+    let budget = asked.or_else(|| {
+        app.config
+            .budget(model.as_deref(), || reserve(field, &app.base.counter))
+    });
     match budget {
         Some(budget) if bytes.len() > budget => Err(ApiError::unreadable(e)),
         _ => Ok(Folded {

@@ -61,9 +61,14 @@ pub(crate) struct App {
 
 impl App {
     /// The compactor for one request: `budget`, and the cache in `namespace`.
+    /// The compactor for a body that folds: `budget`, the tenant's cache
+    /// under `namespace`, and every message counted, so that the tokens
+    /// before (headers, log, metrics) are exact (a history that comes back
+    /// every turn is counted from `Tiktoken`'s remembered counts).
     fn compactor(&self, budget: usize, namespace: &str) -> Compactor<NamedCounter> {
         let mut compactor = self.base.clone();
         compactor.budget = budget;
+        compactor.count_all = true;
         compactor.cache(Arc::clone(&self.cache), namespace)
     }
 }
@@ -95,23 +100,22 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), Failure> {
              and no other process can reuse them"
         );
     }
-    let wait = args
-        .summarize
-        .summarize_timeout
-        .map_or(Duration::from_secs(120), |s| {
-            Duration::try_from_secs_f64(s).unwrap_or(Duration::from_secs(120))
-        });
+    // A fold holds the fleet's lock for the longest its summary can take
+    // (every attempt and wait of an HTTP summarizer); a request waiting in
+    // this process may first see its leader wait that long on another
+    // process's lock, then fold itself.
+    let longest = summarizer.longest_call() + FLIGHT_SLACK;
     let fleet = args
         .cache_redis
         .as_deref()
-        .map(|url| fleet::Fleet::new(url, wait + FLIGHT_SLACK))
+        .map(|url| fleet::Fleet::new(url, longest))
         .transpose()
         .map_err(|e| Failure::new(exit::USAGE, e))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| Failure::new(exit::USAGE, format!("cannot start the runtime: {e}")))?;
-    let _entered = runtime.enter();
+    let entered = runtime.enter();
     let app = Arc::new(App {
         client: upstream::client(&config),
         config,
@@ -121,10 +125,15 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), Failure> {
         fallback: Extractive::with_counter(counter),
         cache: Arc::new(tenant::Shared::new(args.cache_entries, redis)),
         secret: tenant::secret(secret_flag.as_deref()),
-        flights: flight::Flights::new(wait + FLIGHT_SLACK, fleet),
+        flights: flight::Flights::new(longest * 2, flight::LINGER, fleet),
         metrics: metrics::Metrics::default(),
     });
-    runtime.block_on(run(app, args.listen))
+    let outcome = runtime.block_on(run(app, args.listen));
+    drop(entered);
+    // Folds still on blocking threads (a summarizer retrying for a client
+    // that is gone) do not hold the exit past the shutdown timeout.
+    runtime.shutdown_background();
+    outcome
 }
 
 /// Accepts connections until a signal, then drains them.
@@ -141,7 +150,11 @@ async fn run(app: Arc<App>, listen: std::net::SocketAddr) -> Result<(), Failure>
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
+                let Ok((stream, _)) = accepted else {
+                    // Out of descriptors, say: try again shortly, not at once.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                };
                 let _ = stream.set_nodelay(true);
                 let shared = Arc::clone(&app);
                 let service = service_fn(move |request| proxy::handle(Arc::clone(&shared), request));

@@ -40,7 +40,8 @@ enum Route {
 impl Route {
     fn of(method: &Method, path: &str) -> Route {
         match (method, path) {
-            (&Method::POST, "/v1/chat/completions") => Route::Chat(Format::OpenAi),
+            // With or without the version: a client whose base URL has none.
+            (&Method::POST, "/v1/chat/completions" | "/chat/completions") => Route::Chat(Format::OpenAi),
             (&Method::POST, "/v1/messages") => Route::Chat(Format::Anthropic),
             (&Method::GET, "/healthz") => Route::Health,
             (&Method::GET, "/metrics") => Route::Metrics,
@@ -83,7 +84,10 @@ pub(crate) async fn handle(app: Arc<App>, request: Request<Incoming>) -> Result<
     let start = Instant::now();
     let route = Route::of(request.method(), request.uri().path());
     let method = request.method().clone();
-    let shape = shape(&request);
+    let shape = match route {
+        Route::Chat(format) => format,
+        _ => shape(&request),
+    };
     let own =
         |body: String, content_type| Ok((Ok(plain(StatusCode::OK, content_type, body.into())), Note::now()));
     let outcome = match route {
@@ -115,8 +119,9 @@ fn own_error(e: &ApiError, shape: Format) -> Response<Body> {
     response
 }
 
-/// Whose error shape a request gets: Anthropic's on `/v1/messages...` or
-/// with an `anthropic-version` header, else OpenAI's.
+/// Whose error shape (and upstream) a request that is not a chat route's
+/// gets: Anthropic's on `/v1/messages...` or with an `anthropic-version`
+/// header, else OpenAI's.
 fn shape<B>(request: &Request<B>) -> Format {
     if request.uri().path().starts_with("/v1/messages") || request.headers().contains_key("anthropic-version")
     {
