@@ -834,3 +834,49 @@ async fn the_shutdown_timeout_holds_with_a_fold_in_flight() {
     assert!(start.elapsed() < Duration::from_secs(15), "{:?}", start.elapsed());
     request.abort();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_retrying_http_summarizer_is_still_called_once_for_identical_requests() {
+    let up = ok_upstream().await;
+    // A summarizer that is down: every attempt answers 503 at once.
+    let down = Upstream::start(|_| {
+        Reply::Full(
+            503,
+            vec![("content-type", "application/json".to_owned())],
+            "{}".to_owned(),
+        )
+    })
+    .await;
+    let summarizer = format!("{}/v1", down.url());
+    let proxy = Proxy::start(&[
+        "--upstream",
+        &up.url(),
+        "--budget",
+        "400",
+        "--summarize-url",
+        &summarizer,
+        "--summarize-model",
+        "m",
+        // One attempt may take 0.2 s, but the call retries three times with
+        // its backoff between: the waiters wait for the whole call.
+        "--summarize-timeout",
+        "0.2",
+        "--summarize-retries",
+        "3",
+        "--quiet",
+    ]);
+    let body = openai_body(30).to_string();
+    let requests: Vec<_> = (0..4)
+        .map(|_| {
+            let (url, body) = (proxy.url("/v1/chat/completions"), body.clone());
+            tokio::spawn(async move { post(&url, &[("authorization", "Bearer sk-a")], body).await })
+        })
+        .collect();
+    for request in requests {
+        let answer = request.await.unwrap();
+        assert_eq!(answer.status, 200);
+        assert!(answer.header("x-chatfold-fallback").is_some());
+    }
+    // One call: its four attempts, not four calls of four.
+    assert_eq!(down.seen().len(), 4);
+}
