@@ -747,6 +747,27 @@ async fn a_client_too_slow_to_send_its_body_gets_408() {
     assert!(reply.starts_with("HTTP/1.1 408"), "{reply}");
     assert!(reply.contains("\"type\":\"error\""), "{reply}");
     assert!(up.seen().is_empty());
+    // A streamed body on a forwarded route: the same time-out, not the
+    // upstream's.
+    let proxy = Proxy::start(&[
+        "--upstream",
+        &up.url(),
+        "--read-timeout",
+        "1",
+        "--upstream-timeout",
+        "30",
+        "--budget",
+        "100",
+    ]);
+    let mut stream = tokio::net::TcpStream::connect(proxy.addr).await.unwrap();
+    let head = "POST /v1/files HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\n0123456789";
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut reply = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut reply)).await;
+    assert!(read.is_ok(), "no answer before the upstream's time-out");
+    let reply = String::from_utf8_lossy(&reply);
+    assert!(reply.starts_with("HTTP/1.1 408"), "{reply}");
+    assert!(reply.contains("stalled"), "{reply}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -243,6 +243,7 @@ async fn other(app: &Arc<App>, request: Request<Incoming>) -> Result<(Answer, No
     check_length(app, &parts)?;
     let limit = usize::try_from(app.config.max_body).unwrap_or(usize::MAX);
     let body = Limited::new(body, limit).boxed();
+    let body = upstream::Idle::new(body, app.config.read_timeout).boxed();
     let (answer, done) = forward(app, parts, (body, false), None, upstream).await;
     Ok((answer, Note { done, folded: None }))
 }
@@ -300,7 +301,14 @@ async fn forward(
             upstream::strip_hop_by_hop(&mut parts.headers);
             Ok(Response::from_parts(parts, body.map_err(Into::into).boxed()))
         }
-        Ok(Err(e)) if over_limit(&e) => Err(too_large(app)),
+        Ok(Err(e)) if caused_by::<http_body_util::LengthLimitError>(&e) => Err(too_large(app)),
+        Ok(Err(e)) if caused_by::<upstream::Stalled>(&e) => Err(ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the request body stalled for {} s",
+                app.config.read_timeout.as_secs_f64()
+            ),
+        )),
         Ok(Err(e)) => Err(ApiError::new(
             StatusCode::BAD_GATEWAY,
             format!("cannot reach the upstream: {}", describe(&e)),
@@ -316,12 +324,12 @@ async fn forward(
     (answer, dispatched)
 }
 
-/// Whether a forwarding failed because the client's streamed body went
-/// past the size limit.
-fn over_limit(e: &(dyn std::error::Error + 'static)) -> bool {
+/// Whether a forwarding failed because of a `T` (the client's streamed
+/// body past the size limit, or stalled).
+fn caused_by<T: std::error::Error + 'static>(e: &(dyn std::error::Error + 'static)) -> bool {
     let mut source = Some(e);
     while let Some(s) = source {
-        if s.is::<http_body_util::LengthLimitError>() {
+        if s.is::<T>() {
             return true;
         }
         source = s.source();

@@ -18,6 +18,70 @@ use super::config::Config;
 /// the proxy's own.
 pub(crate) type Body = BoxBody<Bytes, chatfold::BoxError>;
 
+/// A client's streamed body that fails with [`Stalled`] when nothing of it
+/// arrives for `idle` (a slow client gets 408, not the upstream's time-out).
+pub(crate) struct Idle {
+    inner: Body,
+    idle: std::time::Duration,
+    deadline: std::pin::Pin<Box<tokio::time::Sleep>>,
+}
+
+impl Idle {
+    /// `inner`, failing after `idle` without a frame.
+    pub(crate) fn new(inner: Body, idle: std::time::Duration) -> Idle {
+        Idle {
+            inner,
+            idle,
+            deadline: Box::pin(tokio::time::sleep(idle)),
+        }
+    }
+}
+
+impl hyper::body::Body for Idle {
+    type Data = Bytes;
+    type Error = chatfold::BoxError;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Self::Error>>> {
+        use std::future::Future as _;
+        use std::task::Poll;
+        let this = &mut *self;
+        match std::pin::Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(frame) => {
+                let next = tokio::time::Instant::now() + this.idle;
+                this.deadline.as_mut().reset(next);
+                Poll::Ready(frame)
+            }
+            Poll::Pending => match this.deadline.as_mut().poll(cx) {
+                Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(Stalled)))),
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// A client's body stalled (see [`Idle`]).
+#[derive(Debug)]
+pub(crate) struct Stalled;
+
+impl std::fmt::Display for Stalled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the request body stalled")
+    }
+}
+
+impl std::error::Error for Stalled {}
+
 /// The client to the upstreams.
 pub(crate) type Client = Legacy<HttpsConnector<HttpConnector>, Body>;
 
