@@ -567,7 +567,8 @@ impl FoldPolicy {
         let mut section = 0;
         // Twice at most: cutting the prose can uncover entries it held.
         for _ in 0..2 {
-            let said = ledger::Said::text(prose);
+            // (No entries, nothing to look up: the prose is not read.)
+            let said = ledger::Said::text(if texts.is_empty() { "" } else { prose });
             let open = |i: usize| !said.holds(texts[i]) && !held(texts[i]);
             let ledger_room = share.max(limit.saturating_sub(spoken));
             (packed, section) = self.pack(tokens.iter().copied(), open, ledger_room, counter);
@@ -600,7 +601,7 @@ impl FoldPolicy {
         }
         let mut listed = vec![false; texts.len()];
         packed.iter().for_each(|&i| listed[i] = true);
-        let said = ledger::Said::text(shown);
+        let said = ledger::Said::text(if texts.is_empty() { "" } else { shown });
         let dropped = (0..texts.len())
             .filter(|&i| !listed[i] && !said.holds(texts[i]) && !held(texts[i]))
             .collect();
