@@ -183,3 +183,19 @@ def test_summary_and_buffer_can_be_assigned():
     memory.summary = "earlier"
     memory.buffer = [compat.Message(compat.USER, "hi")]
     assert memory.get_context() == "system: earlier\nuser: hi"
+
+
+def test_messages_read_from_plain_dicts_are_the_dataclasses_rollmem_makes():
+    import dataclasses
+
+    for data in [{"role": "user", "content": "hi"}, {"content": "x", "role": "tool"}]:
+        ours = compat.Message.from_dict(data)
+        assert ours == compat.Message(data["role"], data["content"])
+        assert hash(ours) == hash(compat.Message(data["role"], data["content"]))
+        assert ours.to_dict() == rollmem.Message.from_dict(data).to_dict()
+        assert ours.metadata == {} and ours.tool_calls == ()
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            ours.role = "assistant"  # type: ignore[misc]
+    # Any other shape takes the checked path.
+    with pytest.raises(KeyError):
+        compat.Message.from_dict({"role": "user", "id": "1"})

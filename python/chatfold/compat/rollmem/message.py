@@ -135,6 +135,17 @@ class Message:
         return data
 
     @classmethod
+    def _plain(cls, role: str, content: str) -> Message:
+        """A message of ``role`` and ``content`` only, as ``cls(role, content)``
+        makes it, without the frozen dataclass's per-field ``__setattr__``
+        (the summarizer's folded turns are made on every fold)."""
+        message = object.__new__(cls)
+        message.__dict__.update(
+            role=role, content=content, id=None, tool_calls=(), tool_call_id=None, metadata={}
+        )
+        return message
+
+    @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Message:
         """Reconstruct a message from its ``dict`` representation.
 
@@ -147,6 +158,8 @@ class Message:
         Returns:
             The reconstructed ``Message``.
         """
+        if len(data) == 2 and type(data.get("content")) is str and type(data.get("role")) is str:
+            return cls._plain(data["role"], data["content"])
         return cls(
             role=data["role"],
             content=data["content"],
