@@ -458,6 +458,21 @@ async fn a_failing_summarizer_still_serves_with_the_extractive_fallback() {
     assert!(text.contains("chatfold_fallbacks_total 1"), "{text}");
 }
 
+/// `n` identical chat requests of one tenant, all at once; their answers.
+async fn at_once(proxy: &Proxy, n: usize, body: &str) -> Vec<proxy::Answer> {
+    let requests: Vec<_> = (0..n)
+        .map(|_| {
+            let (url, body) = (proxy.url("/v1/chat/completions"), body.to_owned());
+            tokio::spawn(async move { post(&url, &[("authorization", "Bearer sk-a")], body).await })
+        })
+        .collect();
+    let mut answers = Vec::with_capacity(n);
+    for request in requests {
+        answers.push(request.await.unwrap());
+    }
+    answers
+}
+
 /// A `--summarize-cmd` that takes `secs` and counts its calls in a file of
 /// its own, removed when this is dropped.
 struct Counting {
@@ -524,15 +539,7 @@ async fn concurrent_identical_requests_make_one_summarizer_call() {
     let (up, counting) = (ok_upstream().await, Counting::new("flight", 1));
     let url = up.url();
     let proxy = Proxy::start(&counting.args(&url, &["--quiet"]));
-    let body = openai_body(30).to_string();
-    let requests: Vec<_> = (0..32)
-        .map(|_| {
-            let (url, body) = (proxy.url("/v1/chat/completions"), body.clone());
-            tokio::spawn(async move { post(&url, &[("authorization", "Bearer sk-a")], body).await })
-        })
-        .collect();
-    for request in requests {
-        let answer = request.await.unwrap();
+    for answer in at_once(&proxy, 32, &openai_body(30).to_string()).await {
         assert_eq!(answer.status, 200);
         assert_eq!(answer.header("x-chatfold-summarized"), Some("true"));
     }
@@ -886,15 +893,7 @@ async fn a_retrying_http_summarizer_is_still_called_once_for_identical_requests(
         "3",
         "--quiet",
     ]);
-    let body = openai_body(30).to_string();
-    let requests: Vec<_> = (0..4)
-        .map(|_| {
-            let (url, body) = (proxy.url("/v1/chat/completions"), body.clone());
-            tokio::spawn(async move { post(&url, &[("authorization", "Bearer sk-a")], body).await })
-        })
-        .collect();
-    for request in requests {
-        let answer = request.await.unwrap();
+    for answer in at_once(&proxy, 4, &openai_body(30).to_string()).await {
         assert_eq!(answer.status, 200);
         assert!(answer.header("x-chatfold-fallback").is_some());
     }
