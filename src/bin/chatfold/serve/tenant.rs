@@ -39,8 +39,9 @@ fn random() -> [u8; 32] {
     bytes
 }
 
-/// The headers that carry a credential: OpenAI's and Anthropic's.
-const CREDENTIALS: [&str; 2] = ["authorization", "x-api-key"];
+/// The headers that carry a credential: OpenAI's and Anthropic's, Azure
+/// OpenAI's and Google's.
+const CREDENTIALS: [&str; 4] = ["authorization", "x-api-key", "api-key", "x-goog-api-key"];
 
 /// The request's tenant: a keyed hash (the server's secret) of its
 /// credential headers, or `anonymous` without any. The credential itself
@@ -147,6 +148,12 @@ mod tests {
             tenant(&secret(Some("s2")), &headers(&[("authorization", "Bearer sk-a")]))
         );
         assert_ne!(a, tenant(&s, &headers(&[("x-api-key", "Bearer sk-a")])));
+        // Azure's and Google's keys name tenants too.
+        for name in ["api-key", "x-goog-api-key"] {
+            let one = tenant(&s, &headers(&[(name, "k1")]));
+            assert!(one.starts_with("tenant-"), "{name}");
+            assert_ne!(one, tenant(&s, &headers(&[(name, "k2")])), "{name}");
+        }
         assert!(!a.contains("sk-a"));
         assert_eq!(tenant(&s, &HeaderMap::new()), "anonymous");
         assert_ne!(secret(None), secret(None));

@@ -106,6 +106,11 @@ pub(crate) fn client(config: &Config) -> Client {
         .wrap_connector(http);
     Legacy::builder(TokioExecutor::new())
         .pool_max_idle_per_host(256)
+        // Shorter than the idle time-outs of most servers and load
+        // balancers in front of them: a POST on a connection they closed
+        // fails, and is not retried.
+        .pool_idle_timeout(std::time::Duration::from_secs(30))
+        .pool_timer(hyper_util::rt::TokioTimer::new())
         .build(https)
 }
 
