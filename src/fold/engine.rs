@@ -23,7 +23,7 @@ use std::task::Waker;
 
 use crate::count::TokenCounter;
 use crate::error::{BoxError, Error, Result};
-use crate::fold::ledger::{self, Entries};
+use crate::fold::ledger::{self, Entries, Kept};
 use crate::fold::policy::{Fitted, FoldPolicy};
 use crate::fold::units;
 use crate::memory::State;
@@ -189,8 +189,8 @@ pub(crate) struct Buffer {
     /// Indices of the buffered messages that make tool calls, kept as the
     /// buffer changes so that no add reads the whole buffer.
     callers: Vec<usize>,
-    /// The summary's ledger, newest first.
-    ledger: Entries,
+    /// The summary's ledger, newest first, kept rendered.
+    ledger: Kept,
     /// Bytes of the summary that are its prose (its section follows).
     prose_len: usize,
     /// Bumped by `clear`: a fold that began before it is discarded.
@@ -217,7 +217,7 @@ impl Buffer {
             tokens,
             callers: units::callers(&state.buffer),
             state,
-            ledger: Entries::default(),
+            ledger: Kept::default(),
             prose_len: 0,
             epoch: 0,
             folding: false,
@@ -240,7 +240,7 @@ impl Buffer {
                 texts.push(found);
             }
         }
-        self.ledger = Entries::counted(texts, counter);
+        self.ledger = Kept::new(Entries::counted(texts, counter));
     }
 
     /// Appends `message`, of `tokens` when the memory counts.
@@ -272,7 +272,7 @@ impl Buffer {
         self.state.clear();
         self.tokens.clear();
         self.callers.clear();
-        self.ledger = Entries::default();
+        self.ledger = Kept::default();
         self.prose_len = 0;
         self.total = 0;
         self.epoch = self.epoch.wrapping_add(1);
@@ -360,14 +360,14 @@ impl Buffer {
             // The section's share, from the entries' counts (a repeated
             // entry counted twice: the summarizer is told a little less).
             true => {
-                let tokens = fresh.tokens.iter().chain(&self.ledger.tokens).copied();
+                let tokens = fresh.tokens.iter().chain(&self.ledger.entries.tokens).copied();
                 policy.told(tokens, rules.allowance, rules.counter)
             }
             false => rules.allowance,
         };
         let previous = (!prose.is_empty()).then_some(Cow::Borrowed(prose));
         let listed = match policy.ledger {
-            true => Cow::Borrowed(&self.ledger.texts[..]),
+            true => Cow::Borrowed(&self.ledger.entries.texts[..]),
             false => Cow::Borrowed(&[][..]),
         };
         let request = SummaryRequest::skipping(previous, folded, Vec::new(), told)
@@ -381,18 +381,46 @@ impl Buffer {
         Some((ticket, request))
     }
 
-    /// The ledger a fold works on: `fresh` entries first, then the memory's
-    /// (those not among them), as texts and tokens, and the indices of the
-    /// memory's entries found again.
-    fn merged<'s>(&'s self, fresh: &'s Entries) -> (Vec<&'s str>, Vec<usize>, Vec<usize>) {
-        let ledger = &self.ledger;
+    /// The indices of the memory's entries that `fresh` finds again
+    /// (ascending).
+    fn again(&self, fresh: &Entries) -> Vec<usize> {
+        let ledger = &self.ledger.entries;
         let mut again = Vec::new();
-        for (i, key) in ledger.keys.iter().enumerate().filter(|_| !fresh.is_empty()) {
-            let same = |(k, f): (&u64, &String)| k == key && ledger::same(f, &ledger.texts[i]);
-            if fresh.keys.iter().zip(&fresh.texts).any(same) {
-                again.push(i);
+        if fresh.len() > 8 {
+            // Many entries (a long tool result): each kept key looked up.
+            let keys: std::collections::HashSet<u64> = fresh.keys.iter().copied().collect();
+            for (i, k) in ledger.keys.iter().enumerate() {
+                if keys.contains(k) {
+                    let text = &ledger.texts[i];
+                    let same = |(fk, ft): (&u64, &String)| fk == k && ledger::same(ft, text);
+                    if fresh.keys.iter().zip(&fresh.texts).any(same) {
+                        again.push(i);
+                    }
+                }
+            }
+            return again;
+        }
+        for (key, text) in fresh.keys.iter().zip(&fresh.texts) {
+            // Blocks without the key are passed whole, in a loop the
+            // compiler vectorizes.
+            for (b, block) in ledger.keys.chunks(16).enumerate() {
+                if block.iter().fold(false, |any, k| any | (k == key)) {
+                    let at = (0..block.len()).map(|i| b * 16 + i);
+                    again.extend(
+                        at.filter(|&i| ledger.keys[i] == *key && ledger::same(text, &ledger.texts[i])),
+                    );
+                }
             }
         }
+        again.sort_unstable();
+        again.dedup();
+        again
+    }
+
+    /// The ledger a fold works on: `fresh` entries first, then the memory's
+    /// less those at `again`, as texts and tokens.
+    fn merged<'s>(&'s self, fresh: &'s Entries, again: &[usize]) -> (Vec<&'s str>, Vec<usize>) {
+        let ledger = &self.ledger.entries;
         let mut texts = Vec::with_capacity(fresh.len() + ledger.len());
         let mut tokens = Vec::with_capacity(texts.capacity());
         texts.extend(fresh.texts.iter().map(String::as_str));
@@ -404,7 +432,7 @@ impl Buffer {
                 tokens.push(n);
             }
         }
-        (texts, tokens, again)
+        (texts, tokens)
     }
 
     /// The summarizer's answer as the new summary: checked (trimmed, not
@@ -419,19 +447,22 @@ impl Buffer {
         let policy = rules.policy;
         let text = policy.accept(answer.map_err(Error::Summarize)?)?;
         let limit = policy.overhead(rules.counter).saturating_add(rules.allowance);
-        let (texts, tokens, again) = match policy.ledger {
-            true => self.merged(&ticket.fresh),
-            false => (Vec::new(), Vec::new(), Vec::new()),
+        let (fresh, counter) = (&ticket.fresh, rules.counter);
+        let again = match policy.ledger {
+            true => self.again(fresh),
+            false => Vec::new(),
         };
-        let fitted = policy.finish(
-            &text,
-            &texts,
-            &tokens,
-            &|_| false,
-            limit,
-            rules.counter,
-            rules.exact,
-        );
+        let kept = match policy.ledger {
+            true => policy.finish_kept(&text, fresh, &self.ledger, &again, limit, counter, rules.exact),
+            false => None,
+        };
+        let fitted = kept.unwrap_or_else(|| {
+            let (texts, tokens) = match policy.ledger {
+                true => self.merged(fresh, &again),
+                false => (Vec::new(), Vec::new()),
+            };
+            policy.finish(&text, &texts, &tokens, &|_| false, limit, counter, rules.exact)
+        });
         Ok(Completed {
             fitted,
             again,
@@ -467,34 +498,12 @@ impl Buffer {
         }
         match summary {
             Ok(Completed { fitted, again, cap }) => {
-                let mut fresh = ticket.fresh;
-                let mut carried = std::mem::take(&mut self.ledger);
-                if !(fitted.dropped.is_empty() && again.is_empty()) {
-                    let (mut gone_fresh, mut gone) = (vec![false; fresh.len()], vec![false; carried.len()]);
-                    again.iter().for_each(|&i| gone[i] = true);
-                    // A dropped entry's index past this fold's is the k-th of
-                    // the carried entries not found again.
-                    let mut passed = 0;
-                    for &m in &fitted.dropped {
-                        let Some(k) = m.checked_sub(fresh.len()) else {
-                            gone_fresh[m] = true;
-                            continue;
-                        };
-                        let mut i = k + passed;
-                        while again.get(passed).is_some_and(|&a| a <= i) {
-                            (passed, i) = (passed + 1, i + 1);
-                        }
-                        if let Some(slot) = gone.get_mut(i) {
-                            *slot = true;
-                        }
-                    }
-                    fresh.retain(&gone_fresh);
-                    carried.retain(&gone);
-                }
-                fresh.truncate(cap);
-                carried.truncate(cap - fresh.len());
-                fresh.append(carried);
-                self.ledger = fresh;
+                let edit = ledger::Edit {
+                    again: &again,
+                    dropped: &fitted.dropped,
+                    cap,
+                };
+                self.ledger.fold(ticket.fresh, edit);
                 self.state.summary = fitted.body;
                 self.prose_len = fitted.prose_len;
                 self.drop_front(ticket.n);
@@ -695,7 +704,8 @@ mod tests {
             };
             let (ticket, _) = b.begin(1, rules).unwrap();
             let completed = b.complete(&ticket, Ok("Short.".to_owned()), rules).unwrap();
-            let (texts, _, _) = b.merged(&ticket.fresh);
+            let again = b.again(&ticket.fresh);
+            let (texts, _) = b.merged(&ticket.fresh, &again);
             let texts: Vec<String> = texts.into_iter().map(str::to_owned).collect();
             let expected: Vec<String> = (0..texts.len())
                 .filter(|i| !completed.fitted.dropped.contains(i))
@@ -707,20 +717,108 @@ mod tests {
                 Landed::Folded { n: 1, .. }
             ));
             assert_eq!(
-                b.ledger.texts, expected,
+                b.ledger.entries.texts, expected,
                 "allowance {allowance}, {ledger_percent}%"
             );
             // Found again, an identifier is kept once at most, newest first.
             assert!(
                 b.ledger
+                    .entries
                     .texts
                     .iter()
                     .filter(|t| t.ends_with("file-03.csv"))
                     .count()
                     <= 1
             );
-            assert!(b.ledger.is_empty() || b.ledger.texts[0] == "/srv/old/file-17.csv");
+            assert!(b.ledger.len() == 0 || b.ledger.entries.texts[0] == "/srv/old/file-17.csv");
             assert!(b.ledger.len() <= expected.len().max(1));
+        }
+    }
+
+    /// A pool of entries: words the patterns read, `key: value` entries,
+    /// and loose ones (a user pattern's match with a space).
+    const POOL: &[&str] = &[
+        "/srv/a.csv",
+        "/srv/b.csv",
+        "10.0.0.1",
+        "PROJ-12",
+        "v1.2.3",
+        "run_id: r-77",
+        "path: /tmp/x",
+        "order 42",
+        "deadbeef12",
+        "https://x.io/p",
+        "a@b.com",
+        "C:\\x\\y.txt",
+        "file-0.txt",
+        "file-1.txt",
+        "file-2.txt",
+        "file-3.txt",
+        "dataset: sales q3",
+    ];
+
+    fn entries_of(indices: &[usize], counter: &dyn Fn(&str) -> usize) -> Entries {
+        let mut texts: Vec<String> = Vec::new();
+        for &i in indices {
+            let t = POOL[i % POOL.len()].to_owned();
+            if !texts.iter().any(|x| ledger::same(x, &t)) {
+                texts.push(t);
+            }
+        }
+        Entries::counted(texts, &counter)
+    }
+
+    proptest::proptest! {
+        /// The memory's fold through the ledger it keeps gives the summary
+        /// `finish` gives over the merged candidates, whenever it gives one,
+        /// and the kept ledger after it is the rule's: the fold's entries,
+        /// then the kept ones not found again, less the dropped, at most
+        /// the cap, rendered as a section lists them, its sums kept.
+        #[test]
+        fn the_kept_ledger_folds_as_finish_does(
+            kept_at in proptest::collection::vec(0usize..40, 0..30),
+            fresh_at in proptest::collection::vec(0usize..40, 0..6),
+            prose in proptest::sample::select(vec![
+                "Short.", "fixed summary", "We read /srv/a.csv and PROJ-12 today.",
+                "The order 42 shipped; see file-1.txt.", "Words only, nothing else at all here.",
+            ]),
+            limit in 10usize..200,
+            percent in proptest::sample::select(vec![10u8, 33, 100]),
+            exact in proptest::bool::ANY,
+            cap in 1usize..40,
+            long_charge in proptest::bool::ANY,
+        ) {
+            // A counter that charges more for long texts: not additive.
+            let counter = move |t: &str| {
+                let words = t.split_whitespace().count();
+                if long_charge && t.len() > 60 { words + 3 } else { words }
+            };
+            let policy = FoldPolicy::new().ledger_percent(percent);
+            let kept_entries = entries_of(&kept_at, &counter);
+            let mut kept = Kept::new(kept_entries.clone());
+            let fresh = entries_of(&fresh_at, &counter);
+            let mut b = Buffer::default();
+            b.ledger = kept.clone();
+            let again = b.again(&fresh);
+            let (texts, tokens) = b.merged(&fresh, &again);
+            let reference = policy.finish(prose, &texts, &tokens, &|_| false, limit, &counter, exact);
+            if let Some(fast) = policy.finish_kept(prose, &fresh, &kept, &again, limit, &counter, exact) {
+                proptest::prop_assert_eq!(&fast.body, &reference.body);
+                proptest::prop_assert_eq!(fast.tokens, reference.tokens);
+                proptest::prop_assert_eq!(fast.prose_len, reference.prose_len);
+                proptest::prop_assert_eq!(&fast.listed, &reference.listed);
+                proptest::prop_assert_eq!(&fast.dropped, &reference.dropped);
+                proptest::prop_assert_eq!(fast.truncated, reference.truncated);
+            }
+            let expected: Vec<String> = (0..texts.len())
+                .filter(|i| !reference.dropped.contains(i))
+                .map(|i| texts[i].to_owned())
+                .take(cap)
+                .collect();
+            kept.fold(fresh, ledger::Edit { again: &again, dropped: &reference.dropped, cap });
+            proptest::prop_assert_eq!(&kept.entries.texts, &expected);
+            let rebuilt = Kept::new(kept.entries.clone());
+            proptest::prop_assert_eq!(kept, rebuilt);
         }
     }
 

@@ -38,10 +38,6 @@ impl Entries {
 
     /// Drops the entries `gone` marks.
     pub(crate) fn retain(&mut self, gone: &[bool]) {
-        fn keep<T>(items: &mut Vec<T>, gone: &[bool]) {
-            let mut marks = gone.iter();
-            items.retain(|_| !marks.next().copied().unwrap_or(false));
-        }
         keep(&mut self.texts, gone);
         keep(&mut self.tokens, gone);
         keep(&mut self.keys, gone);
@@ -54,19 +50,223 @@ impl Entries {
         self.keys.truncate(n);
     }
 
-    /// Moves `other`'s entries after these.
-    pub(crate) fn append(&mut self, mut other: Entries) {
-        self.texts.append(&mut other.texts);
-        self.tokens.append(&mut other.tokens);
-        self.keys.append(&mut other.keys);
-    }
-
     pub(crate) fn len(&self) -> usize {
         self.texts.len()
     }
 
     pub(crate) fn is_empty(&self) -> bool {
         self.texts.is_empty()
+    }
+}
+
+/// A memory's ledger, kept between folds: its entries (newest first, each
+/// counted once), which of them are loose (see [`is_loose`]), their
+/// tokens' sum, and the section listing them all, rendered. A fold that
+/// finds a few entries and lists them all copies the section in runs and
+/// edits it by the entries it moves or drops: its cost is a copy of the
+/// section, not a pass over each entry.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Kept {
+    pub entries: Entries,
+    /// Whether each entry is loose.
+    pub loose: Vec<bool>,
+    /// How many entries are loose.
+    pub loose_count: usize,
+    /// The sum of the entries' tokens.
+    pub total: usize,
+    /// The entries as a section lists them: `- ` and the entry, a line each.
+    pub rendered: String,
+}
+
+impl Kept {
+    /// `entries`, kept.
+    pub(crate) fn new(entries: Entries) -> Self {
+        let texts: Vec<&str> = entries.texts.iter().map(String::as_str).collect();
+        let loose: Vec<bool> = texts.iter().map(|t| is_loose(t)).collect();
+        Kept {
+            loose_count: loose.iter().filter(|&&l| l).count(),
+            loose,
+            total: entries.tokens.iter().fold(0usize, |a, &t| a.saturating_add(t)),
+            rendered: lines(&texts),
+            entries,
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// The index of the `k`-th entry not at `again` (ascending indices).
+    pub(crate) fn skipping(k: usize, again: &[usize]) -> usize {
+        let mut j = k;
+        for &a in again {
+            if a > j {
+                break;
+            }
+            j += 1;
+        }
+        j
+    }
+
+    /// Appends to `out` the lines of the first `count` entries not at
+    /// `again` (ascending), copied from the rendered section in runs,
+    /// after a newline when `out` has lines before them.
+    pub(crate) fn push_lines(&self, out: &mut String, again: &[usize], mut count: usize, first: bool) {
+        let texts = &self.entries.texts;
+        let line = |j: usize| texts[j].len() + 3;
+        let (mut j, mut at, mut first) = (0, 0, first);
+        let mut skip = again.iter().copied().peekable();
+        while count > 0 && j < texts.len() {
+            let end = skip.peek().copied().unwrap_or(texts.len()).min(j + count);
+            if end > j {
+                let bytes: usize = (j..end).map(line).sum();
+                if !std::mem::take(&mut first) {
+                    out.push('\n');
+                }
+                out.push_str(&self.rendered[at..at + bytes - 1]);
+                (count, at, j) = (count - (end - j), at + bytes, end);
+            }
+            if skip.next_if_eq(&j).is_some() {
+                (at, j) = (at + line(j), j + 1);
+            }
+        }
+    }
+
+    /// Removes entry `j` (its line too).
+    fn remove(&mut self, j: usize, at: usize) {
+        let len = self.entries.texts[j].len() + 3;
+        let line = at..(at + len).min(self.rendered.len() + 1);
+        // The last line has no newline after it: take the one before.
+        let line = match line.end > self.rendered.len() {
+            true => at.saturating_sub(1)..self.rendered.len(),
+            false => line,
+        };
+        self.rendered.replace_range(line, "");
+        self.total = self.total.saturating_sub(self.entries.tokens.remove(j));
+        self.loose_count -= usize::from(self.loose.remove(j));
+        self.entries.texts.remove(j);
+        self.entries.keys.remove(j);
+    }
+
+    /// Keeps the first `n` entries.
+    fn truncate(&mut self, n: usize) {
+        if n >= self.len() {
+            return;
+        }
+        let gone = &self.entries;
+        self.total = self.total.saturating_sub(gone.tokens[n..].iter().sum());
+        self.loose_count -= self.loose[n..].iter().filter(|&&l| l).count();
+        let end: usize = gone.texts[..n].iter().map(|t| t.len() + 3).sum();
+        self.rendered.truncate(end.saturating_sub(1));
+        self.entries.truncate(n);
+        self.loose.truncate(n);
+    }
+}
+
+/// How a fold changes a memory's ledger ([`Kept::fold`]).
+pub(crate) struct Edit<'a> {
+    /// The kept entries the fold's found again (ascending).
+    pub again: &'a [usize],
+    /// The candidates (the fold's entries, then the kept ones not found
+    /// again) the summary had no room for (ascending).
+    pub dropped: &'a [usize],
+    /// The most entries the ledger keeps.
+    pub cap: usize,
+}
+
+impl Kept {
+    /// The ledger after a fold: `fresh` (the fold's entries), then the
+    /// kept entries not found again, less those dropped, at most `cap`.
+    pub(crate) fn fold(&mut self, fresh: Entries, edit: Edit<'_>) {
+        let f = fresh.len();
+        // Found again: the entries leave their place (for the front).
+        let mut at: usize = 0;
+        let mut starts = Vec::with_capacity(edit.again.len());
+        let mut j = 0;
+        for &a in edit.again {
+            at += self.entries.texts[j..a]
+                .iter()
+                .map(|t| t.len() + 3)
+                .sum::<usize>();
+            starts.push(at);
+            j = a;
+        }
+        for (&a, &at) in edit.again.iter().zip(&starts).rev() {
+            self.remove(a, at);
+        }
+        // The candidates are now `fresh`, then these.
+        let mut fresh = Kept::new(fresh);
+        let m = f + self.len();
+        let tail = edit.dropped.first().copied().unwrap_or(m);
+        if edit.dropped.len() == m.saturating_sub(tail) {
+            // Most folds drop a tail (the oldest that did not fit), if any.
+            fresh.truncate(tail);
+            self.truncate(tail.saturating_sub(f));
+        } else {
+            let mut gone = vec![false; m];
+            edit.dropped.iter().for_each(|&i| gone[i] = true);
+            fresh = fresh.without(&gone[..f]);
+            *self = std::mem::take(self).without(&gone[f..]);
+        }
+        fresh.truncate(edit.cap);
+        self.truncate(edit.cap - fresh.len());
+        // `fresh`'s lines, then the kept ones.
+        if !fresh.rendered.is_empty() && !self.rendered.is_empty() {
+            fresh.rendered.push('\n');
+        }
+        self.rendered.insert_str(0, &fresh.rendered);
+        let e = &mut self.entries;
+        e.texts.splice(0..0, fresh.entries.texts);
+        e.tokens.splice(0..0, fresh.entries.tokens);
+        e.keys.splice(0..0, fresh.entries.keys);
+        self.loose.splice(0..0, fresh.loose);
+        self.total = self.total.saturating_add(fresh.total);
+        self.loose_count += fresh.loose_count;
+    }
+
+    /// These entries less those `gone` marks, rendered again.
+    fn without(mut self, gone: &[bool]) -> Kept {
+        self.entries.retain(gone);
+        Kept::new(self.entries)
+    }
+}
+
+/// Drops the items `gone` marks.
+fn keep<T>(items: &mut Vec<T>, gone: &[bool]) {
+    let mut marks = gone.iter();
+    items.retain(|_| !marks.next().copied().unwrap_or(false));
+}
+
+/// Whether a prose may hold `entry` though it holds no word the patterns
+/// read: the identifier it names is not one such word (a user pattern's
+/// match with a space, say), so [`Said::holds`] searches the text for it.
+pub(crate) fn is_loose(entry: &str) -> bool {
+    let value = value_of(entry);
+    value.bytes().any(|b| b.is_ascii_whitespace()) || !is_hot_word(value)
+}
+
+/// Whether `text` holds a word the patterns read (one [`Said`] would keep).
+pub(crate) fn has_hot_word(text: &str) -> bool {
+    let mut any = false;
+    hot_words(text.as_bytes(), |_, _| any = true);
+    any
+}
+
+/// `entries` as a section's lines (`- ` and the entry, joined by newlines).
+fn lines(entries: &[&str]) -> String {
+    let mut out = String::with_capacity(entries.iter().map(|e| e.len() + 3).sum::<usize>());
+    push_lines(&mut out, entries);
+    out
+}
+
+/// Appends [`lines`]`(entries)` to `out`.
+fn push_lines(out: &mut String, entries: &[&str]) {
+    for (i, entry) in entries.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str("- ");
+        out.push_str(entry);
     }
 }
 
@@ -79,7 +279,7 @@ pub(crate) fn entry_tokens<C: crate::count::TokenCounter + ?Sized>(text: &str, c
 pub const LEDGER_HEADING: &str = "Exact identifiers (kept verbatim):";
 
 /// What a section opens with, in a rendered summary.
-const SECTION_START: &str = "\n\nExact identifiers (kept verbatim):\n";
+pub(crate) const SECTION_START: &str = "\n\nExact identifiers (kept verbatim):\n";
 
 /// Kinds of identifier, each a pattern, some checked further.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -974,13 +1174,7 @@ pub(crate) fn render(prose: &str, entries: &[&str]) -> String {
     );
     out.push_str(prose);
     out.push_str(SECTION_START);
-    for (i, entry) in entries.iter().enumerate() {
-        if i > 0 {
-            out.push('\n');
-        }
-        out.push_str("- ");
-        out.push_str(entry);
-    }
+    push_lines(&mut out, entries);
     out
 }
 

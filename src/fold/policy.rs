@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use crate::count::TokenCounter;
 use crate::error::{ConfigError, Error, Result};
 use crate::fold::engine::Fold;
-use crate::fold::ledger::{self, Entries, LedgerPattern};
+use crate::fold::ledger::{self, Entries, Kept, LedgerPattern};
 use crate::message::{Content, Message, Role, join_lines};
 
 /// The prefix chatfold starts its summary message with, and recognises it by.
@@ -499,19 +499,22 @@ impl FoldPolicy {
         allowance.saturating_sub(reserve)
     }
 
-    /// The leading `entries` that `open` lets through whose section fits in
-    /// `room` tokens (their counts summed, with the heading's), and those
-    /// tokens.
+    /// Packs the leading `entries` that `open` lets through whose section
+    /// fits in `room` tokens (their counts summed, with the heading's):
+    /// where packing stopped (the open entries before it are packed, none
+    /// from it on) and the section's tokens (0 when none is packed).
     fn pack<C: TokenCounter + ?Sized>(
         &self,
         entries: impl IntoIterator<Item = usize>,
         open: impl Fn(usize) -> bool,
         room: usize,
         counter: &C,
-    ) -> (Vec<usize>, usize) {
+    ) -> (usize, usize) {
+        // The heading's tokens and the packed entries', once one is open.
         let mut tokens = None;
-        let mut packed = Vec::new();
+        let (mut seen, mut packed) = (0, false);
         for (i, t) in entries.into_iter().enumerate() {
+            seen = i + 1;
             if !open(i) {
                 continue;
             }
@@ -519,13 +522,12 @@ impl FoldPolicy {
                 *tokens.get_or_insert_with(|| counter.count(ledger::LEDGER_HEADING).saturating_add(2));
             let more = so_far.saturating_add(t);
             if more > room {
-                break;
+                return (i, if packed { so_far } else { 0 });
             }
             tokens = Some(more);
-            packed.push(i);
+            packed = true;
         }
-        let tokens = if packed.is_empty() { 0 } else { tokens.unwrap_or(0) };
-        (packed, tokens)
+        (seen, if packed { tokens.unwrap_or(0) } else { 0 })
     }
 
     /// The summary message for the summarizer's `text` and the ledger's
@@ -571,7 +573,9 @@ impl FoldPolicy {
             let said = ledger::Said::text(if texts.is_empty() { "" } else { prose });
             let open = |i: usize| !said.holds(texts[i]) && !held(texts[i]);
             let ledger_room = share.max(limit.saturating_sub(spoken));
-            (packed, section) = self.pack(tokens.iter().copied(), open, ledger_room, counter);
+            let stop;
+            (stop, section) = self.pack(tokens.iter().copied(), &open, ledger_room, counter);
+            packed = (0..stop).filter(|&i| open(i)).collect();
             if spoken.saturating_add(section) <= limit {
                 break;
             }
@@ -614,6 +618,128 @@ impl FoldPolicy {
             listed: packed,
             dropped,
         }
+    }
+
+    /// [`finish`](Self::finish) with nothing held beside the summary, for a
+    /// memory's fold, whose candidates are `fresh`, then `kept`'s entries
+    /// less those at `again` (ascending indices): the same summary, the
+    /// section copied from the one `kept` holds rendered, and only the
+    /// loose entries looked up when the prose holds no word the patterns
+    /// read. `None` when the prose must be cut to make room (or is blank),
+    /// which `finish` does.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn finish_kept<C: TokenCounter + ?Sized>(
+        &self,
+        text: &str,
+        fresh: &Entries,
+        kept: &Kept,
+        again: &[usize],
+        limit: usize,
+        counter: &C,
+        exact: bool,
+    ) -> Option<Fitted> {
+        if text.is_empty() {
+            return None;
+        }
+        let overhead = self.overhead(counter);
+        let limit = match self.max_summary_tokens {
+            Some(max) => limit.min(overhead.saturating_add(max)),
+            None => limit,
+        };
+        let share = self.ledger_share(limit.saturating_sub(overhead));
+        let tokens_of = |body: &str| counter.count_message(&self.summary_message(body));
+        let spoken = tokens_of(text);
+        // The candidates: `fresh`'s, then the kept entries not at `again`.
+        let f = fresh.len();
+        let m = f + kept.len() - again.len();
+        let kept_at = |i: usize| Kept::skipping(i - f, again);
+        let text_of = |i: usize| match i < f {
+            true => fresh.texts[i].as_str(),
+            false => kept.entries.texts[kept_at(i)].as_str(),
+        };
+        let token_of = |i: usize| match i < f {
+            true => fresh.tokens[i],
+            false => kept.entries.tokens[kept_at(i)],
+        };
+        // Those the prose holds: none unless it holds a word the patterns
+        // read, or an entry is loose.
+        let hot = ledger::has_hot_word(text);
+        let loose = kept.loose_count > 0 || fresh.texts.iter().any(|t| ledger::is_loose(t));
+        let mut said = Vec::new();
+        if m > 0 && (hot || loose) {
+            let prose = ledger::Said::text(text);
+            let loose = |i: usize| match i < f {
+                true => ledger::is_loose(&fresh.texts[i]),
+                false => kept.loose[kept_at(i)],
+            };
+            said = (0..m)
+                .map(|i| (hot || loose(i)) && prose.holds(text_of(i)))
+                .collect();
+        }
+        let open = |i: usize| !said.get(i).copied().unwrap_or(false);
+        let ledger_room = share.max(limit.saturating_sub(spoken));
+        // All of them, when none is held and all fit; else packed in turn.
+        let again_tokens = again.iter().map(|&j| kept.entries.tokens[j]);
+        let all = (fresh.tokens.iter().copied())
+            .chain([kept.total])
+            .fold(0usize, usize::saturating_add)
+            .saturating_sub(again_tokens.sum());
+        let heading = || counter.count(ledger::LEDGER_HEADING).saturating_add(2);
+        let (stop, section) = match (said.is_empty(), m) {
+            (_, 0) => (0, 0),
+            (true, _) if heading().saturating_add(all) <= ledger_room => (m, heading().saturating_add(all)),
+            _ => self.pack((0..m).map(token_of), open, ledger_room, counter),
+        };
+        if spoken.saturating_add(section) > limit {
+            return None;
+        }
+        let listed: Vec<usize> = match said.is_empty() {
+            true => (0..stop).collect(),
+            false => (0..stop).filter(|&i| open(i)).collect(),
+        };
+        let mut body =
+            String::with_capacity(text.len() + ledger::SECTION_START.len() + kept.rendered.len() + 64);
+        body.push_str(text);
+        if !listed.is_empty() {
+            body.push_str(ledger::SECTION_START);
+            let mut first = true;
+            for &i in listed.iter().take_while(|&&i| i < f) {
+                if !std::mem::take(&mut first) {
+                    body.push('\n');
+                }
+                body.push_str("- ");
+                body.push_str(&fresh.texts[i]);
+            }
+            let from_kept = listed.len() - listed.partition_point(|&i| i < f);
+            match said.is_empty() {
+                // The kept entries listed: the first ones not found again.
+                true => kept.push_lines(&mut body, again, from_kept, first),
+                false => {
+                    for &i in listed.iter().skip_while(|&&i| i < f) {
+                        if !std::mem::take(&mut first) {
+                            body.push('\n');
+                        }
+                        body.push_str("- ");
+                        body.push_str(text_of(i));
+                    }
+                }
+            }
+        }
+        let total = match exact {
+            true => tokens_of(&body),
+            false => spoken.saturating_add(section),
+        };
+        if total > limit {
+            return None;
+        }
+        Some(Fitted {
+            tokens: total,
+            prose_len: text.len(),
+            body,
+            truncated: false,
+            dropped: (stop..m).filter(|&i| open(i)).collect(),
+            listed,
+        })
     }
 
     /// A stored summary text (prose and section) fitted into `limit` tokens
