@@ -797,8 +797,10 @@ mod tests {
             let kept_entries = entries_of(&kept_at, &counter);
             let mut kept = Kept::new(kept_entries.clone());
             let fresh = entries_of(&fresh_at, &counter);
-            let mut b = Buffer::default();
-            b.ledger = kept.clone();
+            let b = Buffer {
+                ledger: kept.clone(),
+                ..Buffer::default()
+            };
             let again = b.again(&fresh);
             let (texts, tokens) = b.merged(&fresh, &again);
             let reference = policy.finish(prose, &texts, &tokens, &|_| false, limit, &counter, exact);

@@ -574,7 +574,7 @@ impl FoldPolicy {
             let open = |i: usize| !said.holds(texts[i]) && !held(texts[i]);
             let ledger_room = share.max(limit.saturating_sub(spoken));
             let stop;
-            (stop, section) = self.pack(tokens.iter().copied(), &open, ledger_room, counter);
+            (stop, section) = self.pack(tokens.iter().copied(), open, ledger_room, counter);
             packed = (0..stop).filter(|&i| open(i)).collect();
             if spoken.saturating_add(section) <= limit {
                 break;
