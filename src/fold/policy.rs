@@ -494,7 +494,7 @@ impl FoldPolicy {
         counter: &C,
     ) -> usize {
         let share = self.ledger_share(allowance);
-        let section = self.pack(tokens, |_| true, share, counter).1;
+        let section = self.pack(tokens, |_| true, share, counter, None).1;
         let reserve = section.min(allowance.saturating_sub(self.min_summary_tokens));
         allowance.saturating_sub(reserve)
     }
@@ -502,13 +502,15 @@ impl FoldPolicy {
     /// Packs the leading `entries` that `open` lets through whose section
     /// fits in `room` tokens (their counts summed, with the heading's):
     /// where packing stopped (the open entries before it are packed, none
-    /// from it on) and the section's tokens (0 when none is packed).
+    /// from it on) and the section's tokens (0 when none is packed). The
+    /// packed entries' indices go to `packed`, if given.
     fn pack<C: TokenCounter + ?Sized>(
         &self,
         entries: impl IntoIterator<Item = usize>,
         open: impl Fn(usize) -> bool,
         room: usize,
         counter: &C,
+        mut packed_to: Option<&mut Vec<usize>>,
     ) -> (usize, usize) {
         // The heading's tokens and the packed entries', once one is open.
         let mut tokens = None;
@@ -526,6 +528,9 @@ impl FoldPolicy {
             }
             tokens = Some(more);
             packed = true;
+            if let Some(to) = packed_to.as_deref_mut() {
+                to.push(i);
+            }
         }
         (seen, if packed { tokens.unwrap_or(0) } else { 0 })
     }
@@ -573,9 +578,8 @@ impl FoldPolicy {
             let said = ledger::Said::text(if texts.is_empty() { "" } else { prose });
             let open = |i: usize| !said.holds(texts[i]) && !held(texts[i]);
             let ledger_room = share.max(limit.saturating_sub(spoken));
-            let stop;
-            (stop, section) = self.pack(tokens.iter().copied(), open, ledger_room, counter);
-            packed = (0..stop).filter(|&i| open(i)).collect();
+            packed.clear();
+            section = self.pack(tokens.iter().copied(), open, ledger_room, counter, Some(&mut packed)).1;
             if spoken.saturating_add(section) <= limit {
                 break;
             }
@@ -688,7 +692,7 @@ impl FoldPolicy {
         let (stop, section) = match (said.is_empty(), m) {
             (_, 0) => (0, 0),
             (true, _) if heading().saturating_add(all) <= ledger_room => (m, heading().saturating_add(all)),
-            _ => self.pack((0..m).map(token_of), open, ledger_room, counter),
+            _ => self.pack((0..m).map(token_of), open, ledger_room, counter, None),
         };
         if spoken.saturating_add(section) > limit {
             return None;
