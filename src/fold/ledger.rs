@@ -25,7 +25,7 @@ pub(crate) struct Entries {
 /// The hash [`Entries::keys`] holds.
 pub(crate) fn key_of(entry: &str) -> u64 {
     use std::hash::{BuildHasher, BuildHasherDefault};
-    BuildHasherDefault::<Fnv>::default().hash_one(value_of(entry))
+    BuildHasherDefault::<Quick>::default().hash_one(value_of(entry))
 }
 
 impl Entries {
@@ -813,37 +813,49 @@ pub(crate) struct Said<'m> {
 }
 
 impl<'m> Said<'m> {
-    /// What `messages` say.
+    /// What `messages` say. Each piece's words are found once a process
+    /// while it is remembered (a stateless compactor's kept turns are the
+    /// same turns request after request).
     pub(crate) fn new(messages: &'m [Message]) -> Self {
-        Said::of(messages.iter().flat_map(pieces).collect())
+        let pieces: Vec<&str> = messages.iter().flat_map(pieces).collect();
+        let mut said = Said::with_room(pieces);
+        for i in 0..said.pieces.len() {
+            let piece = said.pieces[i];
+            let add = |words: &mut Set<&'m str>, spans: &[(u64, u32, u32)]| {
+                words.extend(
+                    spans
+                        .iter()
+                        .map(|&(_, start, end)| &piece[start as usize..end as usize]),
+                );
+            };
+            match piece.len() >= Recall::MIN {
+                true => add(
+                    &mut said.words,
+                    RECALL.get(piece).words.get_or_init(|| word_spans(piece)),
+                ),
+                false => add(&mut said.words, &word_spans(piece)),
+            }
+        }
+        said
     }
 
     /// What `text` says.
     pub(crate) fn text(text: &'m str) -> Self {
-        Said::of(vec![text])
+        let mut said = Said::with_room(vec![text]);
+        for (_, start, end) in word_spans(text) {
+            said.words.insert(&text[start as usize..end as usize]);
+        }
+        said
     }
 
-    fn of(pieces: Vec<&'m str>) -> Self {
+    /// `pieces`, no words yet, the set sized for them.
+    fn with_room(pieces: Vec<&'m str>) -> Self {
         // Room for a word in 64 bytes or so (a set that grows rehashes).
         let likely = pieces.iter().map(|p| p.len() / 64).sum::<usize>().min(1 << 16);
-        let mut words = HashSet::with_capacity_and_hasher(likely, Default::default());
-        for piece in &pieces {
-            hot_words(piece.as_bytes(), |start, end| {
-                let word = &piece[start..end];
-                words.insert(word);
-                let bare = word
-                    .trim_start_matches(['"', '\'', '`', '(', '[', '{', '<'])
-                    .trim_end_matches(['.', ',', ';', ':', '!', '?', '"', '\'', '`', ')', ']', '}', '>']);
-                if bare.len() != word.len() {
-                    words.insert(bare);
-                }
-            });
-        }
-        let longest = pieces.iter().map(|p| p.len()).max().unwrap_or(0);
         Said {
+            longest: pieces.iter().map(|p| p.len()).max().unwrap_or(0),
+            words: HashSet::with_capacity_and_hasher(likely, Default::default()),
             pieces,
-            longest,
-            words,
         }
     }
 
@@ -866,29 +878,79 @@ impl<'m> Said<'m> {
     }
 }
 
-/// A set hashed with [`Fnv`].
-type Set<T> = HashSet<T, BuildHasherDefault<Fnv>>;
+/// Where the words of `piece` that [`Said`] keeps are, each with its
+/// hash ([`word_hash`]): each word [`hot_words`] finds, and the same word
+/// without the quotes, brackets and punctuation around it when it has some.
+fn word_spans(piece: &str) -> Vec<(u64, u32, u32)> {
+    let mut spans = Vec::new();
+    hot_words(piece.as_bytes(), |start, end| {
+        let word = &piece[start..end];
+        spans.push((word_hash(word), start as u32, end as u32));
+        let bare = word
+            .trim_start_matches(['"', '\'', '`', '(', '[', '{', '<'])
+            .trim_end_matches(['.', ',', ';', ':', '!', '?', '"', '\'', '`', ')', ']', '}', '>']);
+        if bare.len() != word.len() {
+            let from = start + (bare.as_ptr() as usize - word.as_ptr() as usize);
+            spans.push((word_hash(bare), from as u32, (from + bare.len()) as u32));
+        }
+    });
+    spans
+}
 
-/// FNV-1a: a fast hash for short texts (identifiers, words), for sets and
-/// keys that live within a fold (nothing keyed by it is kept or shared).
+/// The hash [`word_spans`] gives a word.
+fn word_hash(word: &str) -> u64 {
+    use std::hash::BuildHasher;
+    BuildHasherDefault::<Quick>::default().hash_one(word)
+}
+
+/// A set hashed with [`Quick`].
+type Set<T> = HashSet<T, BuildHasherDefault<Quick>>;
+
+/// A fast hash for short texts (identifiers, words), eight bytes a step
+/// (FxHash's), for sets and keys that stay in the process (nothing keyed
+/// by it is stored or shared): every equal hash is checked by comparing.
 #[derive(Default)]
-struct Fnv(u64);
+struct Quick(u64);
 
-impl std::hash::Hasher for Fnv {
+impl Quick {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(Quick::K);
+    }
+}
+
+impl std::hash::Hasher for Quick {
     fn finish(&self) -> u64 {
-        self.0
+        // The multiply leaves the high bits mixed; tables index by the low.
+        self.0.rotate_left(26)
     }
 
     fn write(&mut self, bytes: &[u8]) {
-        let mut hash = if self.0 == 0 {
-            0xcbf2_9ce4_8422_2325
-        } else {
-            self.0
-        };
-        for &b in bytes {
-            hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
         }
-        self.0 = hash;
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(word) ^ ((rest.len() as u64) << 59));
+        }
+    }
+
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
     }
 }
 
@@ -940,7 +1002,7 @@ pub(crate) fn candidates<'m>(
 ) -> Vec<String> {
     // The first entry listed for each hash of the identifier it names.
     let likely = enough.min(1 << 12);
-    let mut seen: std::collections::HashMap<u64, usize, BuildHasherDefault<Fnv>> =
+    let mut seen: std::collections::HashMap<u64, usize, BuildHasherDefault<Quick>> =
         std::collections::HashMap::with_capacity_and_hasher(likely, Default::default());
     let mut out: Vec<String> = Vec::with_capacity(likely);
     // One entry per identifier: `key: value` and a bare `value` are the same one.
@@ -948,7 +1010,7 @@ pub(crate) fn candidates<'m>(
         use std::collections::hash_map::Entry;
         use std::hash::BuildHasher;
         let value = value_of(entry);
-        match seen.entry(BuildHasherDefault::<Fnv>::default().hash_one(value)) {
+        match seen.entry(BuildHasherDefault::<Quick>::default().hash_one(value)) {
             Entry::Occupied(first) => {
                 // Listed already, unless two identifiers share the hash.
                 let listed = |e: &String| value_of(e) == value;
@@ -991,8 +1053,8 @@ pub(crate) fn candidates<'m>(
             let (remembered, now);
             let found: &[(usize, String)] = match remember && extra.is_empty() && piece.len() >= Recall::MIN {
                 true => {
-                    remembered = RECALL.get_or(piece, || newest_first(piece, extra));
-                    &remembered.found
+                    remembered = RECALL.get(piece);
+                    remembered.found.get_or_init(|| newest_first(piece, extra))
                 }
                 false => {
                     now = newest_first(piece, extra);
@@ -1053,7 +1115,8 @@ static RECALL: Recall = Recall::new();
 /// [`Recall::SHARD_BYTES`] of text is emptied, a bucket keeps its newest
 /// [`Recall::PER_BUCKET`].
 struct Recall {
-    key: OnceLock<std::hash::RandomState>,
+    /// The hash's seed, random per process.
+    key: OnceLock<u64>,
     shards: [std::sync::Mutex<Shard>; Recall::SHARDS],
 }
 
@@ -1064,10 +1127,12 @@ struct Shard {
     bytes: usize,
 }
 
-/// A piece read and what was found in it.
+/// A piece read, what was found in it, and where its words are (each
+/// found when first asked for).
 struct Seen {
     text: Box<str>,
-    found: Vec<(usize, String)>,
+    found: OnceLock<Vec<(usize, String)>>,
+    words: OnceLock<Vec<(u64, u32, u32)>>,
 }
 
 impl Recall {
@@ -1091,13 +1156,18 @@ impl Recall {
         }
     }
 
-    /// What `scan` finds in `text` (of [`Recall::MIN`] bytes or more),
-    /// remembered or found now.
-    fn get_or(&self, text: &str, scan: impl FnOnce() -> Vec<(usize, String)>) -> std::sync::Arc<Seen> {
+    /// The remembered piece `text` (of [`Recall::MIN`] bytes or more),
+    /// remembered now if it was not.
+    fn get(&self, text: &str) -> std::sync::Arc<Seen> {
         use std::hash::{BuildHasher, Hash, Hasher};
         use std::sync::Arc;
         let bytes = text.as_bytes();
-        let mut hasher = self.key.get_or_init(std::hash::RandomState::new).build_hasher();
+        // A fast hash, seeded: a bucket holds few texts and every hit is
+        // compared whole, so a collision costs a lookup, never a wrong text.
+        let seed = *self
+            .key
+            .get_or_init(|| std::hash::RandomState::new().hash_one(0u8));
+        let mut hasher = Quick(seed);
         bytes.len().hash(&mut hasher);
         // Sixteen 8-byte samples, evenly spread, the last ending the text.
         let last = bytes.len() - 8;
@@ -1118,7 +1188,8 @@ impl Recall {
         }
         let seen = Arc::new(Seen {
             text: text.into(),
-            found: scan(),
+            found: OnceLock::new(),
+            words: OnceLock::new(),
         });
         if text.len() > Recall::SHARD_BYTES {
             return seen;
@@ -1212,6 +1283,15 @@ mod tests {
         identifiers(text, &[])
     }
 
+    /// What `recall` remembers found in `text`, found by `scan` if nothing.
+    fn found(
+        recall: &Recall,
+        text: &str,
+        scan: impl FnOnce() -> Vec<(usize, String)>,
+    ) -> Vec<(usize, String)> {
+        recall.get(text).found.get_or_init(scan).clone()
+    }
+
     /// Two pieces that agree in every sampled byte are still told apart
     /// (the whole text is compared), and a shard keeps its bound.
     #[test]
@@ -1225,11 +1305,11 @@ mod tests {
         b[10] = b'b';
         let b = String::from_utf8(b).unwrap();
         assert_eq!(
-            recall.get_or(&a, || newest_first(&a, &[])).found,
+            found(&recall, &a, || newest_first(&a, &[])),
             [(0, "/srv/a1.txt".to_owned())]
         );
         assert_eq!(
-            recall.get_or(&b, || newest_first(&b, &[])).found,
+            found(&recall, &b, || newest_first(&b, &[])),
             [(0, "/sbv/a1.txt".to_owned())]
         );
         let calls = std::cell::Cell::new(0);
@@ -1238,7 +1318,7 @@ mod tests {
             newest_first(t, &[])
         };
         assert_eq!(
-            recall.get_or(&a, || counted(&a)).found,
+            found(&recall, &a, || counted(&a)),
             [(0, "/srv/a1.txt".to_owned())]
         );
         assert_eq!(calls.get(), 0, "remembered");
@@ -1248,7 +1328,7 @@ mod tests {
             let mut c = a.clone().into_bytes();
             c[10] = *letter;
             let c = String::from_utf8(c).unwrap();
-            recall.get_or(&c, || newest_first(&c, &[]));
+            found(&recall, &c, || newest_first(&c, &[]));
         }
         let held: Vec<(usize, usize)> = (recall.shards.iter())
             .map(|s| s.lock().unwrap())
@@ -1259,10 +1339,10 @@ mod tests {
         let long = "y".repeat(1 << 20);
         for i in 0..Recall::SHARDS * 8 {
             let text = format!("{i} {long}");
-            recall.get_or(&text, Vec::new);
+            found(&recall, &text, Vec::new);
         }
         let huge = "z".repeat(Recall::SHARD_BYTES + 1);
-        recall.get_or(&huge, Vec::new);
+        found(&recall, &huge, Vec::new);
         for shard in &recall.shards {
             assert!(shard.lock().unwrap().bytes <= Recall::SHARD_BYTES);
         }

@@ -579,7 +579,15 @@ impl FoldPolicy {
             let open = |i: usize| !said.holds(texts[i]) && !held(texts[i]);
             let ledger_room = share.max(limit.saturating_sub(spoken));
             packed.clear();
-            section = self.pack(tokens.iter().copied(), open, ledger_room, counter, Some(&mut packed)).1;
+            section = self
+                .pack(
+                    tokens.iter().copied(),
+                    open,
+                    ledger_room,
+                    counter,
+                    Some(&mut packed),
+                )
+                .1;
             if spoken.saturating_add(section) <= limit {
                 break;
             }
