@@ -572,11 +572,21 @@ impl FoldPolicy {
         let mut spoken = tokens_of(prose);
         let mut packed: Vec<usize> = Vec::new();
         let mut section = 0;
-        // Twice at most: cutting the prose can uncover entries it held.
-        for _ in 0..2 {
+        // Which entries the kept turns hold, asked once each; which the
+        // prose holds, once a prose.
+        let kept: Vec<bool> = texts.iter().map(|t| held(t)).collect();
+        let closed_by = |prose: &str| -> Vec<bool> {
             // (No entries, nothing to look up: the prose is not read.)
             let said = ledger::Said::text(if texts.is_empty() { "" } else { prose });
-            let open = |i: usize| !said.holds(texts[i]) && !held(texts[i]);
+            (texts.iter().zip(&kept))
+                .map(|(t, &k)| k || said.holds(t))
+                .collect()
+        };
+        let mut closed = Vec::new();
+        // Twice at most: cutting the prose can uncover entries it held.
+        for _ in 0..2 {
+            closed = closed_by(prose);
+            let open = |i: usize| !closed[i];
             let ledger_room = share.max(limit.saturating_sub(spoken));
             packed.clear();
             section = self
@@ -617,10 +627,10 @@ impl FoldPolicy {
         }
         let mut listed = vec![false; texts.len()];
         packed.iter().for_each(|&i| listed[i] = true);
-        let said = ledger::Said::text(if texts.is_empty() { "" } else { shown });
-        let dropped = (0..texts.len())
-            .filter(|&i| !listed[i] && !said.holds(texts[i]) && !held(texts[i]))
-            .collect();
+        if shown != prose {
+            closed = closed_by(shown);
+        }
+        let dropped = (0..texts.len()).filter(|&i| !listed[i] && !closed[i]).collect();
         let tokens = total;
         Fitted {
             tokens,
