@@ -415,14 +415,49 @@ const SPEC: &[(Class, &str)] = &[
 
 /// Every class's pattern in one alternation (one pass over the text finds
 /// the candidates, leftmost first, in `SPEC`'s order at each position), and
-/// each anchored in a set that tells which class a candidate is. Both read
-/// bytes, their classes and word boundaries ASCII (`(?-u)`): a negated
-/// class such as a URL's takes any other byte, so a match still ends beside
-/// ASCII, and the automata stay small (the first search in a process builds
-/// far fewer states).
+/// each anchored, to tell which class a candidate is: the first, in
+/// `SPEC`'s order, that matches it whole. All read bytes, their classes and
+/// word boundaries ASCII (`(?-u)`): a negated class such as a URL's takes
+/// any other byte, so a match still ends beside ASCII, and the automata
+/// stay small (the first search in a process builds far fewer states).
 struct Patterns {
     all: regex::bytes::Regex,
-    each: regex::bytes::RegexSet,
+    each: Vec<regex::bytes::Regex>,
+}
+
+impl Patterns {
+    /// The first class, in `SPEC`'s order, whose pattern matches `found`
+    /// whole: only the classes a look at its bytes leaves possible are
+    /// asked.
+    fn class_of(&self, found: &[u8]) -> Option<Class> {
+        let has = |b: u8| memchr::memchr(b, found).is_some();
+        let first = found.first().copied().unwrap_or(0);
+        let possible = |class: Class| match class {
+            Class::Uuid => found.len() == 36,
+            Class::Url => b"hwf".contains(&first) && memchr::memmem::find(found, b"://").is_some(),
+            Class::Cloud => {
+                found.starts_with(b"gs://") || found.starts_with(b"s3://") || found.starts_with(b"arn:")
+            }
+            Class::Email => has(b'@'),
+            Class::Ipv4 => first.is_ascii_digit() && has(b'.'),
+            Class::Cve => found.starts_with(b"CVE-"),
+            Class::WindowsPath => found.get(1..3) == Some(b":\\"),
+            Class::AbsolutePath | Class::RelativePath => has(b'/'),
+            Class::FileName => has(b'.'),
+            Class::Version => (first == b'v' || first.is_ascii_digit()) && has(b'.'),
+            Class::Host => has(b'.') || found.starts_with(b"localhost:"),
+            Class::HexHash => (7..=64).contains(&found.len()) && found.iter().all(u8::is_ascii_hexdigit),
+            // In brackets, or bare.
+            Class::Ipv6 => has(b':'),
+            Class::Ticket => first.is_ascii_uppercase() && has(b'-'),
+        };
+        // A hash's look is its whole pattern: no need to ask it.
+        let exact = |class: Class| class == Class::HexHash;
+        SPEC.iter()
+            .zip(&self.each)
+            .find(|((class, _), each)| possible(*class) && (exact(*class) || each.is_match(found)))
+            .map(|((class, _), _)| *class)
+    }
 }
 
 fn patterns() -> Option<&'static Patterns> {
@@ -435,9 +470,12 @@ fn patterns() -> Option<&'static Patterns> {
                 .map(|p| format!("(?:{p})"))
                 .collect::<Vec<_>>()
                 .join("|");
+            let each = ascii
+                .iter()
+                .map(|p| regex::bytes::Regex::new(&format!("^(?:{p})$")));
             Some(Patterns {
                 all: regex::bytes::Regex::new(&all).ok()?,
-                each: regex::bytes::RegexSet::new(ascii.iter().map(|p| format!("^(?:{p})$"))).ok()?,
+                each: each.collect::<Result<_, _>>().ok()?,
             })
         })
         .as_ref()
@@ -649,12 +687,7 @@ fn pattern_entry<'t>(patterns: &Patterns, text: &'t str, start: usize, end: usiz
             found = rest;
         }
     }
-    let class = patterns
-        .each
-        .matches(found.as_bytes())
-        .iter()
-        .next()
-        .map(|i| SPEC[i].0)?;
+    let class = patterns.class_of(found.as_bytes())?;
     let found = match class {
         Class::Url | Class::Cloud | Class::AbsolutePath | Class::RelativePath | Class::WindowsPath => {
             trim_end(found)
@@ -730,20 +763,36 @@ fn extra_matched(text: &str, extra: &[LedgerPattern], out: &mut Vec<(usize, Stri
 /// match spans lines). A line that is a JSON value gives its `key: value`
 /// entries first, and its matches equal to one of its values are left out.
 fn by_line_from_end(text: &str, extra: &[LedgerPattern]) -> Vec<(usize, String)> {
-    let starts: Vec<usize> = std::iter::once(0)
-        .chain(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1))
-        .collect();
-    let line_of = |at: usize| starts.partition_point(|&s| s <= at) - 1;
-    // Lines that parse as JSON: their entries, and the values they name.
+    let bytes = text.as_bytes();
+    // The line of each position asked for, in order: newlines counted on.
+    let lines = || {
+        let mut cursor = (0, 0);
+        move |at: usize| {
+            let (from, line) = cursor;
+            cursor = (at, line + memchr::memchr_iter(b'\n', &bytes[from..at]).count());
+            cursor.1
+        }
+    };
+    let mut line_of = lines();
+    // Lines that parse as JSON (a brace or bracket opens them): their
+    // entries, and the values they name.
     let mut json: Vec<(usize, Vec<String>, Set<String>)> = Vec::new();
-    for (n, &start) in starts.iter().enumerate() {
-        let rest = &text[start..];
-        let line = rest.split('\n').next().unwrap_or("");
-        let opens = line.trim_start().starts_with(['{', '[']) && line.len() <= 1 << 20;
-        if let Some(value) = opens.then(|| serde_json::from_str::<Value>(line).ok()).flatten() {
+    let mut passed = None;
+    for at in memchr::memchr2_iter(b'{', b'[', bytes) {
+        let start = memchr::memrchr(b'\n', &bytes[..at]).map_or(0, |i| i + 1);
+        if passed == Some(start) || !text[start..at].trim_start().is_empty() {
+            continue;
+        }
+        passed = Some(start);
+        let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i);
+        let line = &text[start..end];
+        if line.len() > 1 << 20 {
+            continue;
+        }
+        if let Ok(value) = serde_json::from_str::<Value>(line) {
             let (mut entries, mut values) = (Vec::new(), Set::default());
             json_entries(&value, &mut entries, &mut values);
-            json.push((n, entries, values));
+            json.push((line_of(start), entries, values));
         }
     }
     let mut found: Vec<(usize, String)> = Vec::new();
@@ -758,9 +807,10 @@ fn by_line_from_end(text: &str, extra: &[LedgerPattern]) -> Vec<(usize, String)>
     };
     let mut matches = Vec::new();
     matched(text, &|_| false, &mut matches);
+    let mut line_of = lines();
     for (at, entry) in matches {
         let n = line_of(at);
-        if !json_value(n, &entry) {
+        if json.is_empty() || !json_value(n, &entry) {
             found.push((n, entry));
         }
     }
@@ -772,8 +822,11 @@ fn by_line_from_end(text: &str, extra: &[LedgerPattern]) -> Vec<(usize, String)>
         found.extend(extras.into_iter().map(|(_, e)| (n, e)));
     }
     // Each line's JSON entries, its matches, the extra patterns' (a stable
-    // sort keeps each group's order), all reversed: newest first.
-    found.sort_by_key(|&(line, _)| line);
+    // sort keeps each group's order; matches alone are in order), all
+    // reversed: newest first.
+    if !(json.is_empty() && extra.is_empty()) {
+        found.sort_by_key(|&(line, _)| line);
+    }
     found.reverse();
     found
 }
