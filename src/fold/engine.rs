@@ -140,7 +140,7 @@ impl<'a, C: ?Sized> Rules<'a, C> {
 pub(crate) struct Ticket {
     n: usize,
     epoch: u64,
-    fresh: Entries,
+    fresh: Kept,
 }
 
 /// A memory's new summary, and what its ledger becomes: this fold's
@@ -352,15 +352,20 @@ impl Buffer {
                     // A memory folds each message once: nothing to remember.
                     false,
                 );
-                Entries::counted(texts, rules.counter)
+                Kept::new(Entries::counted(texts, rules.counter))
             }
-            false => Entries::default(),
+            false => Kept::default(),
         };
         let told = match policy.ledger {
             // The section's share, from the entries' counts (a repeated
             // entry counted twice: the summarizer is told a little less).
             true => {
-                let tokens = fresh.tokens.iter().chain(&self.ledger.entries.tokens).copied();
+                let tokens = fresh
+                    .entries
+                    .tokens
+                    .iter()
+                    .chain(&self.ledger.entries.tokens)
+                    .copied();
                 policy.told(tokens, rules.allowance, rules.counter)
             }
             false => rules.allowance,
@@ -449,7 +454,7 @@ impl Buffer {
         let limit = policy.overhead(rules.counter).saturating_add(rules.allowance);
         let (fresh, counter) = (&ticket.fresh, rules.counter);
         let again = match policy.ledger {
-            true => self.again(fresh),
+            true => self.again(&fresh.entries),
             false => Vec::new(),
         };
         let kept = match policy.ledger {
@@ -458,7 +463,7 @@ impl Buffer {
         };
         let fitted = kept.unwrap_or_else(|| {
             let (texts, tokens) = match policy.ledger {
-                true => self.merged(fresh, &again),
+                true => self.merged(&fresh.entries, &again),
                 false => (Vec::new(), Vec::new()),
             };
             policy.finish(&text, &texts, &tokens, &|_| false, limit, counter, rules.exact)
@@ -704,8 +709,8 @@ mod tests {
             };
             let (ticket, _) = b.begin(1, rules).unwrap();
             let completed = b.complete(&ticket, Ok("Short.".to_owned()), rules).unwrap();
-            let again = b.again(&ticket.fresh);
-            let (texts, _) = b.merged(&ticket.fresh, &again);
+            let again = b.again(&ticket.fresh.entries);
+            let (texts, _) = b.merged(&ticket.fresh.entries, &again);
             let texts: Vec<String> = texts.into_iter().map(str::to_owned).collect();
             let expected: Vec<String> = (0..texts.len())
                 .filter(|i| !completed.fitted.dropped.contains(i))
@@ -796,13 +801,13 @@ mod tests {
             let policy = FoldPolicy::new().ledger_percent(percent);
             let kept_entries = entries_of(&kept_at, &counter);
             let mut kept = Kept::new(kept_entries.clone());
-            let fresh = entries_of(&fresh_at, &counter);
+            let fresh = Kept::new(entries_of(&fresh_at, &counter));
             let b = Buffer {
                 ledger: kept.clone(),
                 ..Buffer::default()
             };
-            let again = b.again(&fresh);
-            let (texts, tokens) = b.merged(&fresh, &again);
+            let again = b.again(&fresh.entries);
+            let (texts, tokens) = b.merged(&fresh.entries, &again);
             let reference = policy.finish(prose, &texts, &tokens, &|_| false, limit, &counter, exact);
             if let Some(fast) = policy.finish_kept(prose, &fresh, &kept, &again, limit, &counter, exact) {
                 proptest::prop_assert_eq!(&fast.body, &reference.body);

@@ -113,6 +113,16 @@ impl Kept {
     /// after a newline when `out` has lines before them.
     pub(crate) fn push_lines(&self, out: &mut String, again: &[usize], mut count: usize, first: bool) {
         let texts = &self.entries.texts;
+        if again.is_empty() && count >= texts.len() {
+            // All of them: the section as it is.
+            if !self.rendered.is_empty() {
+                if !first {
+                    out.push('\n');
+                }
+                out.push_str(&self.rendered);
+            }
+            return;
+        }
         let line = |j: usize| texts[j].len() + 3;
         let (mut j, mut at, mut first) = (0, 0, first);
         let mut skip = again.iter().copied().peekable();
@@ -177,7 +187,7 @@ pub(crate) struct Edit<'a> {
 impl Kept {
     /// The ledger after a fold: `fresh` (the fold's entries), then the
     /// kept entries not found again, less those dropped, at most `cap`.
-    pub(crate) fn fold(&mut self, fresh: Entries, edit: Edit<'_>) {
+    pub(crate) fn fold(&mut self, fresh: Kept, edit: Edit<'_>) {
         let f = fresh.len();
         // Found again: the entries leave their place (for the front).
         let mut at: usize = 0;
@@ -195,7 +205,7 @@ impl Kept {
             self.remove(a, at);
         }
         // The candidates are now `fresh`, then these.
-        let mut fresh = Kept::new(fresh);
+        let mut fresh = fresh;
         let m = f + self.len();
         let tail = edit.dropped.first().copied().unwrap_or(m);
         if edit.dropped.len() == m.saturating_sub(tail) {

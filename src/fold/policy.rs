@@ -653,7 +653,7 @@ impl FoldPolicy {
     pub(crate) fn finish_kept<C: TokenCounter + ?Sized>(
         &self,
         text: &str,
-        fresh: &Entries,
+        fresh: &Kept,
         kept: &Kept,
         again: &[usize],
         limit: usize,
@@ -676,22 +676,22 @@ impl FoldPolicy {
         let m = f + kept.len() - again.len();
         let kept_at = |i: usize| Kept::skipping(i - f, again);
         let text_of = |i: usize| match i < f {
-            true => fresh.texts[i].as_str(),
+            true => fresh.entries.texts[i].as_str(),
             false => kept.entries.texts[kept_at(i)].as_str(),
         };
         let token_of = |i: usize| match i < f {
-            true => fresh.tokens[i],
+            true => fresh.entries.tokens[i],
             false => kept.entries.tokens[kept_at(i)],
         };
         // Those the prose holds: none unless it holds a word the patterns
         // read, or an entry is loose.
         let hot = ledger::has_hot_word(text);
-        let loose = kept.loose_count > 0 || fresh.texts.iter().any(|t| ledger::is_loose(t));
+        let loose = kept.loose_count > 0 || fresh.loose_count > 0;
         let mut said = Vec::new();
         if m > 0 && (hot || loose) {
             let prose = ledger::Said::text(text);
             let loose = |i: usize| match i < f {
-                true => ledger::is_loose(&fresh.texts[i]),
+                true => fresh.loose[i],
                 false => kept.loose[kept_at(i)],
             };
             said = (0..m)
@@ -702,14 +702,20 @@ impl FoldPolicy {
         let ledger_room = share.max(limit.saturating_sub(spoken));
         // All of them, when none is held and all fit; else packed in turn.
         let again_tokens = again.iter().map(|&j| kept.entries.tokens[j]);
-        let all = (fresh.tokens.iter().copied())
-            .chain([kept.total])
-            .fold(0usize, usize::saturating_add)
+        let all = (fresh.total)
+            .saturating_add(kept.total)
             .saturating_sub(again_tokens.sum());
-        let heading = || counter.count(ledger::LEDGER_HEADING).saturating_add(2);
-        let (stop, section) = match (said.is_empty(), m) {
+        let every = (m > 0 && said.is_empty())
+            .then(|| {
+                counter
+                    .count(ledger::LEDGER_HEADING)
+                    .saturating_add(2)
+                    .saturating_add(all)
+            })
+            .filter(|&section| section <= ledger_room);
+        let (stop, section) = match (every, m) {
             (_, 0) => (0, 0),
-            (true, _) if heading().saturating_add(all) <= ledger_room => (m, heading().saturating_add(all)),
+            (Some(section), _) => (m, section),
             _ => self.pack((0..m).map(token_of), open, ledger_room, counter, None),
         };
         if spoken.saturating_add(section) > limit {
@@ -724,20 +730,19 @@ impl FoldPolicy {
         body.push_str(text);
         if !listed.is_empty() {
             body.push_str(ledger::SECTION_START);
+            let from_fresh = listed.partition_point(|&i| i < f);
+            let from_kept = listed.len() - from_fresh;
             let mut first = true;
-            for &i in listed.iter().take_while(|&&i| i < f) {
-                if !std::mem::take(&mut first) {
-                    body.push('\n');
-                }
-                body.push_str("- ");
-                body.push_str(&fresh.texts[i]);
-            }
-            let from_kept = listed.len() - listed.partition_point(|&i| i < f);
             match said.is_empty() {
-                // The kept entries listed: the first ones not found again.
-                true => kept.push_lines(&mut body, again, from_kept, first),
+                // The fold's entries listed, then the kept ones: the first
+                // ones not found again.
+                true => {
+                    fresh.push_lines(&mut body, &[], from_fresh, true);
+                    first = from_fresh == 0;
+                    kept.push_lines(&mut body, again, from_kept, first);
+                }
                 false => {
-                    for &i in listed.iter().skip_while(|&&i| i < f) {
+                    for &i in &listed {
                         if !std::mem::take(&mut first) {
                             body.push('\n');
                         }
