@@ -740,74 +740,55 @@ mod tests {
         }
     }
 
-    /// A pool of entries: words the patterns read, `key: value` entries,
-    /// and loose ones (a user pattern's match with a space).
-    const POOL: &[&str] = &[
-        "/srv/a.csv",
-        "/srv/b.csv",
-        "10.0.0.1",
-        "PROJ-12",
-        "v1.2.3",
-        "run_id: r-77",
-        "path: /tmp/x",
-        "order 42",
-        "deadbeef12",
-        "https://x.io/p",
-        "a@b.com",
-        "C:\\x\\y.txt",
-        "file-0.txt",
-        "file-1.txt",
-        "file-2.txt",
-        "file-3.txt",
-        "dataset: sales q3",
-    ];
-
-    fn entries_of(indices: &[usize], counter: &dyn Fn(&str) -> usize) -> Entries {
-        let mut texts: Vec<String> = Vec::new();
-        for &i in indices {
-            let t = POOL[i % POOL.len()].to_owned();
-            if !texts.iter().any(|x| ledger::same(x, &t)) {
-                texts.push(t);
-            }
-        }
-        Entries::counted(texts, &counter)
-    }
+    use crate::fold::policy::tests::{POOL, counter};
 
     proptest::proptest! {
         /// The memory's fold through the ledger it keeps gives the summary
         /// `finish` gives over the merged candidates, whenever it gives one,
         /// and the kept ledger after it is the rule's: the fold's entries,
         /// then the kept ones not found again, less the dropped, at most
-        /// the cap, rendered as a section lists them, its sums kept.
+        /// the cap, rendered as a section lists them, its sums kept. The
+        /// kept ledger may repeat an identifier (a restored summary's).
         #[test]
         fn the_kept_ledger_folds_as_finish_does(
-            kept_at in proptest::collection::vec(0usize..40, 0..30),
-            fresh_at in proptest::collection::vec(0usize..40, 0..6),
+            kept_at in proptest::collection::vec(0usize..POOL.len(), 0..30),
+            fresh_at in proptest::collection::vec(0usize..POOL.len(), 0..20),
             prose in proptest::sample::select(vec![
                 "Short.", "fixed summary", "We read /srv/a.csv and PROJ-12 today.",
-                "The order 42 shipped; see file-1.txt.", "Words only, nothing else at all here.",
+                "The order 42 shipped; see file-0.txt.", "Words only, nothing else at all here.",
+                "Été: /données/été.csv, https://例え.jp/パス and 名前: 東京-1.txt.",
+                "A long prose about /srv/b.csv and v1.2.3 and PROJ-12 and deadbeef12 and much \
+                 more besides, word after word after word, until it must be cut short.",
             ]),
-            limit in 10usize..200,
+            allowance in 1usize..200,
             percent in proptest::sample::select(vec![10u8, 33, 100]),
             exact in proptest::bool::ANY,
-            cap in 1usize..40,
-            long_charge in proptest::bool::ANY,
+            max in proptest::option::of(0usize..100),
+            cap in 0usize..40,
+            kind in 0u8..3,
         ) {
-            // A counter that charges more for long texts: not additive.
-            let counter = move |t: &str| {
-                let words = t.split_whitespace().count();
-                if long_charge && t.len() > 60 { words + 3 } else { words }
-            };
-            let policy = FoldPolicy::new().ledger_percent(percent);
-            let kept_entries = entries_of(&kept_at, &counter);
-            let mut kept = Kept::new(kept_entries.clone());
-            let fresh = Kept::new(entries_of(&fresh_at, &counter));
+            let counter = counter(kind);
+            let mut policy = FoldPolicy::new().ledger_percent(percent);
+            if let Some(max) = max {
+                policy = policy.max_summary_tokens(max);
+            }
+            let owned = |at: &[usize]| at.iter().map(|&i| POOL[i].to_owned()).collect::<Vec<_>>();
+            let mut kept = Kept::new(Entries::counted(owned(&kept_at), &counter));
+            // A fold's own entries are each listed once.
+            let mut texts: Vec<String> = Vec::new();
+            for t in owned(&fresh_at) {
+                if !texts.iter().any(|x| ledger::same(x, &t)) {
+                    texts.push(t);
+                }
+            }
+            let fresh = Kept::new(Entries::counted(texts, &counter));
             let b = Buffer {
                 ledger: kept.clone(),
                 ..Buffer::default()
             };
             let again = b.again(&fresh.entries);
             let (texts, tokens) = b.merged(&fresh.entries, &again);
+            let limit = policy.overhead(&counter).saturating_add(allowance);
             let reference = policy.finish(prose, &texts, &tokens, &|_| false, limit, &counter, exact);
             if let Some(fast) = policy.finish_kept(prose, &fresh, &kept, &again, limit, &counter, exact) {
                 proptest::prop_assert_eq!(&fast.body, &reference.body);

@@ -72,8 +72,8 @@ pub(crate) struct Kept {
     pub loose: Vec<bool>,
     /// How many entries are loose.
     pub loose_count: usize,
-    /// The sum of the entries' tokens.
-    pub total: usize,
+    /// The sum of the entries' tokens (wide enough never to saturate).
+    pub total: u128,
     /// The entries as a section lists them: `- ` and the entry, a line each.
     pub rendered: String,
 }
@@ -86,7 +86,7 @@ impl Kept {
         Kept {
             loose_count: loose.iter().filter(|&&l| l).count(),
             loose,
-            total: entries.tokens.iter().fold(0usize, |a, &t| a.saturating_add(t)),
+            total: entries.tokens.iter().map(|&t| t as u128).sum(),
             rendered: lines(&texts),
             entries,
         }
@@ -152,7 +152,7 @@ impl Kept {
             false => line,
         };
         self.rendered.replace_range(line, "");
-        self.total = self.total.saturating_sub(self.entries.tokens.remove(j));
+        self.total -= self.entries.tokens.remove(j) as u128;
         self.loose_count -= usize::from(self.loose.remove(j));
         self.entries.texts.remove(j);
         self.entries.keys.remove(j);
@@ -164,7 +164,7 @@ impl Kept {
             return;
         }
         let gone = &self.entries;
-        self.total = self.total.saturating_sub(gone.tokens[n..].iter().sum());
+        self.total -= gone.tokens[n..].iter().map(|&t| t as u128).sum::<u128>();
         self.loose_count -= self.loose[n..].iter().filter(|&&l| l).count();
         let end: usize = gone.texts[..n].iter().map(|t| t.len() + 3).sum();
         self.rendered.truncate(end.saturating_sub(1));
@@ -230,7 +230,7 @@ impl Kept {
         e.tokens.splice(0..0, fresh.entries.tokens);
         e.keys.splice(0..0, fresh.entries.keys);
         self.loose.splice(0..0, fresh.loose);
-        self.total = self.total.saturating_add(fresh.total);
+        self.total += fresh.total;
         self.loose_count += fresh.loose_count;
     }
 
@@ -458,7 +458,7 @@ impl Patterns {
             Class::Host => has(b'.') || found.starts_with(b"localhost:"),
             Class::HexHash => (7..=64).contains(&found.len()) && found.iter().all(u8::is_ascii_hexdigit),
             // In brackets, or bare.
-            Class::Ipv6 => has(b':'),
+            Class::Ipv6 => first == b'[' || has(b':'),
             Class::Ticket => first.is_ascii_uppercase() && has(b'-'),
         };
         // A hash's look is its whole pattern: no need to ask it.
@@ -787,13 +787,19 @@ fn by_line_from_end(text: &str, extra: &[LedgerPattern]) -> Vec<(usize, String)>
     // Lines that parse as JSON (a brace or bracket opens them): their
     // entries, and the values they name.
     let mut json: Vec<(usize, Vec<String>, Set<String>)> = Vec::new();
-    let mut passed = None;
+    // The line the last brace was on (each line is looked at once), and
+    // how far newlines were looked for.
+    let (mut decided, mut start, mut from) = (None, 0, 0);
     for at in memchr::memchr2_iter(b'{', b'[', bytes) {
-        let start = memchr::memrchr(b'\n', &bytes[..at]).map_or(0, |i| i + 1);
-        if passed == Some(start) || !text[start..at].trim_start().is_empty() {
+        start = memchr::memrchr(b'\n', &bytes[from..at]).map_or(start, |i| from + i + 1);
+        from = at;
+        if decided == Some(start) {
             continue;
         }
-        passed = Some(start);
+        decided = Some(start);
+        if !text[start..at].trim_start().is_empty() {
+            continue;
+        }
         let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i);
         let line = &text[start..end];
         if line.len() > 1 << 20 {
@@ -884,12 +890,8 @@ impl<'m> Said<'m> {
         let mut said = Said::with_room(pieces);
         for i in 0..said.pieces.len() {
             let piece = said.pieces[i];
-            let add = |words: &mut Set<&'m str>, spans: &[(u64, u32, u32)]| {
-                words.extend(
-                    spans
-                        .iter()
-                        .map(|&(_, start, end)| &piece[start as usize..end as usize]),
-                );
+            let add = |words: &mut Set<&'m str>, spans: &[(usize, usize)]| {
+                words.extend(spans.iter().map(|&(start, end)| &piece[start..end]));
             };
             match piece.len() >= Recall::MIN {
                 true => add(
@@ -905,8 +907,8 @@ impl<'m> Said<'m> {
     /// What `text` says.
     pub(crate) fn text(text: &'m str) -> Self {
         let mut said = Said::with_room(vec![text]);
-        for (_, start, end) in word_spans(text) {
-            said.words.insert(&text[start as usize..end as usize]);
+        for (start, end) in word_spans(text) {
+            said.words.insert(&text[start..end]);
         }
         said
     }
@@ -941,29 +943,23 @@ impl<'m> Said<'m> {
     }
 }
 
-/// Where the words of `piece` that [`Said`] keeps are, each with its
-/// hash ([`word_hash`]): each word [`hot_words`] finds, and the same word
-/// without the quotes, brackets and punctuation around it when it has some.
-fn word_spans(piece: &str) -> Vec<(u64, u32, u32)> {
+/// Where the words of `piece` that [`Said`] keeps are: each word
+/// [`hot_words`] finds, and the same word without the quotes, brackets and
+/// punctuation around it when it has some.
+fn word_spans(piece: &str) -> Vec<(usize, usize)> {
     let mut spans = Vec::new();
     hot_words(piece.as_bytes(), |start, end| {
         let word = &piece[start..end];
-        spans.push((word_hash(word), start as u32, end as u32));
+        spans.push((start, end));
         let bare = word
             .trim_start_matches(['"', '\'', '`', '(', '[', '{', '<'])
             .trim_end_matches(['.', ',', ';', ':', '!', '?', '"', '\'', '`', ')', ']', '}', '>']);
         if bare.len() != word.len() {
             let from = start + (bare.as_ptr() as usize - word.as_ptr() as usize);
-            spans.push((word_hash(bare), from as u32, (from + bare.len()) as u32));
+            spans.push((from, from + bare.len()));
         }
     });
     spans
-}
-
-/// The hash [`word_spans`] gives a word.
-fn word_hash(word: &str) -> u64 {
-    use std::hash::BuildHasher;
-    BuildHasherDefault::<Quick>::default().hash_one(word)
 }
 
 /// A set hashed with [`Quick`].
@@ -972,8 +968,19 @@ type Set<T> = HashSet<T, BuildHasherDefault<Quick>>;
 /// A fast hash for short texts (identifiers, words), eight bytes a step
 /// (FxHash's), for sets and keys that stay in the process (nothing keyed
 /// by it is stored or shared): every equal hash is checked by comparing.
-#[derive(Default)]
 struct Quick(u64);
+
+impl Default for Quick {
+    /// Seeded per process: the words hashed come from the caller's text,
+    /// so that no text can be written to make them collide.
+    fn default() -> Self {
+        static SEED: OnceLock<u64> = OnceLock::new();
+        Quick(*SEED.get_or_init(|| {
+            use std::hash::BuildHasher;
+            std::hash::RandomState::new().hash_one(0x5eed_u64)
+        }))
+    }
+}
 
 impl Quick {
     const K: u64 = 0x517c_c1b7_2722_0a95;
@@ -1195,7 +1202,7 @@ struct Shard {
 struct Seen {
     text: Box<str>,
     found: OnceLock<Vec<(usize, String)>>,
-    words: OnceLock<Vec<(u64, u32, u32)>>,
+    words: OnceLock<Vec<(usize, usize)>>,
 }
 
 impl Recall {
@@ -1249,12 +1256,14 @@ impl Recall {
         if let Some(seen) = seen {
             return seen;
         }
+        // A text longer than a shard is read each time (not kept, not copied).
+        let kept = text.len() <= Recall::SHARD_BYTES;
         let seen = Arc::new(Seen {
-            text: text.into(),
+            text: if kept { text.into() } else { Box::default() },
             found: OnceLock::new(),
             words: OnceLock::new(),
         });
-        if text.len() > Recall::SHARD_BYTES {
+        if !kept {
             return seen;
         }
         let mut guard = lock();
@@ -1353,6 +1362,48 @@ mod tests {
         scan: impl FnOnce() -> Vec<(usize, String)>,
     ) -> Vec<(usize, String)> {
         recall.get(text).found.get_or_init(scan).clone()
+    }
+
+    /// A kept ledger's total stays the sum of its entries' counts however
+    /// large they are (a cap that truncates, an entry found again).
+    #[test]
+    fn huge_counts_keep_the_total() {
+        let huge = |_: &str| usize::MAX / 2;
+        let texts = |n: usize| (0..n).map(|i| format!("/srv/{i}.csv")).collect::<Vec<_>>();
+        let sum = |k: &Kept| k.entries.tokens.iter().map(|&t| t as u128).sum::<u128>();
+        let mut kept = Kept::new(Entries::counted(texts(3), &huge));
+        kept.fold(
+            Kept::default(),
+            Edit {
+                again: &[],
+                dropped: &[],
+                cap: 1,
+            },
+        );
+        assert_eq!(kept.total, sum(&kept), "truncated");
+        let mut kept = Kept::new(Entries::counted(texts(3), &huge));
+        let fresh = Kept::new(Entries::counted(vec!["/srv/0.csv".to_owned()], &|_: &str| 1));
+        kept.fold(
+            fresh,
+            Edit {
+                again: &[0],
+                dropped: &[],
+                cap: 10,
+            },
+        );
+        assert_eq!(kept.total, sum(&kept), "found again");
+        assert_eq!(kept, Kept::new(kept.entries.clone()));
+    }
+
+    /// Brackets inside a line do not make it a JSON line, however many;
+    /// a line a brace opens is read as JSON, and a bracketed line that
+    /// names no identifier adds nothing.
+    #[test]
+    fn brackets_on_one_line_are_looked_at_once() {
+        let line = "[x] ".repeat(2000) + "/srv/a.csv";
+        let text = format!("{{\"id\": \"run-1\"}}\n{line}\n  [1, 2]\n");
+        let found = by_line_from_end(&text, &[]);
+        assert_eq!(found, [(1, "/srv/a.csv".to_owned()), (0, "id: run-1".to_owned())]);
     }
 
     /// Two pieces that agree in every sampled byte are still told apart

@@ -582,10 +582,12 @@ impl FoldPolicy {
                 .map(|(t, &k)| k || said.holds(t))
                 .collect()
         };
-        let mut closed = Vec::new();
+        // The answers and the prose they are for.
+        let (mut closed, mut closed_for) = (Vec::new(), None);
         // Twice at most: cutting the prose can uncover entries it held.
         for _ in 0..2 {
             closed = closed_by(prose);
+            closed_for = Some(prose);
             let open = |i: usize| !closed[i];
             let ledger_room = share.max(limit.saturating_sub(spoken));
             packed.clear();
@@ -627,7 +629,7 @@ impl FoldPolicy {
         }
         let mut listed = vec![false; texts.len()];
         packed.iter().for_each(|&i| listed[i] = true);
-        if shown != prose {
+        if closed_for != Some(shown) {
             closed = closed_by(shown);
         }
         let dropped = (0..texts.len()).filter(|&i| !listed[i] && !closed[i]).collect();
@@ -701,18 +703,12 @@ impl FoldPolicy {
         let open = |i: usize| !said.get(i).copied().unwrap_or(false);
         let ledger_room = share.max(limit.saturating_sub(spoken));
         // All of them, when none is held and all fit; else packed in turn.
-        let again_tokens = again.iter().map(|&j| kept.entries.tokens[j]);
-        let all = (fresh.total)
-            .saturating_add(kept.total)
-            .saturating_sub(again_tokens.sum());
+        let again_tokens: u128 = again.iter().map(|&j| kept.entries.tokens[j] as u128).sum();
+        let all = fresh.total + kept.total - again_tokens;
         let every = (m > 0 && said.is_empty())
-            .then(|| {
-                counter
-                    .count(ledger::LEDGER_HEADING)
-                    .saturating_add(2)
-                    .saturating_add(all)
-            })
-            .filter(|&section| section <= ledger_room);
+            .then(|| counter.count(ledger::LEDGER_HEADING) as u128 + 2 + all)
+            .filter(|&section| section <= ledger_room as u128)
+            .map(|section| section as usize);
         let (stop, section) = match (every, m) {
             (_, 0) => (0, 0),
             (Some(section), _) => (m, section),
@@ -845,7 +841,7 @@ fn longest<'t>(text: &'t str, ends: &[usize], fits: &impl Fn(&str) -> bool) -> &
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::count::Heuristic;
 
@@ -984,6 +980,130 @@ mod tests {
             (0..listed.len()).collect::<Vec<_>>(),
             "the newest kept, the oldest dropped"
         );
+    }
+
+    /// Entries of every kind: words the patterns read, `key: value`, loose
+    /// ones (spaces), non-ASCII, repeats.
+    pub(crate) const POOL: &[&str] = &[
+        "/srv/a.csv",
+        "/srv/b.csv",
+        "10.0.0.1",
+        "PROJ-12",
+        "v1.2.3",
+        "run_id: r-77",
+        "path: /tmp/x",
+        "order 42",
+        "deadbeef12",
+        "https://x.io/p",
+        "a@b.com",
+        "C:\\x\\y.txt",
+        "file-0.txt",
+        "dataset: sales q3",
+        "/données/été.csv",
+        "https://例え.jp/パス",
+        "名前: 東京-1.txt",
+        "x:y",
+    ];
+
+    /// Prose words, some of them entries or entries in punctuation.
+    const WORDS: &[&str] = &[
+        "The",
+        "agent",
+        "read",
+        "/srv/a.csv",
+        "(/srv/b.csv)",
+        "PROJ-12.",
+        "order 42",
+        "v1.2.3,",
+        "été",
+        "東京",
+        "and",
+        "then",
+        "file-0.txt",
+        "deadbeef12",
+        "https://x.io/p",
+        "sales q3",
+        "a@b.com",
+        "run_id: r-77",
+        "/données/été.csv",
+        "…",
+        "x:y",
+        "long-word-here",
+    ];
+
+    /// Counters: words, characters / 4, and words with a charge for long
+    /// texts (not additive).
+    pub(crate) fn counter(kind: u8) -> impl Fn(&str) -> usize + Copy {
+        move |t: &str| match kind {
+            0 => t.split_whitespace().count(),
+            1 => t.chars().count().div_ceil(4),
+            _ => t.split_whitespace().count() + if t.len() > 60 { 3 } else { 0 },
+        }
+    }
+
+    /// What `Fitted::dropped` says, on a prose cut twice: the second cut
+    /// uncovers `PROJ-12`, which the first cut still held, and it is
+    /// dropped (not left neither listed, shown nor dropped).
+    #[test]
+    fn an_entry_the_second_cut_uncovers_is_dropped() {
+        let counter = counter(1);
+        let policy = FoldPolicy::new().ledger_percent(100);
+        let entries = [
+            "/srv/b.csv",
+            "/srv/a.csv",
+            "10.0.0.1",
+            "10.0.0.1",
+            "PROJ-12",
+            "deadbeef12",
+            "/srv/a.csv",
+        ];
+        let tokens: Vec<usize> = entries
+            .iter()
+            .map(|t| ledger::entry_tokens(t, &counter))
+            .collect();
+        let prose = "The The PROJ-12. The (/srv/b.csv) The The (/srv/b.csv) The deadbeef12";
+        let fitted = policy.finish(prose, &entries, &tokens, &|_| false, 48, &counter, false);
+        assert!(!fitted.body[..fitted.prose_len].contains("PROJ-12"));
+        assert_eq!(fitted.dropped, [4, 6]);
+    }
+
+    proptest::proptest! {
+        /// Every candidate `finish` is given is listed, held by the prose
+        /// it shows or by the kept turns, or reported dropped: none is
+        /// lost without a word, and none is both listed and dropped.
+        #[test]
+        fn every_entry_is_listed_held_or_dropped(
+            entries in proptest::collection::vec(0usize..POOL.len(), 0..24),
+            words in proptest::collection::vec(0usize..WORDS.len(), 1..60),
+            held_mask in proptest::collection::vec(proptest::bool::weighted(0.2), 24),
+            limit in 0usize..250,
+            percent in proptest::sample::select(vec![0u8, 10, 33, 100]),
+            exact in proptest::bool::ANY,
+            max in proptest::option::of(0usize..120),
+            kind in 0u8..3,
+        ) {
+            let counter = counter(kind);
+            let mut policy = FoldPolicy::new().ledger_percent(percent);
+            if let Some(max) = max {
+                policy = policy.max_summary_tokens(max);
+            }
+            let texts: Vec<&str> = entries.iter().map(|&i| POOL[i]).collect();
+            let tokens: Vec<usize> = texts.iter().map(|t| ledger::entry_tokens(t, &counter)).collect();
+            let prose = words.iter().map(|&i| WORDS[i]).collect::<Vec<_>>().join(" ");
+            let held_set: Vec<&str> = (texts.iter().zip(&held_mask)).filter(|(_, h)| **h).map(|(t, _)| *t).collect();
+            let held = |e: &str| held_set.contains(&e);
+            let fitted = policy.finish(&prose, &texts, &tokens, &held, limit, &counter, exact);
+            let shown = ledger::Said::text(&fitted.body[..fitted.prose_len]);
+            for (i, e) in texts.iter().enumerate() {
+                let (listed, dropped) = (fitted.listed.contains(&i), fitted.dropped.contains(&i));
+                proptest::prop_assert!(!(listed && dropped), "{e:?} listed and dropped");
+                proptest::prop_assert!(
+                    listed || dropped || shown.holds(e) || held(e),
+                    "{e:?}: not listed, not held by {:?}, not dropped",
+                    &fitted.body[..fitted.prose_len]
+                );
+            }
+        }
     }
 
     #[test]
