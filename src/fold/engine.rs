@@ -391,20 +391,6 @@ impl Buffer {
     fn again(&self, fresh: &Entries) -> Vec<usize> {
         let ledger = &self.ledger.entries;
         let mut again = Vec::new();
-        if fresh.len() > 8 {
-            // Many entries (a long tool result): each kept key looked up.
-            let keys: std::collections::HashSet<u64> = fresh.keys.iter().copied().collect();
-            for (i, k) in ledger.keys.iter().enumerate() {
-                if keys.contains(k) {
-                    let text = &ledger.texts[i];
-                    let same = |(fk, ft): (&u64, &String)| fk == k && ledger::same(ft, text);
-                    if fresh.keys.iter().zip(&fresh.texts).any(same) {
-                        again.push(i);
-                    }
-                }
-            }
-            return again;
-        }
         for (key, text) in fresh.keys.iter().zip(&fresh.texts) {
             // Blocks without the key are passed whole, in a loop the
             // compiler vectorizes.
@@ -453,21 +439,23 @@ impl Buffer {
         let text = policy.accept(answer.map_err(Error::Summarize)?)?;
         let limit = policy.overhead(rules.counter).saturating_add(rules.allowance);
         let (fresh, counter) = (&ticket.fresh, rules.counter);
-        let again = match policy.ledger {
-            true => self.again(&fresh.entries),
-            false => Vec::new(),
+        let frame = policy.frame(&text, limit, counter);
+        let (fitted, again) = match policy.ledger {
+            false => {
+                let fitted = policy.finish_framed(&text, &[], &[], &|_| false, frame, counter, rules.exact);
+                (fitted, Vec::new())
+            }
+            true => {
+                let again = self.again(&fresh.entries);
+                let kept =
+                    policy.finish_kept(&text, fresh, &self.ledger, &again, frame, counter, rules.exact);
+                let fitted = kept.unwrap_or_else(|| {
+                    let (texts, tokens) = self.merged(&fresh.entries, &again);
+                    policy.finish_framed(&text, &texts, &tokens, &|_| false, frame, counter, rules.exact)
+                });
+                (fitted, again)
+            }
         };
-        let kept = match policy.ledger {
-            true => policy.finish_kept(&text, fresh, &self.ledger, &again, limit, counter, rules.exact),
-            false => None,
-        };
-        let fitted = kept.unwrap_or_else(|| {
-            let (texts, tokens) = match policy.ledger {
-                true => self.merged(&fresh.entries, &again),
-                false => (Vec::new(), Vec::new()),
-            };
-            policy.finish(&text, &texts, &tokens, &|_| false, limit, counter, rules.exact)
-        });
         Ok(Completed {
             fitted,
             again,
@@ -790,7 +778,8 @@ mod tests {
             let (texts, tokens) = b.merged(&fresh.entries, &again);
             let limit = policy.overhead(&counter).saturating_add(allowance);
             let reference = policy.finish(prose, &texts, &tokens, &|_| false, limit, &counter, exact);
-            if let Some(fast) = policy.finish_kept(prose, &fresh, &kept, &again, limit, &counter, exact) {
+            let frame = policy.frame(prose, limit, &counter);
+            if let Some(fast) = policy.finish_kept(prose, &fresh, &kept, &again, frame, &counter, exact) {
                 proptest::prop_assert_eq!(&fast.body, &reference.body);
                 proptest::prop_assert_eq!(fast.tokens, reference.tokens);
                 proptest::prop_assert_eq!(fast.prose_len, reference.prose_len);

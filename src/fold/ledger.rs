@@ -270,7 +270,7 @@ fn lines(entries: &[&str]) -> String {
 }
 
 /// Appends [`lines`]`(entries)` to `out`.
-fn push_lines(out: &mut String, entries: &[&str]) {
+pub(crate) fn push_lines(out: &mut String, entries: &[&str]) {
     for (i, entry) in entries.iter().enumerate() {
         if i > 0 {
             out.push('\n');
@@ -890,16 +890,19 @@ impl<'m> Said<'m> {
         let mut said = Said::with_room(pieces);
         for i in 0..said.pieces.len() {
             let piece = said.pieces[i];
-            let add = |words: &mut Set<&'m str>, spans: &[(usize, usize)]| {
-                words.extend(spans.iter().map(|&(start, end)| &piece[start..end]));
+            let (seen, now);
+            let spans: &[(usize, usize)] = match piece.len() >= Recall::MIN {
+                true => {
+                    seen = RECALL.get(piece);
+                    seen.words.get_or_init(|| word_spans(piece))
+                }
+                false => {
+                    now = word_spans(piece);
+                    &now
+                }
             };
-            match piece.len() >= Recall::MIN {
-                true => add(
-                    &mut said.words,
-                    RECALL.get(piece).words.get_or_init(|| word_spans(piece)),
-                ),
-                false => add(&mut said.words, &word_spans(piece)),
-            }
+            said.words
+                .extend(spans.iter().map(|&(start, end)| &piece[start..end]));
         }
         said
     }

@@ -157,6 +157,17 @@ pub(crate) struct Fitted {
     pub dropped: Vec<usize>,
 }
 
+/// What a summary's text is fitted into: the whole message's limit (the
+/// policy's cap applied), the ledger's share of the text's room, and the
+/// tokens of the message holding the text alone. Found once a summary, by
+/// [`FoldPolicy::frame`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Frame {
+    pub limit: usize,
+    pub share: usize,
+    pub spoken: usize,
+}
+
 impl FoldPolicy {
     /// The default policy: a `system` message starting with
     /// [`DEFAULT_SUMMARY_PREFIX`], at least 16 tokens of text, no cap of its own.
@@ -559,17 +570,46 @@ impl FoldPolicy {
         counter: &C,
         exact: bool,
     ) -> Fitted {
+        let frame = self.frame(text, limit, counter);
+        self.finish_framed(text, texts, tokens, held, frame, counter, exact)
+    }
+
+    /// The frame of a summary message for the summarizer's `text`, within
+    /// `limit` tokens for the whole message (and the policy's cap for its
+    /// text).
+    pub(crate) fn frame<C: TokenCounter + ?Sized>(&self, text: &str, limit: usize, counter: &C) -> Frame {
         let overhead = self.overhead(counter);
         let limit = match self.max_summary_tokens {
             Some(max) => limit.min(overhead.saturating_add(max)),
             None => limit,
         };
-        let room = limit.saturating_sub(overhead);
-        let share = self.ledger_share(room);
+        Frame {
+            limit,
+            share: self.ledger_share(limit.saturating_sub(overhead)),
+            // The summary message with the text alone, framing and prefix included.
+            spoken: counter.count_message(&self.summary_message(text)),
+        }
+    }
+
+    /// [`finish`](Self::finish) in `frame`, found for `text`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn finish_framed<C: TokenCounter + ?Sized>(
+        &self,
+        text: &str,
+        texts: &[&str],
+        tokens: &[usize],
+        held: &dyn Fn(&str) -> bool,
+        frame: Frame,
+        counter: &C,
+        exact: bool,
+    ) -> Fitted {
+        let Frame {
+            limit,
+            share,
+            mut spoken,
+        } = frame;
         let tokens_of = |body: &str| counter.count_message(&self.summary_message(body));
         let mut prose = text;
-        // The summary message with the prose alone, framing and prefix included.
-        let mut spoken = tokens_of(prose);
         let mut packed: Vec<usize> = Vec::new();
         let mut section = 0;
         // Which entries the kept turns hold, asked once each; which the
@@ -650,7 +690,7 @@ impl FoldPolicy {
     /// section copied from the one `kept` holds rendered, and only the
     /// loose entries looked up when the prose holds no word the patterns
     /// read. `None` when the prose must be cut to make room (or is blank),
-    /// which `finish` does.
+    /// which `finish` does, in the same `frame`.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn finish_kept<C: TokenCounter + ?Sized>(
         &self,
@@ -658,21 +698,15 @@ impl FoldPolicy {
         fresh: &Kept,
         kept: &Kept,
         again: &[usize],
-        limit: usize,
+        frame: Frame,
         counter: &C,
         exact: bool,
     ) -> Option<Fitted> {
         if text.is_empty() {
             return None;
         }
-        let overhead = self.overhead(counter);
-        let limit = match self.max_summary_tokens {
-            Some(max) => limit.min(overhead.saturating_add(max)),
-            None => limit,
-        };
-        let share = self.ledger_share(limit.saturating_sub(overhead));
+        let Frame { limit, share, spoken } = frame;
         let tokens_of = |body: &str| counter.count_message(&self.summary_message(body));
-        let spoken = tokens_of(text);
         // The candidates: `fresh`'s, then the kept entries not at `again`.
         let f = fresh.len();
         let m = f + kept.len() - again.len();
@@ -728,23 +762,16 @@ impl FoldPolicy {
             body.push_str(ledger::SECTION_START);
             let from_fresh = listed.partition_point(|&i| i < f);
             let from_kept = listed.len() - from_fresh;
-            let mut first = true;
             match said.is_empty() {
                 // The fold's entries listed, then the kept ones: the first
                 // ones not found again.
                 true => {
                     fresh.push_lines(&mut body, &[], from_fresh, true);
-                    first = from_fresh == 0;
-                    kept.push_lines(&mut body, again, from_kept, first);
+                    kept.push_lines(&mut body, again, from_kept, from_fresh == 0);
                 }
                 false => {
-                    for &i in &listed {
-                        if !std::mem::take(&mut first) {
-                            body.push('\n');
-                        }
-                        body.push_str("- ");
-                        body.push_str(text_of(i));
-                    }
+                    let texts: Vec<&str> = listed.iter().map(|&i| text_of(i)).collect();
+                    ledger::push_lines(&mut body, &texts);
                 }
             }
         }
