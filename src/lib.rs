@@ -115,6 +115,7 @@ mod fold;
 mod history;
 pub mod memory;
 mod message;
+mod quick;
 pub mod summarize;
 #[cfg(feature = "proptest")]
 pub mod testing;

@@ -6,6 +6,8 @@ use std::collections::BinaryHeap;
 
 use regex::Regex;
 
+use crate::quick::Quick;
+
 use super::table;
 
 /// One encoding: its vocabulary and its pre-split.
@@ -26,21 +28,30 @@ pub(crate) struct Encoding {
     memo: Memo,
 }
 
-/// The counts of texts of [`Memo::MIN`] bytes or more counted lately, by
-/// a 128-bit hash of the text keyed at random for the process (so that no
-/// text can be made to collide with another): a stateless server counts the
-/// same history again on every request, and a lookup costs a hundredth of
-/// counting a long text (and less than counting a short one of many pieces,
-/// such as a ledger's identifiers). Bounded: a shard that fills is emptied.
+/// The counts of texts of [`Memo::MIN`] bytes or more counted lately: a
+/// stateless server counts the same history again on every request, and a
+/// lookup costs a hundredth of counting a long text (and less than counting
+/// a short one of many pieces, such as a ledger's identifiers). A longer
+/// text is known by a 128-bit hash keyed at random for the process (so that
+/// no text can be made to collide with another); a text of at most
+/// [`Memo::SHORT`] bytes is kept whole, found by a fast seeded hash and
+/// compared, which costs a fraction of the keyed hash (a collision only
+/// counts it again). Bounded: a shard that fills is emptied.
 #[derive(Debug)]
 struct Memo {
     keys: [std::hash::RandomState; 2],
     shards: [std::sync::Mutex<std::collections::HashMap<u128, usize>>; Memo::SHARDS],
+    short: [std::sync::Mutex<Shorts>; Memo::SHARDS],
 }
+
+/// Short texts and their counts, by the texts' [`Quick`] hash.
+type Shorts = std::collections::HashMap<u64, (Box<str>, usize), std::hash::BuildHasherDefault<Quick>>;
 
 impl Memo {
     /// Texts shorter than this are counted each time.
     const MIN: usize = 16;
+    /// Texts up to this long are kept whole.
+    const SHORT: usize = 64;
     const SHARDS: usize = 8;
     /// Counts a shard holds at most.
     const PER_SHARD: usize = 8 << 10;
@@ -49,6 +60,7 @@ impl Memo {
         Memo {
             keys: [std::hash::RandomState::new(), std::hash::RandomState::new()],
             shards: Default::default(),
+            short: Default::default(),
         }
     }
 
@@ -57,6 +69,9 @@ impl Memo {
         use std::hash::BuildHasher;
         if text.len() < Memo::MIN {
             return count();
+        }
+        if text.len() <= Memo::SHORT {
+            return self.short_or(text, count);
         }
         let key = u128::from(self.keys[0].hash_one(text)) << 64 | u128::from(self.keys[1].hash_one(text));
         let shard = &self.shards[(key as usize) % Memo::SHARDS];
@@ -70,6 +85,26 @@ impl Memo {
             map.clear();
         }
         map.insert(key, n);
+        n
+    }
+
+    /// [`get_or`](Self::get_or) for a short text, kept whole.
+    fn short_or(&self, text: &str, count: impl FnOnce() -> usize) -> usize {
+        use std::hash::BuildHasher;
+        let key = std::hash::BuildHasherDefault::<Quick>::default().hash_one(text);
+        let shard = &self.short[(key >> 32) as usize % Memo::SHARDS];
+        let lock = || shard.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((kept, n)) = lock().get(&key)
+            && **kept == *text
+        {
+            return *n;
+        }
+        let n = count();
+        let mut map = lock();
+        if map.len() >= Memo::PER_SHARD {
+            map.clear();
+        }
+        map.insert(key, (text.into(), n));
         n
     }
 }
@@ -377,11 +412,28 @@ mod tests {
         );
         assert_eq!(memo.get_or(&format!("{long}y"), || count(8)), 8, "another text");
         assert_eq!(counted.get(), 4);
+        // Texts kept whole and texts known by their hash, on either side of
+        // the length that parts them, each remembered as itself.
+        let longer = "y".repeat(Memo::SHORT + 1);
+        assert_eq!(memo.get_or(&long[1..].repeat(4), || count(5)), 5);
+        assert_eq!(memo.get_or(&longer, || count(6)), 6);
+        assert_eq!(memo.get_or(&long[1..].repeat(4), || count(50)), 5, "kept whole");
+        assert_eq!(memo.get_or(&longer, || count(60)), 6, "by its hash");
+        assert_eq!(counted.get(), 6);
         for i in 0..Memo::SHARDS * Memo::PER_SHARD * 2 {
             memo.get_or(&format!("{long}{i}"), || i);
+            memo.get_or(&format!("{longer}{i}"), || i);
+        }
+        for i in (0..Memo::SHARDS * Memo::PER_SHARD * 2).step_by(97) {
+            assert!(
+                memo.get_or(&format!("{long}{i}"), || i) == i,
+                "never another text's count"
+            );
         }
         let held: usize = memo.shards.iter().map(|s| s.lock().unwrap().len()).sum();
         assert!(held <= Memo::SHARDS * Memo::PER_SHARD);
+        let short: usize = memo.short.iter().map(|s| s.lock().unwrap().len()).sum();
+        assert!(short > 0 && short <= Memo::SHARDS * Memo::PER_SHARD);
     }
 
     /// The anchored pre-split finds a piece at the start of any text: every

@@ -352,7 +352,7 @@ impl Buffer {
                     // A memory folds each message once: nothing to remember.
                     false,
                 );
-                Kept::new(Entries::counted(texts, rules.counter))
+                Kept::new(Entries::keyed(texts, rules.counter))
             }
             false => Kept::default(),
         };

@@ -10,6 +10,7 @@ use regex::Regex;
 use serde_json::Value;
 
 use crate::message::Message;
+use crate::quick::Quick;
 
 /// Ledger entries, newest first, each with its tokens, counted once when
 /// it became an entry: its text and a line's framing (`- `, the newline).
@@ -31,8 +32,18 @@ pub(crate) fn key_of(entry: &str) -> u64 {
 impl Entries {
     /// `texts`, each counted by `counter`.
     pub(crate) fn counted<C: crate::count::TokenCounter + ?Sized>(texts: Vec<String>, counter: &C) -> Self {
-        let tokens = texts.iter().map(|t| entry_tokens(t, counter)).collect();
         let keys = texts.iter().map(|t| key_of(t)).collect();
+        Entries::keyed((texts, keys), counter)
+    }
+
+    /// `texts` with their [`key_of`]s, as [`candidates`] gives them, each
+    /// counted by `counter`.
+    pub(crate) fn keyed<C: crate::count::TokenCounter + ?Sized>(
+        (texts, keys): (Vec<String>, Vec<u64>),
+        counter: &C,
+    ) -> Self {
+        debug_assert_eq!(texts.len(), keys.len());
+        let tokens = texts.iter().map(|t| entry_tokens(t, counter)).collect();
         Entries { texts, tokens, keys }
     }
 
@@ -635,11 +646,10 @@ fn hot_spans(text: &str, mut found: impl FnMut(usize, usize)) {
 /// Calls `found` with the start and end of each word of `bytes` that
 /// [`hot_spans`] reads, in order.
 fn hot_words(bytes: &[u8], mut found: impl FnMut(usize, usize)) {
-    let space = |b: u8| matches!(b, b' ' | b'\t' | b'\r' | b'\n');
+    let space = is_space;
     let mut from = 0;
     while let Some(at) = next_mark(bytes, from) {
-        let hot = bytes[at] != b'.' || bytes.get(at + 1).is_some_and(u8::is_ascii_alphanumeric);
-        if !hot {
+        if !is_hot_at(bytes, at) {
             from = at + 1;
             continue;
         }
@@ -655,13 +665,29 @@ fn hot_words(bytes: &[u8], mut found: impl FnMut(usize, usize)) {
     }
 }
 
-/// Whether `entry`, one word, is one [`hot_words`] finds.
+/// Whether `entry`, one word, is one [`hot_words`] finds: no space in it,
+/// and a mark that makes it hot.
 fn is_hot_word(entry: &str) -> bool {
-    let mut hot = false;
-    hot_words(entry.as_bytes(), |start, end| {
-        hot |= start == 0 && end == entry.len()
-    });
-    hot
+    let bytes = entry.as_bytes();
+    !bytes.iter().any(|&b| is_space(b))
+        && (0..bytes.len()).any(|at| is_mark(bytes[at]) && is_hot_at(bytes, at))
+}
+
+/// The spaces that end a word.
+fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\r' | b'\n')
+}
+
+/// Whether `b` may make its word an identifier's: a digit, `.`, `/`, `:`
+/// (these four one range), `@` or `\\`.
+fn is_mark(b: u8) -> bool {
+    b.wrapping_sub(b'.') <= b':' - b'.' || b == b'@' || b == b'\\'
+}
+
+/// Whether the mark at `bytes[at]` makes its word hot: any but a `.` that
+/// no letter or digit follows (the end of a sentence).
+fn is_hot_at(bytes: &[u8], at: usize) -> bool {
+    bytes[at] != b'.' || bytes.get(at + 1).is_some_and(u8::is_ascii_alphanumeric)
 }
 
 /// The position of the first byte at or after `from` that may make its
@@ -669,7 +695,7 @@ fn is_hot_word(entry: &str) -> bool {
 /// (these four one range), `@` or `\\`. Blocks without one are skipped
 /// whole, in a loop the compiler vectorizes.
 fn next_mark(bytes: &[u8], from: usize) -> Option<usize> {
-    let mark = |b: u8| b.wrapping_sub(b'.') <= b':' - b'.' || b == b'@' || b == b'\\';
+    let mark = is_mark;
     let mut at = from;
     while at < bytes.len() {
         let block = &bytes[at..bytes.len().min(at + 32)];
@@ -853,19 +879,20 @@ fn by_line_from_end(text: &str, extra: &[LedgerPattern]) -> Vec<(usize, String)>
 /// (last) first.
 fn pieces(message: &Message) -> impl Iterator<Item = &str> {
     let calls = message.tool_calls.iter().map(|c| c.arguments.as_str());
-    let mut content: Vec<&str> = match &message.content {
-        None => Vec::new(),
-        Some(crate::message::Content::Text(s)) => vec![s.as_str()],
-        Some(crate::message::Content::Parts(parts)) => parts.iter().flat_map(|p| p.prose()).collect(),
+    // A text content is one piece, read without a vector of its own.
+    let (text, mut parts): (Option<&str>, Vec<&str>) = match &message.content {
+        None => (None, Vec::new()),
+        Some(crate::message::Content::Text(s)) => (Some(s.as_str()), Vec::new()),
+        Some(crate::message::Content::Parts(parts)) => (None, parts.iter().flat_map(|p| p.prose()).collect()),
     };
     for input in message
         .parts()
         .iter()
         .filter_map(crate::message::Part::tool_input)
     {
-        strings_in(input, &mut content);
+        strings_in(input, &mut parts);
     }
-    content.into_iter().chain(calls).rev()
+    calls.rev().chain(parts.into_iter().rev()).chain(text)
 }
 
 /// What messages say where identifiers are read (see [`pieces`]): entries
@@ -968,65 +995,6 @@ fn word_spans(piece: &str) -> Vec<(usize, usize)> {
 /// A set hashed with [`Quick`].
 type Set<T> = HashSet<T, BuildHasherDefault<Quick>>;
 
-/// A fast hash for short texts (identifiers, words), eight bytes a step
-/// (FxHash's), for sets and keys that stay in the process (nothing keyed
-/// by it is stored or shared): every equal hash is checked by comparing.
-struct Quick(u64);
-
-impl Default for Quick {
-    /// Seeded per process: the words hashed come from the caller's text,
-    /// so that no text can be written to make them collide.
-    fn default() -> Self {
-        static SEED: OnceLock<u64> = OnceLock::new();
-        Quick(*SEED.get_or_init(|| {
-            use std::hash::BuildHasher;
-            std::hash::RandomState::new().hash_one(0x5eed_u64)
-        }))
-    }
-}
-
-impl Quick {
-    const K: u64 = 0x517c_c1b7_2722_0a95;
-
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(Quick::K);
-    }
-}
-
-impl std::hash::Hasher for Quick {
-    fn finish(&self) -> u64 {
-        // The multiply leaves the high bits mixed; tables index by the low.
-        self.0.rotate_left(26)
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            self.add(u64::from_le_bytes(word));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut word = [0u8; 8];
-            word[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(word) ^ ((rest.len() as u64) << 59));
-        }
-    }
-
-    fn write_u8(&mut self, i: u8) {
-        self.add(u64::from(i));
-    }
-
-    fn write_u64(&mut self, i: u64) {
-        self.add(i);
-    }
-
-    fn write_usize(&mut self, i: usize) {
-        self.add(i as u64);
-    }
-}
-
 /// Every string inside `value`, in order.
 fn strings_in<'v>(value: &'v serde_json::Value, out: &mut Vec<&'v str>) {
     match value {
@@ -1062,8 +1030,9 @@ impl Eq for LedgerPattern {}
 
 /// The candidate entries for a fold: from the folded messages (newest
 /// first), then the previous ledger, then identifiers in the previous prose;
-/// deduplicated, the first (newest) place kept. Reading stops once `enough`
-/// entries are found or `max_bytes` of text were read.
+/// deduplicated, the first (newest) place kept; each with its [`key_of`].
+/// Reading stops once `enough` entries are found or `max_bytes` of text
+/// were read.
 pub(crate) fn candidates<'m>(
     folded: impl DoubleEndedIterator<Item = &'m Message>,
     previous_prose: &str,
@@ -1072,20 +1041,20 @@ pub(crate) fn candidates<'m>(
     enough: usize,
     max_bytes: usize,
     remember: bool,
-) -> Vec<String> {
+) -> (Vec<String>, Vec<u64>) {
     // The first entry listed for each hash of the identifier it names.
     let likely = enough.min(1 << 12);
     let mut seen: std::collections::HashMap<u64, usize, BuildHasherDefault<Quick>> =
         std::collections::HashMap::with_capacity_and_hasher(likely, Default::default());
     let mut out: Vec<String> = Vec::with_capacity(likely);
+    let mut keys: Vec<u64> = Vec::with_capacity(likely);
     // One entry per identifier: `key: value` and a bare `value` are the same one.
-    let mut add = |entry: &str, out: &mut Vec<String>| {
+    let mut add = |entry: &str, key: u64, out: &mut Vec<String>| {
         use std::collections::hash_map::Entry;
-        use std::hash::BuildHasher;
-        let value = value_of(entry);
-        match seen.entry(BuildHasherDefault::<Quick>::default().hash_one(value)) {
+        match seen.entry(key) {
             Entry::Occupied(first) => {
                 // Listed already, unless two identifiers share the hash.
+                let value = value_of(entry);
                 let listed = |e: &String| value_of(e) == value;
                 if listed(&out[*first.get()]) || out.iter().any(listed) {
                     return;
@@ -1096,6 +1065,7 @@ pub(crate) fn candidates<'m>(
             }
         }
         out.push(entry.to_owned());
+        keys.push(key);
     };
     let mut read = 0usize;
     'messages: for message in folded.rev() {
@@ -1124,33 +1094,48 @@ pub(crate) fn candidates<'m>(
             };
             // (The newest end of a piece is the same text each time too.)
             let (remembered, now);
-            let found: &[(usize, String)] = match remember && extra.is_empty() && piece.len() >= Recall::MIN {
+            let found: &[Found] = match remember && extra.is_empty() && piece.len() >= Recall::MIN {
                 true => {
                     remembered = RECALL.get(piece);
-                    remembered.found.get_or_init(|| newest_first(piece, extra))
+                    remembered.found.get_or_init(|| keyed(newest_first(piece, extra)))
                 }
                 false => {
-                    now = newest_first(piece, extra);
+                    now = keyed(newest_first(piece, extra));
                     &now
                 }
             };
             let mut line = None;
-            for (at, entry) in found {
+            for (at, entry, key) in found {
                 if line != Some(*at) && out.len() >= enough {
                     break 'messages;
                 }
                 line = Some(*at);
-                add(entry, &mut out);
+                add(entry, *key, &mut out);
             }
         }
     }
     for entry in previous_ledger {
-        add(entry, &mut out);
+        add(entry, key_of(entry), &mut out);
     }
     for entry in identifiers(previous_prose, extra).into_iter().rev() {
-        add(&entry, &mut out);
+        add(&entry, key_of(&entry), &mut out);
     }
-    out
+    (out, keys)
+}
+
+/// An identifier found in a piece: its line, its entry, the entry's
+/// [`key_of`] (found with it, once).
+type Found = (usize, String, u64);
+
+/// `found` with each entry's [`key_of`].
+fn keyed(found: Vec<(usize, String)>) -> Vec<Found> {
+    found
+        .into_iter()
+        .map(|(at, entry)| {
+            let key = key_of(&entry);
+            (at, entry, key)
+        })
+        .collect()
 }
 
 /// The identifiers of one piece, newest first, each with its line: a JSON
@@ -1204,7 +1189,7 @@ struct Shard {
 /// found when first asked for).
 struct Seen {
     text: Box<str>,
-    found: OnceLock<Vec<(usize, String)>>,
+    found: OnceLock<Vec<Found>>,
     words: OnceLock<Vec<(usize, usize)>>,
 }
 
@@ -1291,9 +1276,11 @@ impl Recall {
 
 /// The identifier an entry names: the value of a `key: value` entry.
 pub(crate) fn value_of(entry: &str) -> &str {
-    let bytes = entry.as_bytes();
-    memchr::memchr_iter(b':', bytes)
-        .find(|&i| bytes.get(i + 1) == Some(&b' '))
+    // (Entries are short: a plain loop costs less than a search's setup.)
+    entry
+        .as_bytes()
+        .windows(2)
+        .position(|pair| pair == b": ")
         .map_or(entry, |i| &entry[i + 2..])
 }
 
@@ -1364,7 +1351,8 @@ mod tests {
         text: &str,
         scan: impl FnOnce() -> Vec<(usize, String)>,
     ) -> Vec<(usize, String)> {
-        recall.get(text).found.get_or_init(scan).clone()
+        let found = recall.get(text).found.get_or_init(|| keyed(scan())).clone();
+        found.into_iter().map(|(at, entry, _)| (at, entry)).collect()
     }
 
     /// A kept ledger's total stays the sum of its entries' counts however
@@ -1702,6 +1690,19 @@ mod tests {
             }
         }
 
+        /// A word is hot when the word finder finds it whole, and an entry's
+        /// value follows its first `: `.
+        #[test]
+        fn the_quick_word_checks_agree_with_the_finder(text in texts()) {
+            for word in text.split([' ', '\n']).chain([text.as_str()]) {
+                let mut whole = false;
+                hot_words(word.as_bytes(), |start, end| whole |= start == 0 && end == word.len());
+                proptest::prop_assert_eq!(is_hot_word(word), whole, "{:?}", word);
+                let value = word.find(": ").map_or(word, |i| &word[i + 2..]);
+                proptest::prop_assert_eq!(value_of(word), value);
+            }
+        }
+
         /// What was said holds an entry only where its text stands verbatim.
         #[test]
         fn said_holds_only_what_stands_verbatim(text in texts(), other in texts()) {
@@ -1744,11 +1745,16 @@ mod tests {
 
     #[test]
     fn candidates_are_newest_first_and_deduplicated() {
+        // Each entry comes with its key.
+        let listed = |(texts, keys): (Vec<String>, Vec<u64>)| {
+            assert_eq!(keys, texts.iter().map(|t| key_of(t)).collect::<Vec<_>>());
+            texts
+        };
         let folded = [
             Message::user("old /srv/a.txt and PROJ-1"),
             Message::user("new /srv/b.txt and PROJ-1"),
         ];
-        let found = candidates(
+        let found = listed(candidates(
             folded.iter(),
             "prose with PROJ-9",
             &["ABC-2"],
@@ -1756,17 +1762,17 @@ mod tests {
             100,
             usize::MAX,
             false,
-        );
+        ));
         assert_eq!(found, ["PROJ-1", "/srv/b.txt", "/srv/a.txt", "ABC-2", "PROJ-9"]);
         let keyed = [
             Message::user("at /srv/c.txt"),
             Message::tool(r#"{"path": "/srv/c.txt"}"#, "t1"),
         ];
         assert_eq!(
-            candidates(keyed.iter(), "", &[], &[], 100, usize::MAX, false),
+            listed(candidates(keyed.iter(), "", &[], &[], 100, usize::MAX, false)),
             ["path: /srv/c.txt"]
         );
-        let few = candidates(folded.iter(), "", &[], &[], 1, usize::MAX, false);
+        let few = listed(candidates(folded.iter(), "", &[], &[], 1, usize::MAX, false));
         assert_eq!(few, ["PROJ-1", "/srv/b.txt"]);
         // A long piece is read from its newest end, from a word boundary.
         let long = [Message::user(format!(
@@ -1774,7 +1780,7 @@ mod tests {
             "x".repeat(100)
         ))];
         assert_eq!(
-            candidates(long.iter(), "", &[], &[], 100, 20, false),
+            listed(candidates(long.iter(), "", &[], &[], 100, 20, false)),
             ["/srv/new.txt"]
         );
     }

@@ -477,7 +477,7 @@ impl FoldPolicy {
             // A stateless compactor reads the same history again and again.
             true,
         );
-        let entries = Entries::counted(texts, counter);
+        let entries = Entries::keyed(texts, counter);
         let told = self.told(entries.tokens.iter().copied(), allowance, counter);
         Fold {
             prose: join_lines(proses),
