@@ -40,9 +40,14 @@ pub(crate) struct Encoding {
 #[derive(Debug)]
 struct Memo {
     keys: [std::hash::RandomState; 2],
-    shards: [std::sync::Mutex<std::collections::HashMap<u128, usize>>; Memo::SHARDS],
+    /// Counts by key; the keys are a keyed hash already, so the map's own
+    /// hash of them is the fast one.
+    shards: [std::sync::Mutex<Keyed>; Memo::SHARDS],
     short: [std::sync::Mutex<Shorts>; Memo::SHARDS],
 }
+
+/// Longer texts' counts, by their 128-bit keyed hash.
+type Keyed = std::collections::HashMap<u128, usize, std::hash::BuildHasherDefault<Quick>>;
 
 /// Short texts and their counts, by the texts' [`Quick`] hash.
 type Shorts = std::collections::HashMap<u64, (Box<str>, usize), std::hash::BuildHasherDefault<Quick>>;
