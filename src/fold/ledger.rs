@@ -1129,6 +1129,9 @@ type Found = (usize, String, u64);
 
 /// `found` with each entry's [`key_of`].
 fn keyed(found: Vec<(usize, String)>) -> Vec<Found> {
+    if found.is_empty() {
+        return Vec::new();
+    }
     found
         .into_iter()
         .map(|(at, entry)| {
@@ -1181,7 +1184,8 @@ struct Recall {
 /// One of [`Recall`]'s shards.
 #[derive(Default)]
 struct Shard {
-    buckets: Option<std::collections::HashMap<u64, Vec<std::sync::Arc<Seen>>>>,
+    /// By the texts' keyed hash (the map's own hash of it the fast one).
+    buckets: Option<std::collections::HashMap<u64, Vec<std::sync::Arc<Seen>>, BuildHasherDefault<Quick>>>,
     bytes: usize,
 }
 
