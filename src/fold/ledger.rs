@@ -481,6 +481,13 @@ impl Patterns {
     }
 }
 
+/// Compiles the built-in patterns, if not yet (see [`FoldPolicy::prepare`]).
+///
+/// [`FoldPolicy::prepare`]: crate::FoldPolicy::prepare
+pub(crate) fn prepare() {
+    patterns();
+}
+
 fn patterns() -> Option<&'static Patterns> {
     static PATTERNS: OnceLock<Option<Patterns>> = OnceLock::new();
     PATTERNS

@@ -256,6 +256,30 @@ impl FoldPolicy {
         self
     }
 
+    /// Builds now what folding with this policy builds once per process on
+    /// its first fold: the ledger's identifier patterns (a few milliseconds
+    /// of compiling). A command or a server can call it on a thread of its
+    /// own while it reads its input or starts, so that the first fold does
+    /// not wait; calling it is never needed, and calling it again costs
+    /// nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::FoldPolicy;
+    ///
+    /// let policy = FoldPolicy::new();
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| policy.prepare());
+    ///     // ... read the history meanwhile ...
+    /// });
+    /// ```
+    pub fn prepare(&self) {
+        if self.ledger {
+            ledger::prepare();
+        }
+    }
+
     /// Let the ledger take at most `percent` of the summary's allowance.
     ///
     /// # Examples

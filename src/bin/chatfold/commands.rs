@@ -27,7 +27,11 @@ pub(crate) fn compact(all: &CompactArgs) -> Result<(), Failure> {
         pretty,
     } = all;
     let (strict, report, pretty) = (*strict, report.as_deref(), *pretty);
-    // The tokenizer's tables are built while the input is read.
+    // The ledger's patterns (on a thread of their own, not waited for: a
+    // history under budget needs none) and the tokenizer's tables are built
+    // while the input is read.
+    let policy = setup::policy(&args.fold);
+    let _ = std::thread::Builder::new().spawn(move || policy.prepare());
     let (input, compactor) = std::thread::scope(|scope| {
         let building = scope.spawn(|| setup::compactor(args));
         let input = io::read_input(&args.input);

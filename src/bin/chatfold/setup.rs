@@ -10,7 +10,7 @@ use crate::Failure;
 use crate::flags::{BudgetArgs, CacheArgs, FoldArgs, SummarizeArgs};
 
 /// The fold policy the flags name.
-fn policy(args: &FoldArgs) -> FoldPolicy {
+pub(crate) fn policy(args: &FoldArgs) -> FoldPolicy {
     let policy = FoldPolicy::new()
         .ledger(!args.no_ledger)
         .ledger_percent(args.ledger_percent);

@@ -128,6 +128,8 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), Failure> {
         flights: flight::Flights::new(longest * 2, flight::LINGER, fleet),
         metrics: metrics::Metrics::default(),
     });
+    // The ledger's patterns built before the first request needs them.
+    app.base.policy.prepare();
     let outcome = runtime.block_on(run(app, args.listen));
     drop(entered);
     // Folds still on blocking threads (a summarizer retrying for a client
