@@ -60,6 +60,9 @@ impl Memo {
     const SHARDS: usize = 8;
     /// Counts a shard holds at most.
     const PER_SHARD: usize = 8 << 10;
+    /// Short texts a shard holds at most (each kept whole: at most 64 bytes
+    /// and its allocation, a few MB in all).
+    const SHORT_PER_SHARD: usize = 4 << 10;
 
     fn new() -> Self {
         Memo {
@@ -106,7 +109,7 @@ impl Memo {
         }
         let n = count();
         let mut map = lock();
-        if map.len() >= Memo::PER_SHARD {
+        if map.len() >= Memo::SHORT_PER_SHARD {
             map.clear();
         }
         map.insert(key, (text.into(), n));
@@ -438,7 +441,30 @@ mod tests {
         let held: usize = memo.shards.iter().map(|s| s.lock().unwrap().len()).sum();
         assert!(held <= Memo::SHARDS * Memo::PER_SHARD);
         let short: usize = memo.short.iter().map(|s| s.lock().unwrap().len()).sum();
-        assert!(short > 0 && short <= Memo::SHARDS * Memo::PER_SHARD);
+        assert!(short > 0 && short <= Memo::SHARDS * Memo::SHORT_PER_SHARD);
+    }
+
+    /// Another short text at a text's key (a collision, planted): the text
+    /// is counted, and its own count kept, never the other's returned.
+    #[test]
+    fn a_short_text_that_collides_is_counted_again() {
+        use std::hash::BuildHasher;
+        let memo = Memo::new();
+        let text = "/srv/data/file-000.csv";
+        let key = std::hash::BuildHasherDefault::<Quick>::default().hash_one(text);
+        let shard = (key >> 32) as usize % Memo::SHARDS;
+        memo.short[shard]
+            .lock()
+            .unwrap()
+            .insert(key, ("/srv/data/other.csv".into(), 999));
+        let counted = std::cell::Cell::new(0);
+        let count = |n: usize| {
+            counted.set(counted.get() + 1);
+            n
+        };
+        assert_eq!(memo.get_or(text, || count(7)), 7);
+        assert_eq!(memo.get_or(text, || count(8)), 7, "its own count, kept");
+        assert_eq!(counted.get(), 1);
     }
 
     /// The anchored pre-split finds a piece at the start of any text: every
