@@ -1105,10 +1105,12 @@ pub(crate) fn candidates<'m>(
             let found: &[Found] = match remember && extra.is_empty() && piece.len() >= Recall::MIN {
                 true => {
                     remembered = RECALL.get(piece);
-                    remembered.found.get_or_init(|| keyed(newest_first(piece, extra)))
+                    remembered
+                        .found
+                        .get_or_init(|| with_keys(newest_first(piece, extra)))
                 }
                 false => {
-                    now = keyed(newest_first(piece, extra));
+                    now = with_keys(newest_first(piece, extra));
                     &now
                 }
             };
@@ -1136,7 +1138,7 @@ pub(crate) fn candidates<'m>(
 type Found = (usize, String, u64);
 
 /// `found` with each entry's [`key_of`].
-fn keyed(found: Vec<(usize, String)>) -> Vec<Found> {
+fn with_keys(found: Vec<(usize, String)>) -> Vec<Found> {
     if found.is_empty() {
         return Vec::new();
     }
@@ -1363,7 +1365,7 @@ mod tests {
         text: &str,
         scan: impl FnOnce() -> Vec<(usize, String)>,
     ) -> Vec<(usize, String)> {
-        let found = recall.get(text).found.get_or_init(|| keyed(scan())).clone();
+        let found = recall.get(text).found.get_or_init(|| with_keys(scan())).clone();
         found.into_iter().map(|(at, entry, _)| (at, entry)).collect()
     }
 
