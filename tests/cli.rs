@@ -239,6 +239,20 @@ fn summarize_command_failures_exit_3() {
             "0.3",
             "error: summarizer failed: summarize command timed out after 0.3 s",
         ),
+        // Its stdout closed while it runs on: still waited for, to the
+        // deadline, or to its end.
+        (
+            "exec >&-; sleep 10",
+            "--summarize-timeout",
+            "0.3",
+            "error: summarizer failed: summarize command timed out after 0.3 s",
+        ),
+        (
+            "exec >&-; sleep 0.2; echo 'gone' >&2; exit 5",
+            "--summarize-timeout",
+            "10",
+            "error: summarizer failed: summarize command exited with status 5: gone",
+        ),
     ];
     for (cmd, flag, secs, expected) in cases {
         let out = run(

@@ -265,18 +265,35 @@ impl Summarizer for ShellSummarizer {
 impl ShellSummarizer {
     /// Waits for the command (killing it at the deadline) and takes its answer.
     fn wait(&self, child: &mut std::process::Child) -> Result<String, String> {
-        let stdout = child.stdout.take().map(reader);
-        let stderr = child.stderr.take().map(reader);
+        // The stdout reader drops `closed` at the pipe's end, which a command
+        // reaches as it exits: that wakes the wait at once.
+        let (closed, on_close) = std::sync::mpsc::channel::<()>();
+        let stdout = child.stdout.take().map(|pipe| reader(pipe, Some(closed)));
+        let stderr = child.stderr.take().map(|pipe| reader(pipe, None));
         let deadline = Instant::now() + self.timeout;
+        // Until stdout closes, a look at least every `LOOK`; after (a command
+        // exits right after, or gave its stdout away), naps that double from
+        // `FIRST_NAP`.
+        const LOOK: Duration = Duration::from_millis(5);
+        const FIRST_NAP: Duration = Duration::from_micros(50);
+        let (mut open, mut nap) = (true, FIRST_NAP);
         let status = loop {
+            let now = Instant::now();
             match child.try_wait() {
                 Ok(Some(status)) => break status,
-                Ok(None) if Instant::now() >= deadline => {
+                Ok(None) if now >= deadline => {
                     let _ = child.kill();
                     let _ = child.wait();
                     return Err(messages::command_timed_out(self.timeout.as_secs_f64()));
                 }
-                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+                Ok(None) if open => {
+                    let look = LOOK.min(deadline - now);
+                    open = on_close.recv_timeout(look) == Err(std::sync::mpsc::RecvTimeoutError::Timeout);
+                }
+                Ok(None) => {
+                    std::thread::sleep(nap.min(deadline - now));
+                    nap = (nap * 2).min(LOOK);
+                }
                 Err(e) => return Err(messages::cannot_wait_command(e)),
             }
         };
@@ -293,11 +310,16 @@ impl ShellSummarizer {
     }
 }
 
-/// Reads a pipe to its end on a thread of its own.
-fn reader(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+/// Reads a pipe to its end on a thread of its own, then drops `closed`
+/// (which tells its receiver the pipe has ended).
+fn reader(
+    mut pipe: impl Read + Send + 'static,
+    closed: Option<std::sync::mpsc::Sender<()>>,
+) -> std::thread::JoinHandle<String> {
     std::thread::spawn(move || {
         let mut bytes = Vec::new();
         let _ = pipe.read_to_end(&mut bytes);
+        drop(closed);
         String::from_utf8_lossy(&bytes).into_owned()
     })
 }
