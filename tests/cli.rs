@@ -247,6 +247,14 @@ fn summarize_command_failures_exit_3() {
             "0.3",
             "error: summarizer failed: summarize command timed out after 0.3 s",
         ),
+        // It exits, and a process it started holds its output open past
+        // the deadline.
+        (
+            "sleep 30 & echo summary",
+            "--summarize-timeout",
+            "0.3",
+            "error: summarizer failed: summarize command timed out after 0.3 s",
+        ),
         (
             "exec >&-; sleep 0.2; echo 'gone' >&2; exit 5",
             "--summarize-timeout",

@@ -263,16 +263,19 @@ impl Summarizer for ShellSummarizer {
 }
 
 impl ShellSummarizer {
-    /// Waits for the command (killing it at the deadline) and takes its answer.
+    /// Waits for the command (killing it at the deadline) and for its
+    /// output's end, and takes its answer.
     fn wait(&self, child: &mut std::process::Child) -> Result<String, String> {
-        // The stdout reader drops `closed` at the pipe's end, which a command
-        // reaches as it exits: that wakes the wait at once.
-        let (closed, on_close) = std::sync::mpsc::channel::<()>();
-        let stdout = child.stdout.take().map(|pipe| reader(pipe, Some(closed)));
-        let stderr = child.stderr.take().map(|pipe| reader(pipe, None));
+        use std::sync::mpsc::RecvTimeoutError;
+        // Each reader drops its `closed` at its pipe's end, which a command
+        // reaches as it exits: the end of both wakes the wait at once.
+        let (closed, ended) = std::sync::mpsc::channel::<()>();
+        let stdout = child.stdout.take().map(|pipe| reader(pipe, closed.clone()));
+        let stderr = child.stderr.take().map(|pipe| reader(pipe, closed));
         let deadline = Instant::now() + self.timeout;
-        // Until stdout closes, a look at least every `LOOK`; after (a command
-        // exits right after, or gave its stdout away), naps that double from
+        let timed_out = || Err(messages::command_timed_out(self.timeout.as_secs_f64()));
+        // Until the pipes end, a look at least every `LOOK`; after (a command
+        // exits right after, or gave its pipes away), naps that double from
         // `FIRST_NAP`.
         const LOOK: Duration = Duration::from_millis(5);
         const FIRST_NAP: Duration = Duration::from_micros(50);
@@ -284,11 +287,11 @@ impl ShellSummarizer {
                 Ok(None) if now >= deadline => {
                     let _ = child.kill();
                     let _ = child.wait();
-                    return Err(messages::command_timed_out(self.timeout.as_secs_f64()));
+                    return timed_out();
                 }
                 Ok(None) if open => {
                     let look = LOOK.min(deadline - now);
-                    open = on_close.recv_timeout(look) == Err(std::sync::mpsc::RecvTimeoutError::Timeout);
+                    open = ended.recv_timeout(look) == Err(RecvTimeoutError::Timeout);
                 }
                 Ok(None) => {
                     std::thread::sleep(nap.min(deadline - now));
@@ -297,6 +300,15 @@ impl ShellSummarizer {
                 Err(e) => return Err(messages::cannot_wait_command(e)),
             }
         };
+        // A process the command started may hold its pipes still: its
+        // output has not ended, and the deadline holds for it too (the
+        // readers are left to end with it).
+        if open {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if ended.recv_timeout(left) == Err(RecvTimeoutError::Timeout) {
+                return timed_out();
+            }
+        }
         let out = stdout.map(join_reader).unwrap_or_default();
         let err = stderr.map(join_reader).unwrap_or_default();
         if !status.success() {
@@ -311,10 +323,11 @@ impl ShellSummarizer {
 }
 
 /// Reads a pipe to its end on a thread of its own, then drops `closed`
-/// (which tells its receiver the pipe has ended).
+/// (which tells the receiver, once every sender is gone, that the pipes
+/// have ended).
 fn reader(
     mut pipe: impl Read + Send + 'static,
-    closed: Option<std::sync::mpsc::Sender<()>>,
+    closed: std::sync::mpsc::Sender<()>,
 ) -> std::thread::JoinHandle<String> {
     std::thread::spawn(move || {
         let mut bytes = Vec::new();
