@@ -7,7 +7,6 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::OnceLock;
 
 use regex::Regex;
-use serde_json::Value;
 
 use crate::message::Message;
 use crate::quick::Quick;
@@ -600,22 +599,135 @@ fn is_identifier_key(key: &str) -> bool {
         || CAMEL.iter().any(|s| key.len() > s.len() && key.ends_with(s))
 }
 
+/// A JSON value as the ledger reads it: strings borrowed from the text
+/// where they have no escapes, an object's members in the text's order,
+/// other values (numbers, booleans, null) parsed and dropped. It costs a
+/// fraction of a [`serde_json::Value`] (no map, no copy of each string).
+enum Json<'t> {
+    Str(std::borrow::Cow<'t, str>),
+    Arr(Vec<Json<'t>>),
+    Obj(Vec<(Json<'t>, Json<'t>)>),
+    Other,
+}
+
+impl<'de> serde::Deserialize<'de> for Json<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        deserializer.deserialize_any(JsonVisitor)
+    }
+}
+
+/// Builds a [`Json`].
+struct JsonVisitor;
+
+impl<'de> serde::de::Visitor<'de> for JsonVisitor {
+    type Value = Json<'de>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> std::result::Result<Json<'de>, E> {
+        Ok(Json::Other)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> std::result::Result<Json<'de>, E> {
+        Ok(Json::Other)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> std::result::Result<Json<'de>, E> {
+        Ok(Json::Other)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> std::result::Result<Json<'de>, E> {
+        Ok(Json::Other)
+    }
+
+    fn visit_unit<E>(self) -> std::result::Result<Json<'de>, E> {
+        Ok(Json::Other)
+    }
+
+    fn visit_borrowed_str<E>(self, s: &'de str) -> std::result::Result<Json<'de>, E> {
+        Ok(Json::Str(std::borrow::Cow::Borrowed(s)))
+    }
+
+    fn visit_str<E>(self, s: &str) -> std::result::Result<Json<'de>, E> {
+        Ok(Json::Str(std::borrow::Cow::Owned(s.to_owned())))
+    }
+
+    fn visit_string<E>(self, s: String) -> std::result::Result<Json<'de>, E> {
+        Ok(Json::Str(std::borrow::Cow::Owned(s)))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Json<'de>, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Json::Arr(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<Json<'de>, A::Error> {
+        let mut members = Vec::new();
+        while let Some(member) = map.next_entry()? {
+            members.push(member);
+        }
+        Ok(Json::Obj(members))
+    }
+}
+
+impl Json<'_> {
+    fn as_str(&self) -> Option<&str> {
+        match self {
+            Json::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// The JSON value of `text`, if it is one.
+fn parse_json(text: &str) -> Option<Json<'_>> {
+    serde_json::from_str(text).ok()
+}
+
 /// Walks a JSON value, adding `key: value` for each identifier key with a
-/// short, one-line string value.
-fn json_entries(value: &Value, out: &mut Vec<String>, values: &mut Set<String>) {
+/// short, one-line string value. A key an object gives twice counts once,
+/// in its first place with its last value (as `serde_json`'s map reads it).
+fn json_entries(value: &Json<'_>, out: &mut Vec<String>, values: &mut Set<String>) {
     match value {
-        Value::Object(map) => {
-            for (key, v) in map {
-                match v {
-                    Value::String(s) if is_identifier_key(key) && usable(s) => {
+        Json::Obj(members) => {
+            let key_at = |i: usize| members[i].0.as_str().unwrap_or("");
+            // Each key's first and last places (found by a map in a long object).
+            let places: Option<std::collections::HashMap<&str, (usize, usize)>> = (members.len() > 16).then(|| {
+                let mut places = std::collections::HashMap::new();
+                for i in 0..members.len() {
+                    (places.entry(key_at(i)))
+                        .and_modify(|(_, last): &mut (usize, usize)| *last = i)
+                        .or_insert((i, i));
+                }
+                places
+            });
+            for i in 0..members.len() {
+                let key = key_at(i);
+                let (first, last) = match &places {
+                    Some(places) => places[key],
+                    None => (
+                        (0..i).find(|&j| key_at(j) == key).unwrap_or(i),
+                        (i..members.len()).rev().find(|&j| key_at(j) == key).unwrap_or(i),
+                    ),
+                };
+                if first != i {
+                    continue;
+                }
+                match &members[last].1 {
+                    Json::Str(s) if is_identifier_key(key) && usable(s) => {
                         out.push(format!("{key}: {s}"));
-                        values.insert(s.clone());
+                        values.insert(s.to_string());
                     }
                     other => json_entries(other, out, values),
                 }
             }
         }
-        Value::Array(items) => items.iter().for_each(|v| json_entries(v, out, values)),
+        Json::Arr(items) => items.iter().for_each(|v| json_entries(v, out, values)),
         _ => {}
     }
 }
@@ -759,7 +871,7 @@ fn placed(text: &str, extra: &[LedgerPattern]) -> Vec<(usize, String)> {
     let mut json_values = Set::default();
     let trimmed = text.trim_start();
     if (trimmed.starts_with('{') || trimmed.starts_with('[')) && text.len() <= 1 << 20 {
-        if let Ok(value) = serde_json::from_str::<Value>(text) {
+        if let Some(value) = parse_json(text) {
             let mut entries = Vec::new();
             json_entries(&value, &mut entries, &mut json_values);
             out.extend(entries.into_iter().map(|e| (0, e)));
@@ -839,7 +951,7 @@ fn by_line_from_end(text: &str, extra: &[LedgerPattern]) -> Vec<(usize, String)>
         if line.len() > 1 << 20 {
             continue;
         }
-        if let Ok(value) = serde_json::from_str::<Value>(line) {
+        if let Some(value) = parse_json(line) {
             let (mut entries, mut values) = (Vec::new(), Set::default());
             json_entries(&value, &mut entries, &mut values);
             json.push((line_of(start), entries, values));
@@ -1806,5 +1918,107 @@ mod tests {
     fn user_patterns_add_entries() {
         let pattern = LedgerPattern::new(r"ORD#[0-9]+").unwrap();
         assert_eq!(identifiers("order ORD#5521 shipped", &[pattern]), ["ORD#5521"]);
+    }
+
+    /// The entries `serde_json::Value` gives (how the ledger read JSON
+    /// before [`Json`]), and the values named.
+    fn by_value(text: &str) -> Option<(Vec<String>, Vec<String>)> {
+        use serde_json::Value;
+        fn walk(value: &Value, out: &mut Vec<String>, values: &mut Vec<String>) {
+            match value {
+                Value::Object(map) => {
+                    for (key, v) in map {
+                        match v {
+                            Value::String(s) if is_identifier_key(key) && usable(s) => {
+                                out.push(format!("{key}: {s}"));
+                                values.push(s.clone());
+                            }
+                            other => walk(other, out, values),
+                        }
+                    }
+                }
+                Value::Array(items) => items.iter().for_each(|v| walk(v, out, values)),
+                _ => {}
+            }
+        }
+        let value = serde_json::from_str::<Value>(text).ok()?;
+        let (mut out, mut values) = (Vec::new(), Vec::new());
+        walk(&value, &mut out, &mut values);
+        Some((out, values))
+    }
+
+    /// JSON texts with identifier keys and others, given twice or more in
+    /// one object (short and long ones), strings escaped or not, numbers
+    /// of every kind, nesting, and broken texts.
+    fn json_texts() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let key = prop_oneof![
+            Just("id"),
+            Just("path"),
+            Just("user_id"),
+            Just("fileName"),
+            Just("token"),
+            Just("note"),
+            Just("n"),
+        ]
+        .prop_map(|k| format!("\"{k}\""));
+        let leaf = prop_oneof![
+            Just(r#""run-7""#.to_owned()),
+            Just(r#""/tmp/a\/b.csv""#.to_owned()),
+            Just(r#""two\nlines""#.to_owned()),
+            Just(r#""caf\u00e9""#.to_owned()),
+            Just(r#""  ""#.to_owned()),
+            Just(format!("\"{}\"", "x".repeat(301))),
+            Just("12".to_owned()),
+            Just("-3.5e7".to_owned()),
+            Just("1e400".to_owned()),
+            Just("18446744073709551616".to_owned()),
+            Just("true".to_owned()),
+            Just("null".to_owned()),
+            "[a-z0-9./-]{0,12}".prop_map(|s| format!("\"{s}\"")),
+        ];
+        let value = leaf.prop_recursive(4, 64, 24, move |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..5).prop_map(|v| format!("[{}]", v.join(","))),
+                proptest::collection::vec((key.clone(), inner), 0..24).prop_map(|m| {
+                    let members: Vec<String> = m.into_iter().map(|(k, v)| format!("{k}: {v}")).collect();
+                    format!("{{{}}}", members.join(", "))
+                }),
+            ]
+        });
+        (value, prop_oneof![Just(""), Just(" "), Just("}"), Just(",")]).prop_map(|(v, tail)| v + tail)
+    }
+
+    proptest::proptest! {
+        /// The ledger's JSON reading gives the entries, and names the
+        /// values, that reading a `serde_json::Value` gives, and fails where
+        /// it fails.
+        #[test]
+        fn json_reads_as_serde_json_values(text in json_texts()) {
+            let ours = parse_json(&text).map(|value| {
+                let (mut out, mut values) = (Vec::new(), Set::default());
+                json_entries(&value, &mut out, &mut values);
+                let mut values: Vec<String> = values.into_iter().collect();
+                values.sort();
+                (out, values)
+            });
+            let theirs = by_value(&text).map(|(out, mut values)| {
+                values.sort();
+                values.dedup();
+                (out, values)
+            });
+            proptest::prop_assert_eq!(ours, theirs);
+        }
+    }
+
+    #[test]
+    fn a_key_given_twice_keeps_its_first_place_and_last_value() {
+        let long: String = (0..20).map(|i| format!(r#""k{i}": 1, "#)).collect();
+        for filler in ["", long.as_str()] {
+            let text = format!(r#"{{"id": "a", {filler}"path": "/p", "id": "b"}}"#);
+            let mut out = Vec::new();
+            json_entries(&parse_json(&text).unwrap(), &mut out, &mut Set::default());
+            assert_eq!(out, ["id: b", "path: /p"], "{text}");
+        }
     }
 }
