@@ -392,6 +392,9 @@ impl Buffer {
         let ledger = &self.ledger.entries;
         let mut again = Vec::new();
         for (key, text) in fresh.keys.iter().zip(&fresh.texts) {
+            if !self.ledger.has_key(*key) {
+                continue;
+            }
             // Blocks without the key are passed whole, in a loop the
             // compiler vectorizes.
             for (b, block) in ledger.keys.chunks(16).enumerate() {

@@ -86,6 +86,9 @@ pub(crate) struct Kept {
     pub total: u128,
     /// The entries as a section lists them: `- ` and the entry, a line each.
     pub rendered: String,
+    /// How many entries have each key: a fold's entry whose key none has
+    /// is new, with no search through the entries.
+    keyed: std::collections::HashMap<u64, u32, BuildHasherDefault<Quick>>,
 }
 
 impl Kept {
@@ -93,12 +96,32 @@ impl Kept {
     pub(crate) fn new(entries: Entries) -> Self {
         let texts: Vec<&str> = entries.texts.iter().map(String::as_str).collect();
         let loose: Vec<bool> = texts.iter().map(|t| is_loose(t)).collect();
+        let mut keyed = std::collections::HashMap::default();
+        for &key in &entries.keys {
+            *keyed.entry(key).or_default() += 1;
+        }
         Kept {
             loose_count: loose.iter().filter(|&&l| l).count(),
             loose,
             total: entries.tokens.iter().map(|&t| t as u128).sum(),
             rendered: lines(&texts),
             entries,
+            keyed,
+        }
+    }
+
+    /// Whether an entry has `key`.
+    pub(crate) fn has_key(&self, key: u64) -> bool {
+        self.keyed.contains_key(&key)
+    }
+
+    /// Forgets one entry's `key`.
+    fn unkey(&mut self, key: u64) {
+        if let std::collections::hash_map::Entry::Occupied(mut n) = self.keyed.entry(key) {
+            *n.get_mut() -= 1;
+            if *n.get() == 0 {
+                n.remove();
+            }
         }
     }
 
@@ -165,7 +188,8 @@ impl Kept {
         self.total -= self.entries.tokens.remove(j) as u128;
         self.loose_count -= usize::from(self.loose.remove(j));
         self.entries.texts.remove(j);
-        self.entries.keys.remove(j);
+        let key = self.entries.keys.remove(j);
+        self.unkey(key);
     }
 
     /// Keeps the first `n` entries.
@@ -178,6 +202,9 @@ impl Kept {
         self.loose_count -= self.loose[n..].iter().filter(|&&l| l).count();
         let end: usize = gone.texts[..n].iter().map(|t| t.len() + 3).sum();
         self.rendered.truncate(end.saturating_sub(1));
+        for i in n..self.len() {
+            self.unkey(self.entries.keys[i]);
+        }
         self.entries.truncate(n);
         self.loose.truncate(n);
     }
@@ -235,6 +262,9 @@ impl Kept {
             fresh.rendered.push('\n');
         }
         self.rendered.insert_str(0, &fresh.rendered);
+        for &key in &fresh.entries.keys {
+            *self.keyed.entry(key).or_default() += 1;
+        }
         let e = &mut self.entries;
         e.texts.splice(0..0, fresh.entries.texts);
         e.tokens.splice(0..0, fresh.entries.tokens);
@@ -697,15 +727,16 @@ fn json_entries(value: &Json<'_>, out: &mut Vec<String>, values: &mut Set<String
         Json::Obj(members) => {
             let key_at = |i: usize| members[i].0.as_str().unwrap_or("");
             // Each key's first and last places (found by a map in a long object).
-            let places: Option<std::collections::HashMap<&str, (usize, usize)>> = (members.len() > 16).then(|| {
-                let mut places = std::collections::HashMap::new();
-                for i in 0..members.len() {
-                    (places.entry(key_at(i)))
-                        .and_modify(|(_, last): &mut (usize, usize)| *last = i)
-                        .or_insert((i, i));
-                }
-                places
-            });
+            let places: Option<std::collections::HashMap<&str, (usize, usize)>> =
+                (members.len() > 16).then(|| {
+                    let mut places = std::collections::HashMap::new();
+                    for i in 0..members.len() {
+                        (places.entry(key_at(i)))
+                            .and_modify(|(_, last): &mut (usize, usize)| *last = i)
+                            .or_insert((i, i));
+                    }
+                    places
+                });
             for i in 0..members.len() {
                 let key = key_at(i);
                 let (first, last) = match &places {

@@ -67,6 +67,10 @@ impl<'m> Backward<'m> {
     /// (it may answer several calls), among the calls at or after the floor.
     fn earliest_call_of(&self, j: usize) -> Option<usize> {
         let earlier = &self.callers[..self.callers.partition_point(|&c| c < j)];
+        // No call between the floor and `j`: nothing `j` answers is here.
+        if earlier.last().is_none_or(|&c| c < self.floor) {
+            return None;
+        }
         self.messages[j]
             .answered_ids()
             .filter_map(|id| {
