@@ -1009,10 +1009,12 @@ fn by_line_from_end(text: &str, extra: &[LedgerPattern]) -> Vec<(usize, String)>
     }
     // The user's patterns read each line alone, as they may match across
     // lines or anchor at one.
-    for (n, line) in text.lines().enumerate().filter(|_| !extra.is_empty()) {
-        let mut extras = Vec::new();
-        extra_matched(line, extra, &mut extras);
-        found.extend(extras.into_iter().map(|(_, e)| (n, e)));
+    if !extra.is_empty() {
+        for (n, line) in text.lines().enumerate() {
+            let mut extras = Vec::new();
+            extra_matched(line, extra, &mut extras);
+            found.extend(extras.into_iter().map(|(_, e)| (n, e)));
+        }
     }
     // Each line's JSON entries, its matches, the extra patterns' (a stable
     // sort keeps each group's order; matches alone are in order), all

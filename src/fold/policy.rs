@@ -502,7 +502,8 @@ impl FoldPolicy {
             true,
         );
         let entries = Entries::keyed(texts, counter);
-        let told = self.told(entries.tokens.iter().copied(), allowance, counter);
+        let sum = entries.tokens.iter().map(|&t| t as u128).sum();
+        let told = self.told(entries.tokens.iter().copied(), sum, allowance, counter);
         Fold {
             prose: join_lines(proses),
             entries,
@@ -522,14 +523,23 @@ impl FoldPolicy {
     /// ledger section would take of its share (never below the minimum
     /// prose). The section may take more at the end, of what the prose
     /// leaves.
+    /// `tokens` are the entries' counts, `sum` their sum: when every entry
+    /// fits, the section is known without a pass over them.
     pub(crate) fn told<C: TokenCounter + ?Sized>(
         &self,
-        tokens: impl IntoIterator<Item = usize>,
+        tokens: impl ExactSizeIterator<Item = usize>,
+        sum: u128,
         allowance: usize,
         counter: &C,
     ) -> usize {
         let share = self.ledger_share(allowance);
-        let section = self.pack(tokens, |_| true, share, counter, None).1;
+        let every = (tokens.len() > 0)
+            .then(|| (counter.count(ledger::LEDGER_HEADING) as u128 + 2).saturating_add(sum))
+            .filter(|&section| section <= share as u128);
+        let section = match every {
+            Some(section) => section as usize,
+            None => self.pack(tokens, |_| true, share, counter, None).1,
+        };
         let reserve = section.min(allowance.saturating_sub(self.min_summary_tokens));
         allowance.saturating_sub(reserve)
     }
@@ -757,6 +767,10 @@ impl FoldPolicy {
             said = (0..m)
                 .map(|i| (hot || loose(i)) && prose.holds(text_of(i)))
                 .collect();
+            // None held: as if none was asked (all may be listed at once).
+            if !said.contains(&true) {
+                said.clear();
+            }
         }
         let open = |i: usize| !said.get(i).copied().unwrap_or(false);
         let ledger_room = share.max(limit.saturating_sub(spoken));
@@ -1119,6 +1133,22 @@ pub(crate) mod tests {
     }
 
     proptest::proptest! {
+        /// The allowance told from the entries' sum, when they all fit the
+        /// share, is the one a pass over them gives.
+        #[test]
+        fn the_allowance_told_from_a_sum_is_the_one_counted(
+            tokens in proptest::collection::vec(0usize..40, 0..30),
+            allowance in 0usize..400,
+            percent in proptest::sample::select(vec![0u8, 10, 33, 100]),
+            min in 0usize..100,
+        ) {
+            let policy = FoldPolicy::new().ledger_percent(percent).min_summary_tokens(min);
+            let sum = tokens.iter().map(|&t| t as u128).sum();
+            let walked = policy.told(tokens.iter().copied(), u128::MAX, allowance, &Heuristic);
+            let summed = policy.told(tokens.iter().copied(), sum, allowance, &Heuristic);
+            proptest::prop_assert_eq!(summed, walked);
+        }
+
         /// Every candidate `finish` is given is listed, held by the prose
         /// it shows or by the kept turns, or reported dropped: none is
         /// lost without a word, and none is both listed and dropped.
