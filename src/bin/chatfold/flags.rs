@@ -91,8 +91,9 @@ pub(crate) struct SummarizeArgs {
     /// local servers (which need none); any other host needs this flag.
     #[arg(long, value_name = "VAR", requires = "summarize_url")]
     pub(crate) api_key_env: Option<String>,
-    /// Seconds the summarizer may take: the whole command, or one HTTP
-    /// attempt (default: 120 for a command, 60 for HTTP).
+    /// Seconds the summarizer may take: the whole command (to its exit and
+    /// the end of its output), or one HTTP attempt (default: 120 for a
+    /// command, 60 for HTTP).
     #[arg(long, value_name = "SECS")]
     pub(crate) summarize_timeout: Option<f64>,
     /// How many times a failed HTTP attempt is retried (429, 5xx, time-outs,
