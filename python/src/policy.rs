@@ -23,21 +23,5 @@ pub fn build(
     if let Some(n) = max_tokens {
         policy = policy.max_summary_tokens(n);
     }
-    if ledger {
-        prepare_once();
-    }
     policy
-}
-
-/// Builds the ledger's patterns on a thread of its own, once per process
-/// (see `FoldPolicy::prepare`): a compactor or memory is usually made a
-/// while before its first fold, which then does not wait for them. If no
-/// thread can start, the first fold builds them.
-fn prepare_once() {
-    static STARTED: std::sync::Once = std::sync::Once::new();
-    STARTED.call_once(|| {
-        let _ = std::thread::Builder::new()
-            .name("chatfold-prepare".into())
-            .spawn(|| FoldPolicy::new().prepare());
-    });
 }
