@@ -219,6 +219,100 @@ fn summarize_command_gets_the_transcript_and_the_allowance() {
 }
 
 #[test]
+fn a_process_the_command_leaves_holding_its_input_ends_at_the_deadline() {
+    // A transcript larger than a pipe holds, so that its writer waits on a
+    // reader that never reads: a process the command started with its
+    // input, which would mark a file after 2 s. The command answers at
+    // once; the deadline ends that process too, so the mark never comes.
+    let turns: Vec<serde_json::Value> = (0..240)
+        .map(|i| {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            serde_json::json!({"role": role, "content": format!("turn {i} {}", "words and more words ".repeat(50))})
+        })
+        .collect();
+    let input = serde_json::to_vec(&turns).unwrap();
+    let dir = std::env::temp_dir().join(format!("chatfold-cli-group-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mark = dir.join("mark");
+    let _ = std::fs::remove_file(&mark);
+    let cmd = format!(
+        "exec 3<&0; (sleep 2; touch '{}') <&3 3<&- & echo summary",
+        mark.display()
+    );
+    let started = std::time::Instant::now();
+    let out = run(
+        &[
+            "compact",
+            "--budget",
+            "2000",
+            "--summarize-cmd",
+            &cmd,
+            "--summarize-timeout",
+            "0.5",
+        ],
+        &input,
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out).trim_end(),
+        "error: summarizer failed: summarize command timed out after 0.5 s"
+    );
+    // Past the time the mark would have come.
+    std::thread::sleep(std::time::Duration::from_secs(3).saturating_sub(started.elapsed()));
+    assert!(
+        !mark.exists(),
+        "the process the command started outlived its deadline"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_timeout_too_long_for_the_clock_is_a_long_one() {
+    // 1e19 s is a valid duration, but no clock adds it to now.
+    let ok = run(
+        &[
+            "compact",
+            "--budget",
+            "2000",
+            "--summarize-cmd",
+            "echo summary",
+            "--summarize-timeout",
+            "1e19",
+            "examples/history.json",
+        ],
+        b"",
+    );
+    assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
+    // An HTTP summarizer with nothing listening: its error, not a panic.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", closed.local_addr().unwrap());
+    drop(closed);
+    let failed = run(
+        &[
+            "compact",
+            "--budget",
+            "2000",
+            "--summarize-url",
+            &url,
+            "--summarize-model",
+            "m",
+            "--summarize-retries",
+            "0",
+            "--summarize-timeout",
+            "1e19",
+            "examples/history.json",
+        ],
+        b"",
+    );
+    assert_eq!(failed.status.code(), Some(3), "{}", stderr(&failed));
+    assert!(
+        stderr(&failed).contains("connection failed"),
+        "{}",
+        stderr(&failed)
+    );
+}
+
+#[test]
 fn summarize_command_failures_exit_3() {
     let cases = [
         (
@@ -239,13 +333,32 @@ fn summarize_command_failures_exit_3() {
             "0.3",
             "error: summarizer failed: summarize command timed out after 0.3 s",
         ),
-        // Its stdout closed while it runs on: still waited for, to the
-        // deadline, or to its end.
+        // Its stdout, or both its pipes, closed while it runs on: still
+        // waited for, to the deadline, or to its end.
         (
             "exec >&-; sleep 10",
             "--summarize-timeout",
             "0.3",
             "error: summarizer failed: summarize command timed out after 0.3 s",
+        ),
+        (
+            "exec >&- 2>&-; sleep 10",
+            "--summarize-timeout",
+            "0.3",
+            "error: summarizer failed: summarize command timed out after 0.3 s",
+        ),
+        (
+            "exec >&- 2>&-; sleep 0.2; exit 4",
+            "--summarize-timeout",
+            "10",
+            "error: summarizer failed: summarize command exited with status 4",
+        ),
+        // It fails, and what it started holds its output open: its failure.
+        (
+            "sleep 30 & exit 5",
+            "--summarize-timeout",
+            "0.3",
+            "error: summarizer failed: summarize command exited with status 5",
         ),
         // It exits, and a process it started holds its output open past
         // the deadline.

@@ -89,6 +89,14 @@ fn openai_requests_carry_the_model_the_key_the_prompt_and_the_allowance() {
 }
 
 #[test]
+fn a_timeout_too_long_for_the_clock_is_a_long_one() {
+    let server = FakeLlm::start(vec![Reply::openai("Booked.")]);
+    let summarizer = openai(&server).timeout(Duration::MAX);
+    let folded = folded();
+    assert_eq!(summarizer.summarize(&request(&folded)).unwrap(), "Booked.");
+}
+
+#[test]
 fn anthropic_requests_follow_the_messages_api() {
     let server = FakeLlm::start(vec![Reply::anthropic("Van booked.")]);
     let folded = folded();

@@ -77,6 +77,8 @@ impl Entries {
 /// section, not a pass over each entry.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Kept {
+    /// Changed only by `Kept`'s own methods, which keep the fields below
+    /// in step with them.
     pub entries: Entries,
     /// Whether each entry is loose.
     pub loose: Vec<bool>,
@@ -1990,6 +1992,7 @@ mod tests {
             Just("path"),
             Just("user_id"),
             Just("fileName"),
+            Just("\\u0069d"),
             Just("token"),
             Just("note"),
             Just("n"),

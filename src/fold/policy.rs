@@ -523,6 +523,7 @@ impl FoldPolicy {
     /// ledger section would take of its share (never below the minimum
     /// prose). The section may take more at the end, of what the prose
     /// leaves.
+    ///
     /// `tokens` are the entries' counts, `sum` their sum: when every entry
     /// fits, the section is known without a pass over them.
     pub(crate) fn told<C: TokenCounter + ?Sized>(

@@ -129,6 +129,9 @@ pub trait Wire: Clone + Send + Sync + 'static {
 
 /// The default time-out of one attempt.
 const TIMEOUT: Duration = Duration::from_secs(60);
+/// The longest timeout an attempt takes (a deadline past it would not fit
+/// the clock's arithmetic); see [`HttpSummarizer::timeout`].
+const LONGEST_TIMEOUT: Duration = Duration::from_secs(100 * 365 * 86_400);
 /// The default number of retries.
 const RETRIES: u32 = 3;
 /// The default first and longest backoff.
@@ -209,10 +212,11 @@ impl<P: Clone> HttpSummarizer<P> {
     }
 
     /// How long one attempt may take, from connecting to the answer's last
-    /// byte (60 s unless set).
+    /// byte (60 s unless set; a century at most, which a longer one is
+    /// taken as).
     #[must_use]
     pub fn timeout(self, timeout: Duration) -> Self {
-        self.set(|inner| inner.timeout = timeout)
+        self.set(|inner| inner.timeout = timeout.min(LONGEST_TIMEOUT))
     }
 
     /// How many times a failed attempt is retried (3 unless set; 0 never

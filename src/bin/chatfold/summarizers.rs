@@ -18,6 +18,10 @@ use crate::{Failure, exit};
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long one HTTP attempt may take by default.
 const HTTP_TIMEOUT: Duration = Duration::from_secs(60);
+/// The longest timeout a flag gives (the library's HTTP summarizer has the
+/// same bound): a deadline past it would not fit the clock's arithmetic,
+/// and it is as good as none.
+pub(crate) const LONGEST_TIMEOUT: Duration = Duration::from_secs(100 * 365 * 86_400);
 
 /// The summarizer the flags chose.
 pub(crate) enum Chosen {
@@ -37,7 +41,7 @@ impl Chosen {
     pub(crate) fn new(args: &SummarizeArgs, counter: NamedCounter) -> Result<Chosen, Failure> {
         let timeout = match args.summarize_timeout {
             Some(secs) if secs > 0.0 && Duration::try_from_secs_f64(secs).is_ok() => {
-                Some(Duration::from_secs_f64(secs))
+                Some(Duration::from_secs_f64(secs).min(LONGEST_TIMEOUT))
             }
             Some(_) => return Err(Failure::new(exit::USAGE, messages::BAD_TIMEOUT)),
             None => None,
@@ -239,15 +243,20 @@ impl Summarizer for ShellSummarizer {
     type Error = String;
 
     fn summarize(&self, request: &SummaryRequest<'_>) -> Result<String, String> {
-        let mut child = Command::new("sh")
+        let mut command = Command::new("sh");
+        command
             .arg("-c")
             .arg(&self.command)
             .env("CHATFOLD_MAX_SUMMARY_TOKENS", request.allowance().to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(messages::cannot_run_command)?;
+            .stderr(Stdio::piped());
+        // A group of its own, so that the deadline ends whatever it started
+        // too (one holding its pipes would keep the wait, or the
+        // transcript's writer, from ending).
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let mut child = command.spawn().map_err(messages::cannot_run_command)?;
         let stdin = child.stdin.take();
         std::thread::scope(|scope| {
             scope.spawn(move || {
@@ -285,7 +294,7 @@ impl ShellSummarizer {
             match child.try_wait() {
                 Ok(Some(status)) => break status,
                 Ok(None) if now >= deadline => {
-                    let _ = child.kill();
+                    kill_group(child);
                     let _ = child.wait();
                     return timed_out();
                 }
@@ -302,24 +311,50 @@ impl ShellSummarizer {
         };
         // A process the command started may hold its pipes still: its
         // output has not ended, and the deadline holds for it too (the
-        // readers are left to end with it).
+        // readers are left to end with it). A command that exits at its
+        // deadline has `DRAIN` for its readers to reach the pipes' end.
+        const DRAIN: Duration = Duration::from_millis(50);
         if open {
-            let left = deadline.saturating_duration_since(Instant::now());
+            let left = deadline.saturating_duration_since(Instant::now()).max(DRAIN);
             if ended.recv_timeout(left) == Err(RecvTimeoutError::Timeout) {
-                return timed_out();
+                kill_group(child);
+                return match status.success() {
+                    true => timed_out(),
+                    false => Err(messages::command_failed(&exit_code(status), "")),
+                };
             }
         }
         let out = stdout.map(join_reader).unwrap_or_default();
         let err = stderr.map(join_reader).unwrap_or_default();
         if !status.success() {
-            let code = status
-                .code()
-                .map_or("a signal".to_owned(), |c| format!("status {c}"));
-            return Err(messages::command_failed(&code, err.trim()));
+            return Err(messages::command_failed(&exit_code(status), err.trim()));
         }
         // Trimmed, and refused when blank, by the library (`FoldPolicy::accept`).
         Ok(out)
     }
+}
+
+/// How a command ended, for its error: `status N`, or `a signal`.
+fn exit_code(status: std::process::ExitStatus) -> String {
+    status
+        .code()
+        .map_or("a signal".to_owned(), |c| format!("status {c}"))
+}
+
+/// Kills `child` and the processes of its group (see
+/// [`ShellSummarizer::summarize`]), those it started and that stayed in it.
+fn kill_group(child: &mut std::process::Child) {
+    #[cfg(unix)]
+    if let Ok(group) = libc::pid_t::try_from(child.id()) {
+        // The group's id is the child's. An id is given to a new process
+        // only once no process has it as its own or its group's, and ids
+        // are given in turn, so within a deadline it names this group.
+        // SAFETY: `kill` takes plain integers and touches no memory.
+        unsafe {
+            libc::kill(-group, libc::SIGKILL);
+        }
+    }
+    let _ = child.kill();
 }
 
 /// Reads a pipe to its end on a thread of its own, then drops `closed`

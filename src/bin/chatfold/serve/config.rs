@@ -107,6 +107,7 @@ fn seconds(flag: &str, secs: f64) -> Result<Duration, Failure> {
     Duration::try_from_secs_f64(secs)
         .ok()
         .filter(|d| !d.is_zero())
+        .map(|d| d.min(crate::summarizers::LONGEST_TIMEOUT))
         .ok_or_else(|| {
             Failure::new(
                 exit::USAGE,
