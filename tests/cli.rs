@@ -267,6 +267,53 @@ fn a_process_the_command_leaves_holding_its_input_ends_at_the_deadline() {
 }
 
 #[test]
+fn an_interrupt_ends_the_summarize_command_too() {
+    // The command (in a process group of its own) says it started, and
+    // what it started would mark a file 2 s later; an interrupt to
+    // chatfold while it waits must end them with it.
+    let dir = std::env::temp_dir().join(format!("chatfold-cli-sigint-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (started, mark) = (dir.join("started"), dir.join("mark"));
+    let _ = std::fs::remove_file(&started);
+    let _ = std::fs::remove_file(&mark);
+    let cmd = format!(
+        "touch '{}'; (sleep 2; touch '{}') & sleep 10; echo summary",
+        started.display(),
+        mark.display()
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_chatfold"))
+        .args([
+            "compact",
+            "--budget",
+            "2000",
+            "--summarize-cmd",
+            &cmd,
+            "examples/history.json",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let begun = std::time::Instant::now();
+    while !started.exists() {
+        assert!(begun.elapsed().as_secs() < 30, "the command never started");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let interrupted = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "chatfold went on after the interrupt");
+    // Past the time the mark would have come.
+    std::thread::sleep(std::time::Duration::from_secs(3).saturating_sub(begun.elapsed()));
+    assert!(!mark.exists(), "the command outlived the interrupt");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn a_timeout_too_long_for_the_clock_is_a_long_one() {
     // 1e19 s is a valid duration, but no clock adds it to now.
     let ok = run(

@@ -27,6 +27,9 @@ pub(crate) fn compact(all: &CompactArgs) -> Result<(), Failure> {
         pretty,
     } = all;
     let (strict, report, pretty) = (*strict, report.as_deref(), *pretty);
+    if summarize.summarize_cmd.is_some() {
+        crate::summarizers::pass_on_signals();
+    }
     // The ledger's patterns (on a thread of their own, not waited for: a
     // history under budget needs none) and the tokenizer's tables are built
     // while the input is read.

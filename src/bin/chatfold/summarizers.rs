@@ -5,6 +5,8 @@
 use std::io::{Read, Write};
 use std::net::IpAddr;
 use std::process::{Command, Stdio};
+#[cfg(unix)]
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use chatfold::summarize::{AnthropicSummarizer, HttpSummarizer, OpenAiSummarizer};
@@ -266,8 +268,58 @@ impl Summarizer for ShellSummarizer {
                     let _ = request.write_transcript(&mut pipe).and_then(|()| pipe.flush());
                 }
             });
-            self.wait(&mut child)
+            #[cfg(unix)]
+            RUNNING.store(libc::pid_t::try_from(child.id()).unwrap_or(0), Ordering::SeqCst);
+            let answer = self.wait(&mut child);
+            #[cfg(unix)]
+            RUNNING.store(0, Ordering::SeqCst);
+            answer
         })
+    }
+}
+
+/// The process group of the summarize command running now (0 for none),
+/// which [`pass_on_signals`]'s handler signals.
+#[cfg(unix)]
+static RUNNING: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// Makes an interrupt, a termination or a hang-up end the running
+/// summarize command too, then this process as it would have ended. In a
+/// process group of its own, the command is not sent what the terminal
+/// sends chatfold's; its whole group is sent SIGTERM (which, unlike an
+/// interrupt, a shell's background jobs do not ignore). For `compact`,
+/// which handles no signal itself; a signal this process was started
+/// ignoring stays ignored.
+pub(crate) fn pass_on_signals() {
+    #[cfg(unix)]
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: `sigaction` reads and writes the structs given; the
+        // handler calls only async-signal-safe functions and reads an atomic.
+        unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(signal, std::ptr::null(), &mut old) != 0 || old.sa_sigaction != libc::SIG_DFL {
+                continue;
+            }
+            let mut new: libc::sigaction = std::mem::zeroed();
+            new.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            libc::sigemptyset(&mut new.sa_mask);
+            libc::sigaction(signal, &new, std::ptr::null_mut());
+        }
+    }
+}
+
+/// [`pass_on_signals`]'s handler: SIGTERM to the command's group, then
+/// the signal to this process with its default action.
+#[cfg(unix)]
+extern "C" fn on_signal(signal: libc::c_int) {
+    let group = RUNNING.load(Ordering::SeqCst);
+    // SAFETY: `kill`, `signal` and `raise` are async-signal-safe.
+    unsafe {
+        if group > 0 {
+            libc::kill(-group, libc::SIGTERM);
+        }
+        libc::signal(signal, libc::SIG_DFL);
+        libc::raise(signal);
     }
 }
 
