@@ -741,6 +741,37 @@ async fn budgets_come_from_the_header_the_model_rules_and_the_default() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn timeouts_too_long_for_the_clock_are_long_ones() {
+    // 1e19 s is a valid duration, but no clock adds it to now: each
+    // request is still answered, upstream or not.
+    let up = ok_upstream().await;
+    let long = [
+        "--read-timeout",
+        "1e19",
+        "--connect-timeout",
+        "1e19",
+        "--upstream-timeout",
+        "1e19",
+    ];
+    let proxy = Proxy::start(&[&["--upstream", &up.url(), "--budget", "100"], &long[..]].concat());
+    let fits = openai_body(1).to_string();
+    assert_eq!(
+        post(&proxy.url("/v1/chat/completions"), &[], fits.clone())
+            .await
+            .status,
+        200
+    );
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let nowhere = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let proxy = Proxy::start(&[&["--upstream", &nowhere, "--budget", "100"], &long[..]].concat());
+    let failed = post(&proxy.url("/v1/chat/completions"), &[], fits).await;
+    assert_eq!(failed.status, 502);
+    let error: Value = serde_json::from_slice(&failed.body).unwrap();
+    assert_eq!(error["error"]["type"], "server_error", "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_client_too_slow_to_send_its_body_gets_408() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let up = ok_upstream().await;
