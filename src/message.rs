@@ -809,11 +809,22 @@ impl Fields {
     }
 }
 
-/// A message object's key as read: a known field's without a copy of its
-/// name.
-enum Key<'de> {
+/// A string as read from JSON: borrowed from the text where it has no
+/// escapes (a message object's known field without a copy of its name, a
+/// ledger's JSON strings).
+pub(crate) enum Key<'de> {
     Borrowed(&'de str),
     Owned(String),
+}
+
+impl Key<'_> {
+    /// The string.
+    pub(crate) fn as_str(&self) -> &str {
+        match self {
+            Key::Borrowed(s) => s,
+            Key::Owned(s) => s,
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for Key<'de> {
@@ -823,7 +834,7 @@ impl<'de> serde::Deserialize<'de> for Key<'de> {
 }
 
 /// The visitor of [`Key`].
-struct KeyVisitor;
+pub(crate) struct KeyVisitor;
 
 impl<'de> serde::de::Visitor<'de> for KeyVisitor {
     type Value = Key<'de>;

@@ -360,13 +360,14 @@ impl Buffer {
             // The section's share, from the entries' counts (a repeated
             // entry counted twice: the summarizer is told a little less).
             true => {
-                let sum = fresh.total + self.ledger.total;
-                let (fresh, kept) = (&fresh.entries.tokens, &self.ledger.entries.tokens);
-                let tokens = (0..fresh.len() + kept.len()).map(|i| match i < fresh.len() {
-                    true => fresh[i],
-                    false => kept[i - fresh.len()],
-                });
-                policy.told(tokens, sum, rules.allowance, rules.counter)
+                let (n, sum) = (fresh.len() + self.ledger.len(), fresh.total + self.ledger.total);
+                let tokens = fresh
+                    .entries
+                    .tokens
+                    .iter()
+                    .chain(&self.ledger.entries.tokens)
+                    .copied();
+                policy.told(tokens, (n, sum), rules.allowance, rules.counter)
             }
             false => rules.allowance,
         };

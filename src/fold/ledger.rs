@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use crate::message::Message;
+use crate::message::{Key, KeyVisitor, Message};
 use crate::quick::Quick;
 
 /// Ledger entries, newest first, each with its tokens, counted once when
@@ -636,9 +636,9 @@ fn is_identifier_key(key: &str) -> bool {
 /// other values (numbers, booleans, null) parsed and dropped. It costs a
 /// fraction of a [`serde_json::Value`] (no map, no copy of each string).
 enum Json<'t> {
-    Str(std::borrow::Cow<'t, str>),
+    Str(Key<'t>),
     Arr(Vec<Json<'t>>),
-    Obj(Vec<(Json<'t>, Json<'t>)>),
+    Obj(Vec<(Key<'t>, Json<'t>)>),
     Other,
 }
 
@@ -678,16 +678,16 @@ impl<'de> serde::de::Visitor<'de> for JsonVisitor {
         Ok(Json::Other)
     }
 
-    fn visit_borrowed_str<E>(self, s: &'de str) -> std::result::Result<Json<'de>, E> {
-        Ok(Json::Str(std::borrow::Cow::Borrowed(s)))
+    fn visit_borrowed_str<E: serde::de::Error>(self, s: &'de str) -> std::result::Result<Json<'de>, E> {
+        KeyVisitor.visit_borrowed_str(s).map(Json::Str)
     }
 
-    fn visit_str<E>(self, s: &str) -> std::result::Result<Json<'de>, E> {
-        Ok(Json::Str(std::borrow::Cow::Owned(s.to_owned())))
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> std::result::Result<Json<'de>, E> {
+        KeyVisitor.visit_str(s).map(Json::Str)
     }
 
-    fn visit_string<E>(self, s: String) -> std::result::Result<Json<'de>, E> {
-        Ok(Json::Str(std::borrow::Cow::Owned(s)))
+    fn visit_string<E: serde::de::Error>(self, s: String) -> std::result::Result<Json<'de>, E> {
+        KeyVisitor.visit_string(s).map(Json::Str)
     }
 
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Json<'de>, A::Error> {
@@ -707,15 +707,6 @@ impl<'de> serde::de::Visitor<'de> for JsonVisitor {
     }
 }
 
-impl Json<'_> {
-    fn as_str(&self) -> Option<&str> {
-        match self {
-            Json::Str(s) => Some(s),
-            _ => None,
-        }
-    }
-}
-
 /// The JSON value of `text`, if it is one.
 fn parse_json(text: &str) -> Option<Json<'_>> {
     serde_json::from_str(text).ok()
@@ -727,7 +718,7 @@ fn parse_json(text: &str) -> Option<Json<'_>> {
 fn json_entries(value: &Json<'_>, out: &mut Vec<String>, values: &mut Set<String>) {
     match value {
         Json::Obj(members) => {
-            let key_at = |i: usize| members[i].0.as_str().unwrap_or("");
+            let key_at = |i: usize| members[i].0.as_str();
             // Each key's first and last places (found by a map in a long object).
             let places: Option<std::collections::HashMap<&str, (usize, usize)>> =
                 (members.len() > 16).then(|| {
@@ -752,9 +743,10 @@ fn json_entries(value: &Json<'_>, out: &mut Vec<String>, values: &mut Set<String
                     continue;
                 }
                 match &members[last].1 {
-                    Json::Str(s) if is_identifier_key(key) && usable(s) => {
+                    Json::Str(s) if is_identifier_key(key) && usable(s.as_str()) => {
+                        let s = s.as_str();
                         out.push(format!("{key}: {s}"));
-                        values.insert(s.to_string());
+                        values.insert(s.to_owned());
                     }
                     other => json_entries(other, out, values),
                 }

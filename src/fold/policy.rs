@@ -503,7 +503,12 @@ impl FoldPolicy {
         );
         let entries = Entries::keyed(texts, counter);
         let sum = entries.tokens.iter().map(|&t| t as u128).sum();
-        let told = self.told(entries.tokens.iter().copied(), sum, allowance, counter);
+        let told = self.told(
+            entries.tokens.iter().copied(),
+            (entries.len(), sum),
+            allowance,
+            counter,
+        );
         Fold {
             prose: join_lines(proses),
             entries,
@@ -524,25 +529,32 @@ impl FoldPolicy {
     /// prose). The section may take more at the end, of what the prose
     /// leaves.
     ///
-    /// `tokens` are the entries' counts, `sum` their sum: when every entry
-    /// fits, the section is known without a pass over them.
+    /// `tokens` are the entries' counts, `(n, sum)` their number and sum:
+    /// when every entry fits, the section is known without a pass over them.
     pub(crate) fn told<C: TokenCounter + ?Sized>(
         &self,
-        tokens: impl ExactSizeIterator<Item = usize>,
-        sum: u128,
+        tokens: impl IntoIterator<Item = usize>,
+        (n, sum): (usize, u128),
         allowance: usize,
         counter: &C,
     ) -> usize {
         let share = self.ledger_share(allowance);
-        let every = (tokens.len() > 0)
-            .then(|| (counter.count(ledger::LEDGER_HEADING) as u128 + 2).saturating_add(sum))
-            .filter(|&section| section <= share as u128);
-        let section = match every {
-            Some(section) => section as usize,
+        let section = match Self::all_fit(n, sum, share, counter) {
+            Some(section) => section,
             None => self.pack(tokens, |_| true, share, counter, None).1,
         };
         let reserve = section.min(allowance.saturating_sub(self.min_summary_tokens));
         allowance.saturating_sub(reserve)
+    }
+
+    /// The section's tokens when all of `n` entries whose counts sum to
+    /// `sum` fit in `room` (what [`pack`](Self::pack) gives them then), or
+    /// `None`: none to list, or not all fit.
+    fn all_fit<C: TokenCounter + ?Sized>(n: usize, sum: u128, room: usize, counter: &C) -> Option<usize> {
+        (n > 0)
+            .then(|| (counter.count(ledger::LEDGER_HEADING) as u128 + 2).saturating_add(sum))
+            .filter(|&section| section <= room as u128)
+            .map(|section| section as usize)
     }
 
     /// Packs the leading `entries` that `open` lets through whose section
@@ -778,10 +790,7 @@ impl FoldPolicy {
         // All of them, when none is held and all fit; else packed in turn.
         let again_tokens: u128 = again.iter().map(|&j| kept.entries.tokens[j] as u128).sum();
         let all = fresh.total + kept.total - again_tokens;
-        let every = (m > 0 && said.is_empty())
-            .then(|| counter.count(ledger::LEDGER_HEADING) as u128 + 2 + all)
-            .filter(|&section| section <= ledger_room as u128)
-            .map(|section| section as usize);
+        let every = Self::all_fit(m, all, ledger_room, counter).filter(|_| said.is_empty());
         let (stop, section) = match (every, m) {
             (_, 0) => (0, 0),
             (Some(section), _) => (m, section),
@@ -1145,8 +1154,8 @@ pub(crate) mod tests {
         ) {
             let policy = FoldPolicy::new().ledger_percent(percent).min_summary_tokens(min);
             let sum = tokens.iter().map(|&t| t as u128).sum();
-            let walked = policy.told(tokens.iter().copied(), u128::MAX, allowance, &Heuristic);
-            let summed = policy.told(tokens.iter().copied(), sum, allowance, &Heuristic);
+            let walked = policy.told(tokens.iter().copied(), (tokens.len(), u128::MAX), allowance, &Heuristic);
+            let summed = policy.told(tokens.iter().copied(), (tokens.len(), sum), allowance, &Heuristic);
             proptest::prop_assert_eq!(summed, walked);
         }
 
