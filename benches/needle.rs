@@ -54,9 +54,9 @@ impl Rng {
     }
 }
 
-/// One identifier of class `k` (12 classes), and the text it stands in.
+/// One identifier of class `k` (16 classes), and the text it stands in.
 fn needle(rng: &mut Rng, k: usize) -> String {
-    match k % 12 {
+    match k % 16 {
         0 => format!(
             "{}-{}-4{}-a{}-{}",
             rng.hex(8),
@@ -106,7 +106,16 @@ fn needle(rng: &mut Rng, k: usize) -> String {
             ["PAY", "OPS", "SRE", "DATA"][rng.below(4)],
             rng.below(9000) + 100
         ),
-        _ => format!("v{}.{}.{}", rng.below(9) + 1, rng.below(30), rng.below(30)),
+        11 => format!("v{}.{}.{}", rng.below(9) + 1, rng.below(30), rng.below(30)),
+        12 => format!("conn_{}", rng.hex(6)),
+        13 => format!("ORD-{}-{:05}", 2020 + rng.below(7), rng.below(100_000)),
+        14 => format!(
+            "postgres://{}@{}-db.internal:5432/{}",
+            rng.word(),
+            rng.word(),
+            rng.word()
+        ),
+        _ => format!("txn_{}_{}", rng.below(900_000) + 100_000, rng.word()),
     }
 }
 

@@ -421,7 +421,11 @@ const SPEC: &[(Class, &str)] = &[
         Class::Uuid,
         r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",
     ),
-    (Class::Url, r#"\b(?:https?|wss?|ftp|file)://[^ \t\r\n<>"'`]+"#),
+    // Any scheme (`postgres://`, `redis://`, `mongodb+srv://`), JDBC's too.
+    (
+        Class::Url,
+        r#"\b(?:jdbc:)?[A-Za-z][A-Za-z0-9+.-]{0,31}://[^ \t\r\n<>"'`]+"#,
+    ),
     (
         Class::Cloud,
         r#"\b(?:gs|s3)://[^ \t\r\n<>"'`]+|\barn:aws[a-z-]*:[a-z0-9-]*:[a-z0-9-]*:[0-9]*:[^ \t\r\n<>"'`]+"#,
@@ -486,7 +490,7 @@ impl Patterns {
         let first = found.first().copied().unwrap_or(0);
         let possible = |class: Class| match class {
             Class::Uuid => found.len() == 36,
-            Class::Url => b"hwf".contains(&first) && memchr::memmem::find(found, b"://").is_some(),
+            Class::Url => first.is_ascii_alphabetic() && memchr::memmem::find(found, b"://").is_some(),
             Class::Cloud => {
                 found.starts_with(b"gs://") || found.starts_with(b"s3://") || found.starts_with(b"arn:")
             }
@@ -583,6 +587,14 @@ fn accept(class: Class, found: &str) -> bool {
         }
         Class::HexHash => {
             found.bytes().any(|b| b.is_ascii_digit()) && found.bytes().any(|b| b.is_ascii_alphabetic())
+        }
+        // A password in the URL (`postgres://app:secret@db/x`): never copied.
+        Class::Url => {
+            let rest = found.split_once("://").map_or("", |(_, rest)| rest);
+            let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+            !authority
+                .rsplit_once('@')
+                .is_some_and(|(user, _)| user.contains(':'))
         }
         Class::Host => {
             if found.starts_with("localhost:") || found.contains(':') {
@@ -913,17 +925,262 @@ fn matched(text: &str, skip: &dyn Fn(&str) -> bool, out: &mut Vec<(usize, String
     let Some(patterns) = patterns() else {
         return;
     };
-    hot_spans(text, |from, to| {
-        for m in patterns.all.find_iter(&text.as_bytes()[from..to]) {
-            let (start, end) = (from + m.start(), from + m.end());
-            if let Some(found) = pattern_entry(patterns, text, start, end).filter(|f| !skip(f)) {
-                // Where the identifier starts (an absolute path's match
-                // starts a character before it, maybe on the line before).
-                let at = found.as_ptr() as usize - text.as_ptr() as usize;
-                out.push((at, found.to_owned()));
-            }
+    let mut read = |spans: &mut Spans| {
+        hot_spans(text, |from, to| {
+            // A span starts and ends beside whitespace (or the text's ends):
+            // what it holds depends on its bytes alone.
+            let span = &text[from..to];
+            spans.with(patterns, span, |start, end| {
+                let found = &span[start..end];
+                if !skip(found) {
+                    out.push((from + start, found.to_owned()));
+                }
+            });
+        });
+    };
+    // The thread's memo, or none while a thread ends (its memo is gone).
+    let remembered = SPANS.try_with(|spans| spans.try_borrow_mut().map(|mut spans| read(&mut spans)).is_ok());
+    if remembered != Ok(true) {
+        read(&mut Spans::default());
+    }
+}
+
+/// Where the identifiers in `span` (a span [`hot_spans`] gives, or a
+/// whole text) are, in order: each match of the patterns told, checked and
+/// trimmed, and each of the [`codes`] (which takes the place of the
+/// matches inside it: `ORD-2024-00123` is one entry, not `ORD-2024`).
+fn span_entries(patterns: &Patterns, span: &str) -> Vec<(usize, usize)> {
+    let mut found = Vec::new();
+    for m in patterns.all.find_iter(span.as_bytes()) {
+        if let Some(entry) = pattern_entry(patterns, span, m.start(), m.end()) {
+            // Where the identifier starts (an absolute path's match starts
+            // a character before it, maybe on the line before).
+            let at = entry.as_ptr() as usize - span.as_ptr() as usize;
+            found.push((at, at + entry.len()));
         }
-    });
+    }
+    let codes = codes(span.as_bytes());
+    if codes.is_empty() {
+        return found;
+    }
+    let mut all = Vec::with_capacity(found.len() + 1);
+    let mut matches = found.into_iter().peekable();
+    for (start, end, keep) in codes {
+        // The matches before the code, then those it holds (left out),
+        // unless one reaches out of it (then the code is left out).
+        while let Some(m) = matches.next_if(|&(_, e)| e <= start) {
+            all.push(m);
+        }
+        let first = all.len();
+        let mut inside = true;
+        while let Some(m) = matches.next_if(|&(s, _)| s < end) {
+            inside &= m.0 >= start && m.1 <= end;
+            all.push(m);
+        }
+        if inside {
+            all.truncate(first);
+            all.extend(keep.then_some((start, end)));
+        }
+    }
+    all.extend(matches);
+    all
+}
+
+/// The codes in `text`, in order, each with `true` (and the secrets, which
+/// hide what they hold, with `false`): runs of ASCII letters, digits, `-`
+/// and `_` (less those at their ends) of 6 to 64 bytes, with a letter and
+/// a digit, that stand alone. A run is part of a longer token, and not a
+/// code, when `.`, `/`, `@`, `\`, `%`, `+` or a non-ASCII byte comes just
+/// before it, or `/`, `@`, `\`, `%`, `+`, a non-ASCII byte, or a `.` or
+/// `:` followed by a letter or digit just after it (a time, a path, a
+/// host, an address). Order numbers, prefixed keys and resource names
+/// (`conn_994a82`, `TX-2026-000417`, `i-0abc123def4567890`, `INC0012345`)
+/// are codes; a number with its unit (`1500ms`), a standard's name
+/// (`SHA-256`), a few common words with digits (`base64`, `x86_64`) and
+/// what looks like a service's secret key ([`SECRETS`]) are not.
+fn codes(text: &[u8]) -> Vec<(usize, usize, bool)> {
+    let joins = |b: u8| matches!(b, b'/' | b'@' | b'\\' | b'%' | b'+') || !b.is_ascii();
+    let mut found = Vec::new();
+    let mut at = 0;
+    while at < text.len() {
+        if !PART[usize::from(text[at])] {
+            at += 1;
+            continue;
+        }
+        // A run, and whether it has a digit (every code has one).
+        let start = at;
+        let mut digit = false;
+        while at < text.len() && PART[usize::from(text[at])] {
+            digit |= text[at].is_ascii_digit();
+            at += 1;
+        }
+        let end = at;
+        if !digit || end - start < 6 {
+            continue;
+        }
+        let before = start.checked_sub(1).map(|i| text[i]);
+        let after = text.get(end).copied();
+        let next = text.get(end + 1).is_some_and(u8::is_ascii_alphanumeric);
+        // (A `:` before it is a key's: `order:ORD-2024-00123`.)
+        let alone = !before.is_some_and(|b| joins(b) || b == b'.')
+            && !after.is_some_and(|b| joins(b) || ((b == b'.' || b == b':') && next));
+        if !alone {
+            continue;
+        }
+        let trim = |b: &u8| *b == b'-' || *b == b'_';
+        let from = start + text[start..end].iter().take_while(|b| trim(b)).count();
+        let to = end - text[from..end].iter().rev().take_while(|b| trim(b)).count();
+        let run = &text[from..to];
+        let secret = is_secret(run);
+        if secret || is_code(run) {
+            found.push((from, to, !secret));
+        }
+    }
+    found
+}
+
+/// The bytes of a code's run: ASCII letters, digits, `-` and `_`.
+static PART: [bool; 256] = {
+    let mut part = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        part[b] = c.is_ascii_alphanumeric() || c == b'-' || c == b'_';
+        b += 1;
+    }
+    part
+};
+
+/// Common words with digits that are not codes.
+const NOT_CODES: &[&str] = &[
+    "sha224", "sha256", "sha384", "sha512", "base32", "base64", "x86_64", "x86-64", "aarch64", "uint16",
+    "uint32", "uint64", "int128", "uint128", "float16", "float32", "float64", "bfloat16", "python2",
+    "python3", "utf8mb4", "oauth2",
+];
+
+/// How the keys and tokens of common services begin (OpenAI's and
+/// Anthropic's, Stripe's secret and restricted keys, GitHub's, GitLab's,
+/// Slack's, Hugging Face's, npm's, PyPI's, Google's API keys, AWS access
+/// keys): a code that begins so is never copied into a summary.
+const SECRETS: &[&str] = &[
+    "sk-",
+    "sk_",
+    "rk_",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "glpat-",
+    "xoxa-",
+    "xoxb-",
+    "xoxp-",
+    "xoxr-",
+    "xoxs-",
+    "hf_",
+    "npm_",
+    "pypi-",
+    "AIza",
+    "AKIA",
+    "ASIA",
+    "whsec_",
+];
+
+/// Whether `run` (ASCII letters, digits, `-` and `_`) looks like a
+/// service's secret key: one of [`SECRETS`]' beginnings and 16 bytes or
+/// more. Nothing inside it is an entry either.
+fn is_secret(run: &[u8]) -> bool {
+    run.len() >= 16 && b"srghxnpAw".contains(&run[0]) && SECRETS.iter().any(|p| run.starts_with(p.as_bytes()))
+}
+
+/// Whether `run` (ASCII letters, digits, `-` and `_`) is a code: see
+/// [`codes`].
+fn is_code(run: &[u8]) -> bool {
+    if !(6..=64).contains(&run.len())
+        || !run.iter().any(u8::is_ascii_alphabetic)
+        || !run.iter().any(u8::is_ascii_digit)
+    {
+        return false;
+    }
+    // A number and its unit: digits, then up to five letters.
+    let digits = run.iter().take_while(|b| b.is_ascii_digit()).count();
+    if run.len() - digits <= 5 && run[digits..].iter().all(u8::is_ascii_alphabetic) {
+        return false;
+    }
+    let named = |names: &[&str], word: &[u8]| names.iter().any(|n| n.as_bytes().eq_ignore_ascii_case(word));
+    // (The names are short: longer runs need no look.)
+    let first = run.iter().position(|&b| b == b'-' || b == b'_');
+    let standard = first.is_some_and(|i| i <= 4 && named(NOT_TICKETS, &run[..i]));
+    let common = run.len() <= 8 && named(NOT_CODES, run);
+    !(standard || common || is_secret(run))
+}
+
+thread_local! {
+    /// The spans read lately on this thread (see [`Spans`]).
+    static SPANS: std::cell::RefCell<Spans> = std::cell::RefCell::default();
+}
+
+/// What the patterns found in the short spans read lately, by the span's
+/// text: identifiers recur (a path, a host, a code block quoted again),
+/// and a span read again costs a lookup instead of a search. A hit
+/// compares the whole span, so it is always the same text. Bounded: at
+/// [`Spans::BYTES`] of spans the memo is emptied.
+#[derive(Default)]
+struct Spans {
+    /// By the span's hash: the span and what it holds (a span whose hash
+    /// another has replaces it).
+    found: std::collections::HashMap<u64, Span, BuildHasherDefault<Quick>>,
+    bytes: usize,
+}
+
+/// A span [`Spans`] remembers, and where its identifiers start and end.
+#[derive(Default)]
+struct Span {
+    text: Box<str>,
+    found: Box<[(u32, u32)]>,
+}
+
+impl Spans {
+    /// Longer spans are read each time (and cost little more to read than
+    /// to look up).
+    const LONGEST: usize = 256;
+    /// Bytes of spans kept at most.
+    const BYTES: usize = 1 << 20;
+
+    /// Calls `each` with [`span_entries`] of `span`, remembered.
+    fn with(&mut self, patterns: &Patterns, span: &str, mut each: impl FnMut(usize, usize)) {
+        use std::hash::BuildHasher;
+        if span.len() > Spans::LONGEST {
+            return span_entries(patterns, span)
+                .into_iter()
+                .for_each(|(start, end)| each(start, end));
+        }
+        let key = BuildHasherDefault::<Quick>::default().hash_one(span);
+        let hit = self.found.get(&key).filter(|s| *s.text == *span);
+        let found = match hit {
+            Some(s) => &s.found,
+            None => {
+                if self.bytes + span.len() > Spans::BYTES {
+                    *self = Spans::default();
+                }
+                self.bytes += span.len();
+                let found = span_entries(patterns, span)
+                    .into_iter()
+                    .map(|(start, end)| (start as u32, end as u32))
+                    .collect();
+                let slot = self.found.entry(key).or_default();
+                *slot = Span {
+                    text: span.into(),
+                    found,
+                };
+                &slot.found
+            }
+        };
+        found
+            .iter()
+            .for_each(|&(start, end)| each(start as usize, end as usize));
+    }
 }
 
 /// Adds the matches of the user's `extra` patterns in `text` (each whole
@@ -1661,6 +1918,118 @@ mod tests {
     }
 
     #[test]
+    fn codes_are_entries_whole() {
+        let cases: &[(&str, &[&str])] = &[
+            (
+                "use conn_994a82 for sales_q3_2026.",
+                &["conn_994a82", "sales_q3_2026"],
+            ),
+            (
+                "order ORD-2024-00123 and TX-2026-000417",
+                &["ORD-2024-00123", "TX-2026-000417"],
+            ),
+            (
+                "instance i-0abc123def4567890 in us-east-1",
+                &["i-0abc123def4567890", "us-east-1"],
+            ),
+            (
+                "pod ledgerd-7d9f8b6c5-x2x4z restarted",
+                &["ledgerd-7d9f8b6c5-x2x4z"],
+            ),
+            (
+                "tickets INC0012345, REF-ABC12 (Alpha-991)",
+                &["INC0012345", "REF-ABC12", "Alpha-991"],
+            ),
+            (
+                "customer **cus_NffrFeUfNV2Hib** and _txn_998877_alpha_",
+                &["cus_NffrFeUfNV2Hib", "txn_998877_alpha"],
+            ),
+            (
+                "req_id=0123abcd9f) and address 0x52908400098527886E0F70",
+                &["0123abcd9f", "0x52908400098527886E0F70"],
+            ),
+            // A code that holds a ticket is one entry; a ticket alone is one.
+            ("PROJ-1234-fix and PROJ-1234", &["PROJ-1234-fix", "PROJ-1234"]),
+            ("order:ORD-2024-00123, port conn_994a82:8080", &["ORD-2024-00123"]),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(ids(text), *expected, "{text:?}");
+        }
+        // Parts of longer tokens, numbers with units, standards, common
+        // words, and secrets (nothing inside them either).
+        for (text, expected) in [
+            ("at 2026-11-28T23:01:07.123Z took 1500ms", &[][..]),
+            ("hash with SHA-256 or sha256 on x86_64, base64 in ISO-8601", &[]),
+            (
+                "upgrade to v2.14.0-rc1 on api-v2.example.com",
+                &["api-v2.example.com", "v2.14.0-rc1"],
+            ),
+            (
+                "see deploy/ledgerd-2a and user_1a2b3c@example.com",
+                &["user_1a2b3c@example.com"],
+            ),
+            (
+                "key sk-proj-abcdef1234567890abcdef12 and ghp_a1b2c3d4e5f6a7b8c9d0",
+                &[],
+            ),
+        ] {
+            let mut found = ids(text);
+            found.sort();
+            let mut expected = expected.to_vec();
+            expected.sort();
+            assert_eq!(found, expected, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn remembered_spans_are_read_afresh_and_stay_bounded() {
+        let patterns = patterns().unwrap();
+        let mut spans = Spans::default();
+        let mut found = |spans: &mut Spans, span: &str| {
+            let mut out = Vec::new();
+            spans.with(patterns, span, |start, end| out.push((start, end)));
+            out
+        };
+        for i in 0..40_000 {
+            // Distinct spans (most with an identifier), and one read again
+            // and again.
+            let span = format!(
+                "conn_{i:06}a at 10.0.{}.{}:80 and v1.2.{i}",
+                i % 250,
+                i / 250 % 250
+            );
+            assert_eq!(found(&mut spans, &span), span_entries(patterns, &span));
+            let again = "see ORD-2024-00123";
+            assert_eq!(found(&mut spans, again), span_entries(patterns, again));
+            assert!(spans.bytes <= Spans::BYTES);
+        }
+        // A span too long to remember is read each time.
+        let long = "x1y2z3w4 ".repeat(40);
+        assert_eq!(found(&mut spans, &long), span_entries(patterns, &long));
+    }
+
+    #[test]
+    fn any_scheme_is_a_url_but_not_one_with_a_password() {
+        assert_eq!(
+            ids("to redis://cache-1:6379/0 and jdbc:postgresql://db:5432/x, mongodb+srv://c.example.net/db"),
+            [
+                "redis://cache-1:6379/0",
+                "jdbc:postgresql://db:5432/x",
+                "mongodb+srv://c.example.net/db"
+            ]
+        );
+        assert_eq!(
+            ids("at postgres://app@db.internal:5432/ledger"),
+            ["postgres://app@db.internal:5432/ledger"]
+        );
+        // A password: not the URL, nor the address inside it.
+        assert_eq!(
+            ids("at postgres://app:s3cr3t@db.internal:5432/ledger"),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
     fn near_misses_are_not_identifiers() {
         for text in [
             "The quick brown fox jumps over the lazy dog.",
@@ -1736,9 +2105,8 @@ mod tests {
     /// text, no span skipped.
     fn over_whole_text(text: &str) -> Vec<String> {
         let patterns = patterns().unwrap();
-        (patterns.all.find_iter(text.as_bytes()))
-            .filter_map(|m| pattern_entry(patterns, text, m.start(), m.end()))
-            .map(str::to_owned)
+        (span_entries(patterns, text).into_iter())
+            .map(|(start, end)| text[start..end].to_owned())
             .collect()
     }
 
@@ -1769,6 +2137,18 @@ mod tests {
             Just("a\u{c}/b/1".to_owned()),
             Just("/données/été.csv".to_owned()),
             Just("https://例え.jp/パス".to_owned()),
+            Just("conn_994a82".to_owned()),
+            Just("ORD-2024-00123".to_owned()),
+            Just("1500ms".to_owned()),
+            Just("SHA-256".to_owned()),
+            Just("x86_64".to_owned()),
+            Just("2026-11-28T23:01:07.123Z".to_owned()),
+            Just("req_id=0123abcd9)".to_owned()),
+            Just("sk-abc123def456ghi789".to_owned()),
+            Just("é1a2b3c4".to_owned()),
+            "[a-zA-Z0-9_-]{1,12}",
+            "[a-f0-9]{3,8}[g-z]{1,3}[0-9]{1,3}",
+            "[./:@%+\\\\é]",
         ];
         proptest::collection::vec(piece, 0..24).prop_map(|p| p.concat())
     }
@@ -1778,15 +2158,52 @@ mod tests {
         /// reading the whole text finds.
         #[test]
         fn spans_find_what_the_whole_text_holds(text in texts()) {
-            let mut found = Vec::new();
-            if let Some(p) = patterns() {
-                hot_spans(&text, |from, to| {
-                    for m in p.all.find_iter(&text.as_bytes()[from..to]) {
-                        found.extend(pattern_entry(p, &text, from + m.start(), from + m.end()).map(str::to_owned));
-                    }
-                });
+            // Twice: read, then remembered.
+            for _ in 0..2 {
+                let mut found = Vec::new();
+                matched(&text, &|_| false, &mut found);
+                for (at, entry) in &found {
+                    proptest::prop_assert!(text[*at..].starts_with(entry.as_str()));
+                }
+                let found: Vec<String> = found.into_iter().map(|(_, e)| e).collect();
+                proptest::prop_assert_eq!(found, over_whole_text(&text));
             }
-            proptest::prop_assert_eq!(found, over_whole_text(&text));
+        }
+
+        /// The codes are the runs of letters, digits, `-` and `_` that
+        /// stand alone and have the look of a code.
+        #[test]
+        fn codes_are_the_lone_runs_with_a_code_look(text in texts()) {
+            let runs = Regex::new("[A-Za-z0-9_-]+").unwrap();
+            let bytes = text.as_bytes();
+            let mut expected = Vec::new();
+            for run in runs.find_iter(&text) {
+                let (start, end) = (run.start(), run.end());
+                let before = start.checked_sub(1).map(|i| bytes[i]);
+                let after = bytes.get(end).copied();
+                let tied = |b: u8| "/@\\%+".contains(b as char) || b >= 0x80;
+                let dot = |b: u8| b == b'.' || b == b':';
+                if before.is_some_and(|b| tied(b) || b == b'.')
+                    || after.is_some_and(|b| tied(b) || (dot(b) && bytes.get(end + 1).is_some_and(u8::is_ascii_alphanumeric)))
+                {
+                    continue;
+                }
+                let trimmed = run.as_str().trim_matches(['-', '_']);
+                let from = start + run.as_str().find(trimmed).unwrap_or(0);
+                let look = trimmed.len() >= 16 && SECRETS.iter().any(|p| trimmed.starts_with(p));
+                let code = (6..=64).contains(&trimmed.len())
+                    && trimmed.contains(|c: char| c.is_ascii_alphabetic())
+                    && trimmed.contains(|c: char| c.is_ascii_digit())
+                    && !trimmed.trim_start_matches(|c: char| c.is_ascii_digit()).chars().all(|c| c.is_ascii_alphabetic())
+                        | (trimmed.trim_start_matches(|c: char| c.is_ascii_digit()).len() > 5)
+                    && !NOT_TICKETS.iter().any(|n| trimmed.split(['-', '_']).next().unwrap_or("").eq_ignore_ascii_case(n))
+                    && !NOT_CODES.iter().any(|n| trimmed.eq_ignore_ascii_case(n))
+                    && !look;
+                if code || look {
+                    expected.push((from, from + trimmed.len(), !look));
+                }
+            }
+            proptest::prop_assert_eq!(codes(bytes), expected);
         }
 
         /// The byte patterns match where the patterns with Unicode classes

@@ -28,9 +28,12 @@ pub const DEFAULT_SUMMARY_PREFIX: &str = "Summary of earlier conversation:\n";
 ///
 /// Summaries are lossy, and what they lose first is what agents need
 /// verbatim. With [`ledger`](Self::ledger) on (the default), the identifiers
-/// in the folded turns (UUIDs, URLs, paths, hashes, cloud resource names,
-/// emails, IP addresses, host names, ticket keys, CVEs, versions, and in JSON
-/// the string values of keys that name identifiers, as `key: value`) that the
+/// in the folded turns (UUIDs, URLs of any scheme, paths, hashes, cloud
+/// resource names, emails, IP addresses, host names, ticket keys, CVEs,
+/// versions, codes such as `conn_994a82` or `ORD-2024-00123`, and in JSON
+/// the string values of keys that name identifiers, as `key: value`; never
+/// a URL with a password or a key that begins as a service's secret keys
+/// do, such as `sk-` or `ghp_`) that the
 /// summarizer's text does not already hold verbatim are listed after it,
 /// newest first, under the heading [`LEDGER_HEADING`](crate::LEDGER_HEADING),
 /// one `- entry` a line, none that the prose or the turns kept beside it
