@@ -1985,7 +1985,7 @@ mod tests {
     fn remembered_spans_are_read_afresh_and_stay_bounded() {
         let patterns = patterns().unwrap();
         let mut spans = Spans::default();
-        let mut found = |spans: &mut Spans, span: &str| {
+        let found = |spans: &mut Spans, span: &str| {
             let mut out = Vec::new();
             spans.with(patterns, span, |start, end| out.push((start, end)));
             out
