@@ -411,9 +411,6 @@ const TLDS: &[&str] = &[
     "gcp",
 ];
 
-/// Prefixes that look like ticket keys but name standards.
-const NOT_TICKETS: &[&str] = &["UTF", "SHA", "ISO", "MD", "TLS", "SSL", "HTTP", "RFC"];
-
 /// Each class's pattern, in the order a match is tried at one position
 /// (longer or more specific forms first).
 const SPEC: &[(Class, &str)] = &[
@@ -421,14 +418,15 @@ const SPEC: &[(Class, &str)] = &[
         Class::Uuid,
         r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",
     ),
-    // Any scheme (`postgres://`, `redis://`, `mongodb+srv://`), JDBC's too.
+    // Any scheme (`postgres://`, `redis://`, `mongodb+srv://`, `s3://`), JDBC's
+    // too.
     (
         Class::Url,
-        r#"\b(?:jdbc:)?[A-Za-z][A-Za-z0-9+.-]{0,31}://[^ \t\r\n<>"'`]+"#,
+        r#"\b(?:jdbc:)?[A-Za-z][A-Za-z0-9+]{0,31}://[^ \t\r\n<>"'`]+"#,
     ),
     (
         Class::Cloud,
-        r#"\b(?:gs|s3)://[^ \t\r\n<>"'`]+|\barn:aws[a-z-]*:[a-z0-9-]*:[a-z0-9-]*:[0-9]*:[^ \t\r\n<>"'`]+"#,
+        r#"\barn:aws[a-z-]*:[a-z0-9-]*:[a-z0-9-]*:[0-9]*:[^ \t\r\n<>"'`]+"#,
     ),
     (
         Class::Email,
@@ -491,9 +489,7 @@ impl Patterns {
         let possible = |class: Class| match class {
             Class::Uuid => found.len() == 36,
             Class::Url => first.is_ascii_alphabetic() && memchr::memmem::find(found, b"://").is_some(),
-            Class::Cloud => {
-                found.starts_with(b"gs://") || found.starts_with(b"s3://") || found.starts_with(b"arn:")
-            }
+            Class::Cloud => found.starts_with(b"arn:"),
             Class::Email => has(b'@'),
             Class::Ipv4 => first.is_ascii_digit() && has(b'.'),
             Class::Cve => found.starts_with(b"CVE-"),
@@ -586,16 +582,11 @@ fn accept(class: Class, found: &str) -> bool {
             ip.parse::<Ipv6Addr>().is_ok() && (groups >= 2 || ip == "::1")
         }
         Class::HexHash => {
-            found.bytes().any(|b| b.is_ascii_digit()) && found.bytes().any(|b| b.is_ascii_alphabetic())
+            found.bytes().any(|b| b.is_ascii_digit())
+                && found.bytes().any(|b| b.is_ascii_alphabetic())
+                && !NOT_CODES.iter().any(|n| n.eq_ignore_ascii_case(found))
         }
-        // A password in the URL (`postgres://app:secret@db/x`): never copied.
-        Class::Url => {
-            let rest = found.split_once("://").map_or("", |(_, rest)| rest);
-            let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-            !authority
-                .rsplit_once('@')
-                .is_some_and(|(user, _)| user.contains(':'))
-        }
+        Class::Url => !url_holds_secret(found),
         Class::Host => {
             if found.starts_with("localhost:") || found.contains(':') {
                 return true;
@@ -603,29 +594,52 @@ fn accept(class: Class, found: &str) -> bool {
             let tld = found.rsplit('.').next().unwrap_or("");
             found.contains('.') && TLDS.contains(&tld.to_ascii_lowercase().as_str())
         }
-        Class::Ticket => !found
-            .split('-')
-            .next()
-            .is_some_and(|prefix| NOT_TICKETS.contains(&prefix)),
+        // `SHA-256` and `AES-256` name standards; `ed25519` an algorithm.
+        Class::Ticket => !is_standard(found.as_bytes()),
         Class::AbsolutePath => found.len() > 2 && !found.ends_with("//"),
         _ => true,
     }
 }
 
+/// Whether a URL carries a secret, never copied: a password
+/// (`postgres://app:secret@db/x`), a user that is a service's key
+/// (`https://ghp_…@github.com/…`), or a query parameter named for one
+/// (`?token=`, `&X-Amz-Signature=`, `?api_key=`, `&sig=`). (A secret
+/// elsewhere in it, `?key=AIza…`, is one of [`codes`]: the URL holding it
+/// is left out.)
+fn url_holds_secret(url: &str) -> bool {
+    let rest = url.split_once("://").map_or("", |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if let Some((user, _)) = authority.rsplit_once('@') {
+        if user.contains(':') || is_secret(user.as_bytes()) {
+            return true;
+        }
+    }
+    let query = rest.split_once('?').map_or("", |(_, q)| q);
+    query.split(['&', ';', '#']).any(|pair| {
+        let name = pair.split('=').next().unwrap_or("").to_ascii_lowercase();
+        SECRET_NAMES.iter().any(|s| name.contains(s)) || name == "sig"
+    })
+}
+
+/// What the names of secrets hold (a JSON key, a URL's query parameter).
+const SECRET_NAMES: &[&str] = &[
+    "password",
+    "passwd",
+    "secret",
+    "token",
+    "api_key",
+    "apikey",
+    "authorization",
+    "credential",
+    "signature",
+];
+
 /// Whether a JSON key names an identifier (its string values enter the
 /// ledger as `key: value`). Keys that name secrets never do.
 fn is_identifier_key(key: &str) -> bool {
     let lower = key.to_ascii_lowercase();
-    const SECRETS: &[&str] = &[
-        "password",
-        "secret",
-        "token",
-        "api_key",
-        "apikey",
-        "authorization",
-        "credential",
-    ];
-    if SECRETS.iter().any(|s| lower.contains(s)) {
+    if SECRET_NAMES.iter().any(|s| lower.contains(s)) {
         return false;
     }
     const EXACT: &[&str] = &[
@@ -755,7 +769,9 @@ fn json_entries(value: &Json<'_>, out: &mut Vec<String>, values: &mut Set<String
                     continue;
                 }
                 match &members[last].1 {
-                    Json::Str(s) if is_identifier_key(key) && usable(s.as_str()) => {
+                    Json::Str(s)
+                        if is_identifier_key(key) && usable(s.as_str()) && !holds_secret(s.as_str()) =>
+                    {
                         let s = s.as_str();
                         out.push(format!("{key}: {s}"));
                         values.insert(s.to_owned());
@@ -951,7 +967,16 @@ fn matched(text: &str, skip: &dyn Fn(&str) -> bool, out: &mut Vec<(usize, String
 /// matches inside it: `ORD-2024-00123` is one entry, not `ORD-2024`).
 fn span_entries(patterns: &Patterns, span: &str) -> Vec<(usize, usize)> {
     let mut found = Vec::new();
+    // URLs with a secret: nothing inside them is an entry.
+    let mut hidden = Vec::new();
     for m in patterns.all.find_iter(span.as_bytes()) {
+        let text = &span[m.start()..m.end()];
+        // (A secret needs a user or a query: `@` or `?`.)
+        let carries = memchr::memchr2(b'@', b'?', text.as_bytes()).is_some();
+        if carries && text.contains("://") && url_holds_secret(text) {
+            hidden.push((m.start(), m.end()));
+            continue;
+        }
         if let Some(entry) = pattern_entry(patterns, span, m.start(), m.end()) {
             // Where the identifier starts (an absolute path's match starts
             // a character before it, maybe on the line before).
@@ -959,30 +984,40 @@ fn span_entries(patterns: &Patterns, span: &str) -> Vec<(usize, usize)> {
             found.push((at, at + entry.len()));
         }
     }
-    let codes = codes(span.as_bytes());
-    if codes.is_empty() {
+    let mut codes = codes(span);
+    codes.retain(|&(start, end, _)| !hidden.iter().any(|&(s, e)| s < end && start < e));
+    // (Most codes are a match already: a hash, a ticket.)
+    if codes
+        .iter()
+        .all(|&(start, end, keep)| keep && found.binary_search(&(start, end)).is_ok())
+    {
         return found;
     }
-    let mut all = Vec::with_capacity(found.len() + 1);
-    let mut matches = found.into_iter().peekable();
+    // Each code takes the place of the matches inside it, unless one
+    // reaches out of it (then the code is left out); a secret leaves out
+    // every match it touches. (Matches are in order and apart, as codes
+    // are; one may touch two codes.)
+    let mut gone = vec![false; found.len()];
+    let mut kept = Vec::with_capacity(codes.len());
+    let mut first = 0;
     for (start, end, keep) in codes {
-        // The matches before the code, then those it holds (left out),
-        // unless one reaches out of it (then the code is left out).
-        while let Some(m) = matches.next_if(|&(_, e)| e <= start) {
-            all.push(m);
+        while first < found.len() && found[first].1 <= start {
+            first += 1;
         }
-        let first = all.len();
-        let mut inside = true;
-        while let Some(m) = matches.next_if(|&(s, _)| s < end) {
-            inside &= m.0 >= start && m.1 <= end;
-            all.push(m);
+        let touched = (first..found.len()).take_while(|&i| found[i].0 < end);
+        let inside = touched.clone().all(|i| found[i].0 >= start && found[i].1 <= end);
+        if inside || !keep {
+            touched.for_each(|i| gone[i] = true);
         }
-        if inside {
-            all.truncate(first);
-            all.extend(keep.then_some((start, end)));
+        if inside && keep {
+            kept.push((start, end));
         }
     }
-    all.extend(matches);
+    let mut all: Vec<(usize, usize)> = (found.into_iter().zip(gone))
+        .filter_map(|(m, gone)| (!gone).then_some(m))
+        .chain(kept)
+        .collect();
+    all.sort_unstable();
     all
 }
 
@@ -990,53 +1025,65 @@ fn span_entries(patterns: &Patterns, span: &str) -> Vec<(usize, usize)> {
 /// hide what they hold, with `false`): runs of ASCII letters, digits, `-`
 /// and `_` (less those at their ends) of 6 to 64 bytes, with a letter and
 /// a digit, that stand alone. A run is part of a longer token, and not a
-/// code, when `.`, `/`, `@`, `\`, `%`, `+` or a non-ASCII byte comes just
-/// before it, or `/`, `@`, `\`, `%`, `+`, a non-ASCII byte, or a `.` or
-/// `:` followed by a letter or digit just after it (a time, a path, a
-/// host, an address). Order numbers, prefixed keys and resource names
-/// (`conn_994a82`, `TX-2026-000417`, `i-0abc123def4567890`, `INC0012345`)
-/// are codes; a number with its unit (`1500ms`), a standard's name
-/// (`SHA-256`), a few common words with digits (`base64`, `x86_64`) and
-/// what looks like a service's secret key ([`SECRETS`]) are not.
-fn codes(text: &[u8]) -> Vec<(usize, usize, bool)> {
-    let joins = |b: u8| matches!(b, b'/' | b'@' | b'\\' | b'%' | b'+') || !b.is_ascii();
+/// code, when `.`, `/`, `@`, `\`, `%`, `+`, `#`, a letter outside ASCII, or
+/// a `:` that no word comes before (`10:30`, `crate::v2`) comes just before
+/// it, or `/`, `@`, `\`, `%`, `+`, `#`, a letter outside ASCII, or a `.` or
+/// `:` followed by a letter or digit just after it (a time, a path, a host,
+/// an address, a colour). Order numbers, prefixed keys and resource names
+/// (`conn_994a82`, `TX-2026-000417`, `i-0abc123def4567890`, `INC0012345`,
+/// `order:ORD-2024-00123`) are codes; quantities ([`is_measure`]:
+/// `1500ms`, `64-bit`, `1920x1080`), standards ([`is_standard`]:
+/// `SHA-256`), types and algorithms ([`is_typed`]: `uint32_t`, `base64`),
+/// a few common words ([`NOT_CODES`]: `x86_64`) and what looks like a
+/// service's secret key ([`is_secret`]) are not.
+fn codes(text: &str) -> Vec<(usize, usize, bool)> {
+    let bytes = text.as_bytes();
+    // What ties a run to the text before and after it.
+    let joins = |c: char| "/@\\%+#".contains(c) || c.is_alphanumeric();
     let mut found = Vec::new();
     let mut at = 0;
-    while at < text.len() {
-        if !PART[usize::from(text[at])] {
+    while at < bytes.len() {
+        if !PART[usize::from(bytes[at])] {
             at += 1;
             continue;
         }
         // A run, and whether it has a digit (every code has one).
         let start = at;
         let mut digit = false;
-        while at < text.len() && PART[usize::from(text[at])] {
-            digit |= text[at].is_ascii_digit();
+        while at < bytes.len() && PART[usize::from(bytes[at])] {
+            digit |= bytes[at].is_ascii_digit();
             at += 1;
         }
         let end = at;
         if !digit || end - start < 6 {
             continue;
         }
-        let before = start.checked_sub(1).map(|i| text[i]);
-        let after = text.get(end).copied();
-        let next = text.get(end + 1).is_some_and(u8::is_ascii_alphanumeric);
-        // (A `:` before it is a key's: `order:ORD-2024-00123`.)
-        let alone = !before.is_some_and(|b| joins(b) || b == b'.')
-            && !after.is_some_and(|b| joins(b) || ((b == b'.' || b == b':') && next));
-        if !alone {
+        // A `:` before it is a key's after a word (`order:ORD-2024-00123`),
+        // not after a number or another `:` (`10:30`, `crate::v2_api`).
+        let key = start >= 2 && bytes[start - 2].is_ascii_alphabetic();
+        let before = text[..start].chars().next_back();
+        let after = text[end..].chars().next();
+        let next = bytes.get(end + 1).is_some_and(u8::is_ascii_alphanumeric);
+        let tied_before = before.is_some_and(|c| joins(c) || c == '.' || (c == ':' && !key));
+        let tied_after = after.is_some_and(|c| joins(c) || ((c == '.' || c == ':') && next));
+        if tied_before || tied_after {
             continue;
         }
         let trim = |b: &u8| *b == b'-' || *b == b'_';
-        let from = start + text[start..end].iter().take_while(|b| trim(b)).count();
-        let to = end - text[from..end].iter().rev().take_while(|b| trim(b)).count();
-        let run = &text[from..to];
+        let from = start + bytes[start..end].iter().take_while(|b| trim(b)).count();
+        let to = end - bytes[from..end].iter().rev().take_while(|b| trim(b)).count();
+        let run = &bytes[from..to];
         let secret = is_secret(run);
         if secret || is_code(run) {
             found.push((from, to, !secret));
         }
     }
     found
+}
+
+/// Whether `text` holds a secret (see [`codes`]).
+fn holds_secret(text: &str) -> bool {
+    codes(text).iter().any(|&(_, _, keep)| !keep)
 }
 
 /// The bytes of a code's run: ASCII letters, digits, `-` and `_`.
@@ -1051,11 +1098,26 @@ static PART: [bool; 256] = {
     part
 };
 
-/// Common words with digits that are not codes.
+/// Common words with digits that are not codes (of at most 9 bytes; those
+/// whose numbers are bit widths are not codes anyway, see [`is_typed`]).
 const NOT_CODES: &[&str] = &[
-    "sha224", "sha256", "sha384", "sha512", "base32", "base64", "x86_64", "x86-64", "aarch64", "uint16",
-    "uint32", "uint64", "int128", "uint128", "float16", "float32", "float64", "bfloat16", "python2",
-    "python3", "utf8mb4", "oauth2",
+    "sha224",
+    "sha384",
+    "x86_64",
+    "x86-64",
+    "python2",
+    "python3",
+    "utf8mb4",
+    "oauth2",
+    "blake2b",
+    "blake3",
+    "argon2",
+    "argon2id",
+    "ed25519",
+    "x25519",
+    "chacha20",
+    "poly1305",
+    "secp256k1",
 ];
 
 /// How the keys and tokens of common services begin (OpenAI's and
@@ -1089,31 +1151,114 @@ const SECRETS: &[&str] = &[
 
 /// Whether `run` (ASCII letters, digits, `-` and `_`) looks like a
 /// service's secret key: one of [`SECRETS`]' beginnings and 16 bytes or
-/// more. Nothing inside it is an entry either.
+/// more (AWS's access keys and Google's API keys in their exact shapes).
+/// Nothing inside it is an entry either.
 fn is_secret(run: &[u8]) -> bool {
-    run.len() >= 16 && b"srghxnpAw".contains(&run[0]) && SECRETS.iter().any(|p| run.starts_with(p.as_bytes()))
+    if run.len() < 16 || !b"srghxnpAw".contains(&run[0]) {
+        return false;
+    }
+    let upper = |b: &u8| b.is_ascii_uppercase() || b.is_ascii_digit();
+    SECRETS.iter().any(|p| match run.strip_prefix(p.as_bytes()) {
+        None => false,
+        // AWS's access keys: 16 capitals and digits; Google's: 35 more.
+        Some(rest) if *p == "AKIA" || *p == "ASIA" => rest.len() == 16 && rest.iter().all(upper),
+        Some(rest) if *p == "AIza" => rest.len() == 35,
+        Some(_) => true,
+    })
 }
 
 /// Whether `run` (ASCII letters, digits, `-` and `_`) is a code: see
 /// [`codes`].
 fn is_code(run: &[u8]) -> bool {
-    if !(6..=64).contains(&run.len())
-        || !run.iter().any(u8::is_ascii_alphabetic)
-        || !run.iter().any(u8::is_ascii_digit)
-    {
-        return false;
+    (6..=64).contains(&run.len())
+        && run.iter().any(u8::is_ascii_alphabetic)
+        && run.iter().any(u8::is_ascii_digit)
+        && !is_measure(run)
+        && !is_standard(run)
+        && !is_typed(run)
+        && !(run.len() <= 9 && NOT_CODES.iter().any(|n| n.as_bytes().eq_ignore_ascii_case(run)))
+        && !is_secret(run)
+}
+
+/// Whether `run` is a quantity: a number and its unit or word (`1500ms`,
+/// `64-bit`, `5-minute`), or numbers and short lowercase units in turn (a
+/// size, a duration, a hex constant: `1920x1080`, `1h30m0s`, `0x7fff`).
+fn is_measure(run: &[u8]) -> bool {
+    if let Some(hex) = run.strip_prefix(b"0x") {
+        if hex.len() <= 8 && hex.iter().all(u8::is_ascii_hexdigit) {
+            return true;
+        }
     }
-    // A number and its unit: digits, then up to five letters.
     let digits = run.iter().take_while(|b| b.is_ascii_digit()).count();
-    if run.len() - digits <= 5 && run[digits..].iter().all(u8::is_ascii_alphabetic) {
+    if digits == 0 {
         return false;
     }
-    let named = |names: &[&str], word: &[u8]| names.iter().any(|n| n.as_bytes().eq_ignore_ascii_case(word));
-    // (The names are short: longer runs need no look.)
-    let first = run.iter().position(|&b| b == b'-' || b == b'_');
-    let standard = first.is_some_and(|i| i <= 4 && named(NOT_TICKETS, &run[..i]));
-    let common = run.len() <= 8 && named(NOT_CODES, run);
-    !(standard || common || is_secret(run))
+    let rest = &run[digits..];
+    let word = rest
+        .strip_prefix(b"-")
+        .or_else(|| rest.strip_prefix(b"_"))
+        .unwrap_or(rest);
+    if word.len() <= 8 && word.iter().all(u8::is_ascii_alphabetic) {
+        return true;
+    }
+    // Digits, then (one or two lowercase letters, digits) again and again,
+    // then at most two letters.
+    let mut at = digits;
+    while at < run.len() {
+        let letters = run[at..].iter().take_while(|b| b.is_ascii_lowercase()).count();
+        let digits = run[at + letters..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        if !(1..=2).contains(&letters) || (digits == 0 && at + letters < run.len()) {
+            return false;
+        }
+        at += letters + digits;
+    }
+    true
+}
+
+/// Standards whose names read as codes or ticket keys with their numbers
+/// (`RFC9110`, `ISO-8601`, `SHA3-256`, `AES-256`, `UTF-8`).
+const STANDARDS: &[&str] = &[
+    "UTF", "SHA", "ISO", "MD", "TLS", "SSL", "HTTP", "RFC", "AES", "RSA", "DES", "HMAC", "IEEE", "ECMA",
+    "CRC", "ECDSA", "IPV",
+];
+
+/// Whether `run` is a standard's name and number: one of [`STANDARDS`],
+/// then digits, `-` and `_` only.
+fn is_standard(run: &[u8]) -> bool {
+    let letters = run.iter().take_while(|b| b.is_ascii_alphabetic()).count();
+    let named = STANDARDS
+        .iter()
+        .any(|s| s.as_bytes().eq_ignore_ascii_case(&run[..letters]));
+    named
+        && run[letters..]
+            .iter()
+            .all(|&b| b.is_ascii_digit() || b == b'-' || b == b'_')
+}
+
+/// Whether every number in `run` is a bit width beside a letter: a type
+/// or an algorithm (`uint32_t`, `AtomicU64`, `Float32Array`, `from_utf8`,
+/// `sha256`, `base64`, `linux-amd64`), not a code (`db-16` is one).
+fn is_typed(run: &[u8]) -> bool {
+    let mut at = 0;
+    while at < run.len() {
+        if !run[at].is_ascii_digit() {
+            at += 1;
+            continue;
+        }
+        let digits = run[at..].iter().take_while(|b| b.is_ascii_digit()).count();
+        let number = &run[at..at + digits];
+        let width = [&b"8"[..], b"16", b"32", b"64", b"128", b"256", b"512"].contains(&number);
+        let lettered = (at > 0 && run[at - 1].is_ascii_alphabetic())
+            || run.get(at + digits).is_some_and(u8::is_ascii_alphabetic);
+        if !(width && lettered) {
+            return false;
+        }
+        at += digits;
+    }
+    true
 }
 
 thread_local! {
@@ -1125,7 +1270,8 @@ thread_local! {
 /// text: identifiers recur (a path, a host, a code block quoted again),
 /// and a span read again costs a lookup instead of a search. A hit
 /// compares the whole span, so it is always the same text. Bounded: at
-/// [`Spans::BYTES`] of spans the memo is emptied.
+/// [`Spans::BYTES`] (the spans, their places, and a slot's cost each) the
+/// memo is emptied.
 #[derive(Default)]
 struct Spans {
     /// By the span's hash: the span and what it holds (a span whose hash
@@ -1145,7 +1291,7 @@ impl Spans {
     /// Longer spans are read each time (and cost little more to read than
     /// to look up).
     const LONGEST: usize = 256;
-    /// Bytes of spans kept at most.
+    /// Bytes kept at most.
     const BYTES: usize = 1 << 20;
 
     /// Calls `each` with [`span_entries`] of `span`, remembered.
@@ -1161,14 +1307,17 @@ impl Spans {
         let found = match hit {
             Some(s) => &s.found,
             None => {
-                if self.bytes + span.len() > Spans::BYTES {
-                    *self = Spans::default();
-                }
-                self.bytes += span.len();
-                let found = span_entries(patterns, span)
+                let found: Box<[(u32, u32)]> = span_entries(patterns, span)
                     .into_iter()
                     .map(|(start, end)| (start as u32, end as u32))
                     .collect();
+                // The span, its places, and about what a slot and two
+                // allocations take.
+                let size = span.len() + 8 * found.len() + 64;
+                if self.bytes + size > Spans::BYTES {
+                    *self = Spans::default();
+                }
+                self.bytes += size;
                 let slot = self.found.entry(key).or_default();
                 *slot = Span {
                     text: span.into(),
@@ -1381,7 +1530,10 @@ impl<'m> Said<'m> {
 /// [`hot_words`] finds, and the same word without the quotes, brackets and
 /// punctuation around it when it has some.
 fn word_spans(piece: &str) -> Vec<(usize, usize)> {
-    let mut spans = Vec::new();
+    // The codes inside words (`id=conn_994a82`) too.
+    let mut spans: Vec<(usize, usize)> = (codes(piece).into_iter())
+        .filter_map(|(start, end, keep)| keep.then_some((start, end)))
+        .collect();
     hot_words(piece.as_bytes(), |start, end| {
         let word = &piece[start..end];
         spans.push((start, end));
@@ -1951,6 +2103,14 @@ mod tests {
             // A code that holds a ticket is one entry; a ticket alone is one.
             ("PROJ-1234-fix and PROJ-1234", &["PROJ-1234-fix", "PROJ-1234"]),
             ("order:ORD-2024-00123, port conn_994a82:8080", &["ORD-2024-00123"]),
+            (
+                "quoted \u{201c}conn_994a82\u{201d} and \u{ab}ORD-2024-00123\u{bb}",
+                &["conn_994a82", "ORD-2024-00123"],
+            ),
+            (
+                "hashes 0x52908400098527886E0F70 and UPS 1Z999AA10123456784",
+                &["0x52908400098527886E0F70", "1Z999AA10123456784"],
+            ),
         ];
         for (text, expected) in cases {
             assert_eq!(ids(text), *expected, "{text:?}");
@@ -1972,6 +2132,25 @@ mod tests {
                 "key sk-proj-abcdef1234567890abcdef12 and ghp_a1b2c3d4e5f6a7b8c9d0",
                 &[],
             ),
+            // Quantities, types, algorithms, standards.
+            (
+                "a 64-bit 24-hour 5-minute job, #ff5733 at 0x7fff and 0x1000, 1920x1080 in 1h30m0s",
+                &[],
+            ),
+            (
+                "uint8_t uint32_t AtomicU64 NonZeroU32 Uint8Array Float32Array complex64 from_utf8 to_u32",
+                &[],
+            ),
+            (
+                "b64encode AES-256 RSA-2048 ed25519 HMAC-SHA256 SHA3-256 sha256sum",
+                &[],
+            ),
+            (
+                "RFC9110 ISO8601 IEEE754 wasm32 linux-amd64 crate::v2_api node:18-alpine",
+                &[],
+            ),
+            // Not AWS's key shape: a name.
+            ("region ASIA_SOUTHEAST_1 is up", &["ASIA_SOUTHEAST_1"]),
         ] {
             let mut found = ids(text);
             found.sort();
@@ -2027,6 +2206,21 @@ mod tests {
             ids("at postgres://app:s3cr3t@db.internal:5432/ledger"),
             Vec::<String>::new()
         );
+        // A key as the user, a secret parameter, a secret in the query.
+        for url in [
+            "https://ghp_a1b2c3d4e5f6a7b8c9d0e1f2@github.com/o/r.git",
+            "https://b.s3.amazonaws.com/k?X-Amz-Signature=abc123def456&X-Amz-Date=1",
+            "https://x.blob.core.windows.net/c?sv=2022&sig=abc%2Fdef123",
+            "https://api.example.com/v1?id=conn_994a82&key=AIzaSyA1234567890abcdefghijklmnopqrstuv",
+        ] {
+            assert_eq!(ids(&format!("see {url} now")), Vec::<String>::new(), "{url}");
+        }
+    }
+
+    #[test]
+    fn json_secrets_are_not_entries() {
+        let text = r#"{"key": "sk-proj-abcdef1234567890abcdef12", "id": "conn_994a82", "AccessKeyId": "ASIAIOSFODNN7EXAMPLE"}"#;
+        assert_eq!(ids(text), ["id: conn_994a82"]);
     }
 
     #[test]
@@ -2175,35 +2369,33 @@ mod tests {
         #[test]
         fn codes_are_the_lone_runs_with_a_code_look(text in texts()) {
             let runs = Regex::new("[A-Za-z0-9_-]+").unwrap();
-            let bytes = text.as_bytes();
             let mut expected = Vec::new();
             for run in runs.find_iter(&text) {
                 let (start, end) = (run.start(), run.end());
-                let before = start.checked_sub(1).map(|i| bytes[i]);
-                let after = bytes.get(end).copied();
-                let tied = |b: u8| "/@\\%+".contains(b as char) || b >= 0x80;
-                let dot = |b: u8| b == b'.' || b == b':';
-                if before.is_some_and(|b| tied(b) || b == b'.')
-                    || after.is_some_and(|b| tied(b) || (dot(b) && bytes.get(end + 1).is_some_and(u8::is_ascii_alphanumeric)))
+                let before = text[..start].chars().next_back();
+                let after = text[end..].chars().next();
+                let beyond = text[end..].chars().nth(1);
+                let tied = |c: char| "/@\\%+#".contains(c) || !c.is_ascii() && c.is_alphanumeric();
+                // A `:` after a letter is a key's; `.` and `:` before a
+                // letter or digit go on with the token.
+                let key = text[..start].strip_suffix(':').is_some_and(|t| t.ends_with(|c: char| c.is_ascii_alphabetic()));
+                let on = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+                if before.is_some_and(|c| tied(c) || c == '.' || (c == ':' && !key))
+                    || after.is_some_and(|c| tied(c) || ((c == '.' || c == ':') && on(beyond)))
                 {
                     continue;
                 }
                 let trimmed = run.as_str().trim_matches(['-', '_']);
                 let from = start + run.as_str().find(trimmed).unwrap_or(0);
-                let look = trimmed.len() >= 16 && SECRETS.iter().any(|p| trimmed.starts_with(p));
-                let code = (6..=64).contains(&trimmed.len())
-                    && trimmed.contains(|c: char| c.is_ascii_alphabetic())
-                    && trimmed.contains(|c: char| c.is_ascii_digit())
-                    && !trimmed.trim_start_matches(|c: char| c.is_ascii_digit()).chars().all(|c| c.is_ascii_alphabetic())
-                        | (trimmed.trim_start_matches(|c: char| c.is_ascii_digit()).len() > 5)
-                    && !NOT_TICKETS.iter().any(|n| trimmed.split(['-', '_']).next().unwrap_or("").eq_ignore_ascii_case(n))
-                    && !NOT_CODES.iter().any(|n| trimmed.eq_ignore_ascii_case(n))
-                    && !look;
-                if code || look {
-                    expected.push((from, from + trimmed.len(), !look));
+                let bytes = trimmed.as_bytes();
+                if !trimmed.contains(|c: char| c.is_ascii_digit()) || trimmed.len() < 6 {
+                    continue;
+                }
+                if is_secret(bytes) || is_code(bytes) {
+                    expected.push((from, from + trimmed.len(), !is_secret(bytes)));
                 }
             }
-            proptest::prop_assert_eq!(codes(bytes), expected);
+            proptest::prop_assert_eq!(codes(&text), expected);
         }
 
         /// The byte patterns match where the patterns with Unicode classes
@@ -2373,7 +2565,7 @@ mod tests {
                 Value::Object(map) => {
                     for (key, v) in map {
                         match v {
-                            Value::String(s) if is_identifier_key(key) && usable(s) => {
+                            Value::String(s) if is_identifier_key(key) && usable(s) && !holds_secret(s) => {
                                 out.push(format!("{key}: {s}"));
                                 values.push(s.clone());
                             }
