@@ -318,8 +318,9 @@ pub fn histories(max_turns: usize) -> BoxedStrategy<Vec<Message>> {
     Histories::new().max_turns(max_turns).strategy()
 }
 
-/// An identifier of one of the ledger's classes: a path, a UUID, a URL, a
-/// ticket key, an address with a port, a version, an email, a hash.
+/// An identifier of one of the ledger's classes: a path, a UUID, a URL
+/// (of the web or a database's), a ticket key, an address with a port, a
+/// version, an email, a hash, a code (a prefixed key, an order number).
 pub fn identifier() -> impl Strategy<Value = String> {
     prop_oneof![
         "/[a-z]{1,6}/[a-z]{1,6}/[a-z]{1,6}\\.(log|csv|json)",
@@ -332,6 +333,10 @@ pub fn identifier() -> impl Strategy<Value = String> {
         "v[0-9]\\.[0-9]{1,2}\\.[0-9]{1,2}",
         "[a-z]{3,8}@[a-z]{3,8}\\.io",
         "[0-9a-f]{12}[0-9][a-f]",
+        "postgres://[a-z]{3,6}@[a-z]{3,8}\\.internal:5432/[a-z]{3,8}",
+        "conn_[0-9]{3}[a-f][0-9a-f]{2}",
+        "ORD-20[0-9]{2}-[0-9]{5}",
+        "txn_[0-9]{6}_[a-z]{3,8}",
     ]
 }
 
