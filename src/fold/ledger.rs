@@ -615,6 +615,21 @@ fn url_holds_secret(url: &str) -> bool {
             return true;
         }
     }
+    // A password with a raw `/`, `?` or `#` (`app:pa/ss@db`) ends the
+    // authority early: a `:` before the first `@` and the first `/`, that
+    // no port follows.
+    if let Some((before, _)) = rest.split_once('@') {
+        let colon = before
+            .find(':')
+            .filter(|&c| before.find('/').is_none_or(|slash| c < slash));
+        if let Some(after) = colon.map(|c| &before[c + 1..]) {
+            let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+            let port = digits > 0 && after[digits..].starts_with(['/', '?', '#']);
+            if !port {
+                return true;
+            }
+        }
+    }
     let query = rest.split_once('?').map_or("", |(_, q)| q);
     query.split(['&', ';', '#']).any(|pair| {
         let name = pair.split('=').next().unwrap_or("").to_ascii_lowercase();
@@ -2206,8 +2221,17 @@ mod tests {
             ids("at postgres://app:s3cr3t@db.internal:5432/ledger"),
             Vec::<String>::new()
         );
-        // A key as the user, a secret parameter, a secret in the query.
+        // A port, a time and an address in the query are no password.
         for url in [
+            "https://host.example.com:8080/p?email=ann@example.com",
+            "https://host.example.com/p?at=10:30&email=ann@example.com",
+        ] {
+            assert_eq!(ids(&format!("at {url} ok")), [url]);
+        }
+        // A key as the user, a secret parameter, a secret in the query, a
+        // password with a raw slash.
+        for url in [
+            "postgres://app:pa/ss@db.internal/x",
             "https://ghp_a1b2c3d4e5f6a7b8c9d0e1f2@github.com/o/r.git",
             "https://b.s3.amazonaws.com/k?X-Amz-Signature=abc123def456&X-Amz-Date=1",
             "https://x.blob.core.windows.net/c?sv=2022&sig=abc%2Fdef123",
