@@ -1,8 +1,9 @@
 //! Reading a message array from a stream: the input is checked as UTF-8 a
 //! chunk at a time into a reused text buffer, and the messages that end in
 //! the buffer are parsed from there as one array, with serde_json's fast
-//! string parser, so the whole input is never held. A message the buffer
-//! cuts, and any batch that does not parse, is read one message at a time.
+//! string parser, so the whole input is never held. A long batch is parsed
+//! in pieces on up to four threads at once. A message the buffer cuts, and
+//! any batch that does not parse, is read one message at a time.
 //! Every error is the one reading the whole input at once gives, at the same
 //! line and column.
 
@@ -77,6 +78,8 @@ struct Input<R> {
     /// Messages are parsed many at a time (until one such parse fails,
     /// and then again after the next read).
     batches: bool,
+    /// How many threads a batch is parsed on.
+    split: Split,
 }
 
 /// Not UTF-8 from byte `byte` on, at `(line, column)` (the column counted
@@ -173,37 +176,99 @@ impl<R: Read> Input<R> {
 
     /// The messages that start at `text[at]` (a `{`) and end in the text
     /// read so far, parsed as one array, as the whole input would be: one
-    /// parser for many messages. `None` (nothing consumed) when no message
-    /// ends in the text, or the array does not parse; reading message by
-    /// message then finds what is wrong, or goes on to the next read.
+    /// parser for many messages (several at once for a long batch, see
+    /// [`parse_parts`](Self::parse_parts)). `None` (nothing consumed) when
+    /// no message ends in the text, or the array does not parse; reading
+    /// message by message then finds what is wrong, or goes on to the next
+    /// read.
     fn batch(&mut self, messages: &mut Vec<Message>) -> Option<()> {
         if !self.batches {
             return None;
         }
         let end = self.at + ends(&self.text.as_bytes()[self.at..])?;
-        // `[` over the byte before (consumed: `[`, `,` or whitespace) and `]`
-        // over the byte after, both put back after parsing.
-        let (open, close) = (self.at.checked_sub(1)?, end);
-        let before = self.text.get(open..self.at)?.to_owned();
-        let after = self.text.get(close..=close)?.to_owned();
-        if !after.is_ascii() {
-            return None;
-        }
-        self.text.replace_range(open..self.at, "[");
-        self.text.replace_range(close..=close, "]");
         let had = messages.len();
-        let mut de = serde_json::Deserializer::from_str(&self.text[open..=close]);
-        let parsed =
-            serde::de::DeserializeSeed::deserialize(Append(messages), &mut de).and_then(|()| de.end());
-        self.text.replace_range(open..self.at, &before);
-        self.text.replace_range(close..=close, &after);
-        if parsed.is_err() {
+        let parts = self.split.parts(end - self.at);
+        let parsed = (parts > 1 && self.parse_parts(end, parts, messages).is_some()) || {
+            messages.truncate(had);
+            self.parse_array(self.at, end, messages)
+        };
+        if !parsed {
             messages.truncate(had);
             self.batches = false;
             return None;
         }
         self.consume(end - self.at);
         Some(())
+    }
+
+    /// Parses `text[from..end]` (from a message's `{` to just after a
+    /// message's `}`) as an array of messages appended to `messages`: `[`
+    /// over the byte before `from` (consumed: `[`, `,` or whitespace) and
+    /// `]` over the byte at `end`, both put back after. Whether it parsed.
+    fn parse_array(&mut self, from: usize, end: usize, messages: &mut Vec<Message>) -> bool {
+        let Some(open) = from.checked_sub(1) else {
+            return false;
+        };
+        let (Some(before), Some(after)) = (self.text.get(open..from), self.text.get(end..=end)) else {
+            return false;
+        };
+        let (before, after) = (before.to_owned(), after.to_owned());
+        if !after.is_ascii() {
+            return false;
+        }
+        self.text.replace_range(open..from, "[");
+        self.text.replace_range(end..=end, "]");
+        let mut de = serde_json::Deserializer::from_str(&self.text[open..=end]);
+        let parsed =
+            serde::de::DeserializeSeed::deserialize(Append(messages), &mut de).and_then(|()| de.end());
+        self.text.replace_range(open..from, &before);
+        self.text.replace_range(end..=end, &after);
+        parsed.is_ok()
+    }
+
+    /// [`parse_array`](Self::parse_array) of `text[at..end]` in `parts`
+    /// pieces at once, the first on this thread, the others copied as
+    /// arrays of their own for threads of theirs. Each piece but the last
+    /// ends at the last message end ([`ends`]) before its share of the
+    /// bytes. A guess there inside a string makes the piece before it fail
+    /// to parse; pieces that all parse each start where a message does, so
+    /// they are the messages the whole batch gives, in order. `None` when
+    /// the pieces cannot be cut, a thread cannot start, or a piece does
+    /// not parse (some of its messages may have been appended).
+    fn parse_parts(&mut self, end: usize, parts: usize, messages: &mut Vec<Message>) -> Option<()> {
+        let (bytes, from) = (self.text.as_bytes(), self.at);
+        // Each piece's start (a `{`) and end (just after a `}`).
+        let mut pieces = Vec::with_capacity(parts);
+        let mut start = from;
+        for i in 1..parts {
+            let share = from + (end - from) / parts * i;
+            let cut = start + ends(bytes.get(start..share)?)?;
+            // The `{` that `ends` found after the `,`.
+            let next = cut + memchr::memchr(b'{', bytes.get(cut..end)?)?;
+            pieces.push((start, cut));
+            start = next;
+        }
+        pieces.push((start, end));
+        let copies = pieces[1..]
+            .iter()
+            .map(|&(start, end)| Some(format!("[{}]", self.text.get(start..end)?)))
+            .collect::<Option<Vec<String>>>()?;
+        let first_end = pieces[0].1;
+        std::thread::scope(|scope| {
+            let threads: Vec<_> = (copies.iter())
+                .map(|text| std::thread::Builder::new().spawn_scoped(scope, move || parse_copy(text)))
+                .collect();
+            let mut parsed = self.parse_array(from, first_end, messages);
+            for thread in threads {
+                // Every thread is joined (a scope's panics are its
+                // unjoined threads').
+                match thread.map(|t| t.join()) {
+                    Ok(Ok(Some(mut more))) if parsed => messages.append(&mut more),
+                    _ => parsed = false,
+                }
+            }
+            parsed.then_some(())
+        })
     }
 
     /// Consumes `n` bytes of text.
@@ -253,6 +318,54 @@ impl<R: Read> Input<R> {
             Ok(_) => found,
             Err(e) => e,
         }
+    }
+}
+
+/// The messages of `text`, an array of them, or `None`.
+fn parse_copy(text: &str) -> Option<Vec<Message>> {
+    let mut messages = Vec::new();
+    let mut de = serde_json::Deserializer::from_str(text);
+    serde::de::DeserializeSeed::deserialize(Append(&mut messages), &mut de)
+        .and_then(|()| de.end())
+        .ok()?;
+    Some(messages)
+}
+
+/// How many threads a batch is parsed on: at most `most`, each given at
+/// least `least` bytes, and no more than the machine runs at once.
+#[derive(Clone, Copy, Debug)]
+struct Split {
+    /// Threads at most (1: this one alone).
+    most: usize,
+    /// Bytes a thread is given at least.
+    least: usize,
+    /// Threads the machine runs at once; `None`: asked of it, once, when a
+    /// batch first is long enough to share.
+    machine: Option<usize>,
+}
+
+impl Split {
+    /// Up to 4 threads of a quarter MiB each (a thread costs tens of
+    /// microseconds to start, a quarter MiB a millisecond or two to parse).
+    fn machine() -> Self {
+        Split {
+            most: 4,
+            least: 1 << 18,
+            machine: None,
+        }
+    }
+
+    /// How many pieces a batch of `len` bytes is parsed in.
+    fn parts(self, len: usize) -> usize {
+        let parts = self.most.min(len / self.least.max(1));
+        if parts < 2 {
+            return 1;
+        }
+        static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        let machine = self.machine.unwrap_or_else(|| {
+            *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
+        });
+        parts.min(machine)
     }
 }
 
@@ -317,11 +430,11 @@ fn as_history(text: &str, prefix: usize, line: usize, column: usize, index: usiz
 /// Reads a history from `reader`: a bare array message by message, anything
 /// else (a request body, bad input) whole.
 pub(super) fn read(reader: impl Read) -> Result<History> {
-    read_in(reader, CHUNK)
+    read_in(reader, CHUNK, Split::machine())
 }
 
-/// [`read`], `chunk` bytes at a time.
-fn read_in(reader: impl Read, chunk: usize) -> Result<History> {
+/// [`read`], `chunk` bytes at a time, batches parsed as `split` says.
+fn read_in(reader: impl Read, chunk: usize, split: Split) -> Result<History> {
     let mut input = Input {
         reader,
         text: String::new(),
@@ -334,6 +447,7 @@ fn read_in(reader: impl Read, chunk: usize) -> Result<History> {
         broken: false,
         chunk,
         batches: true,
+        split,
     };
     // The first byte that is not whitespace, nothing consumed yet.
     let first = loop {
@@ -470,6 +584,131 @@ fn depth(value: &Value) -> usize {
 mod tests {
     use super::*;
 
+    /// One thread, whatever the batch.
+    const ONE: Split = Split {
+        most: 1,
+        least: 1,
+        machine: Some(1),
+    };
+
+    /// Messages whose strings hold what a guessed end of a batch looks for
+    /// (`}`, `,`, `{`, `"role"`), escaped quotes, nested objects and
+    /// characters outside ASCII.
+    const POOL: &[&str] = &[
+        r#"{"role":"user","content":"hi"}"#,
+        r#"{"role":"user","content":"a}, {\"role\":\"x\"} b"}"#,
+        r#"{"role":"assistant","content":"x}, {y"}"#,
+        r#"{ "role" : "user", "content" : "}\",{\"role\"" }"#,
+        r#"{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\":{}}"}},{"id":"c2","type":"function","function":{"name":"g","arguments":"{}"}}]}"#,
+        r#"{"role":"tool","tool_call_id":"c1","content":"ok, {\"n\": 1}"}"#,
+        r#"{"content":"key order","role":"user"}"#,
+        r#"{"role":"user","content":[{"type":"text","text":"日本 }, {"}]}"#,
+        r#"{"role":"user","content":"h\u00e9llo"}"#,
+    ];
+
+    /// Arrays of [`POOL`]'s messages, with whitespace of every kind
+    /// between, some of them broken (a byte dropped, doubled or replaced).
+    fn arrays() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::prelude::*;
+        let seps = prop::sample::select(vec![",", ", ", " ,\n\t", ",\r\n  "]);
+        let items = prop::collection::vec((prop::sample::select(POOL.to_vec()), seps), 0..40);
+        let damage = prop::option::weighted(0.3, (any::<prop::sample::Index>(), 0u8..3, any::<u8>()));
+        (items, damage).prop_map(|(items, damage)| {
+            let mut text = b"[".to_vec();
+            for (i, (message, sep)) in items.iter().enumerate() {
+                if i > 0 {
+                    text.extend_from_slice(sep.as_bytes());
+                }
+                text.extend_from_slice(message.as_bytes());
+            }
+            text.push(b']');
+            if let Some((at, how, byte)) = damage {
+                let at = at.index(text.len());
+                match how {
+                    0 => drop(text.remove(at)),
+                    1 => text.insert(at, text[at]),
+                    _ => text[at] = byte,
+                }
+            }
+            text
+        })
+    }
+
+    proptest::proptest! {
+        /// A batch parsed on several threads (its pieces cut at guessed
+        /// message ends, inside strings too) reads as one thread does: the
+        /// same messages in the same order, or the same error.
+        #[test]
+        fn batches_parsed_on_several_threads_read_as_on_one(
+            bytes in arrays(),
+            most in 2usize..=4,
+            least in 1usize..64,
+            chunk in proptest::sample::select(vec![7usize, 64, 300, CHUNK]),
+        ) {
+            let read = |chunk, split| {
+                read_in(bytes.as_slice(), chunk, split)
+                    .map(|h| h.messages)
+                    .map_err(|e| e.to_string())
+            };
+            let split = Split { most, least, machine: Some(most) };
+            proptest::prop_assert_eq!(read(chunk, split), read(CHUNK, ONE));
+        }
+    }
+
+    /// An input of a few MB, its batches shared among the machine's
+    /// threads, reads as the whole text does.
+    #[test]
+    fn a_long_input_reads_as_the_whole_text_does() {
+        let messages: Vec<&str> = POOL.iter().cycle().take(60_000).copied().collect();
+        let text = format!("[{}]", messages.join(",\n"));
+        assert!(text.len() > 2 * CHUNK);
+        let read = read(text.as_bytes()).unwrap().messages;
+        assert_eq!(read.len(), 60_000);
+        assert_eq!(read, History::from_json_str(&text).unwrap().messages);
+    }
+
+    /// The pieces of a batch that parse are its messages, in order; a
+    /// piece cut inside a string fails, and the batch is parsed whole.
+    #[test]
+    fn a_batch_in_pieces_is_its_messages_in_order() {
+        let messages: Vec<String> = (0..12)
+            .map(|i| format!(r#"{{"role":"user","content":"m{i} }}, {{"}}"#))
+            .collect();
+        let text = format!("[{}]", messages.join(", "));
+        let mut input = Input {
+            reader: &b""[..],
+            text: text.clone(),
+            at: 1,
+            raw: Vec::new(),
+            line: 1,
+            column: 0,
+            offset: 0,
+            eof: true,
+            broken: false,
+            chunk: CHUNK,
+            batches: true,
+            split: ONE,
+        };
+        let end = text.len() - 1;
+        let whole = History::from_json_str(&text).unwrap().messages;
+        for parts in 2..=5 {
+            let mut read = Vec::new();
+            assert_eq!(
+                input.parse_parts(end, parts, &mut read),
+                Some(()),
+                "{parts} parts"
+            );
+            assert_eq!(read, whole);
+            assert_eq!(input.text, text, "the text is put back");
+        }
+        // Every `{` is in a string but the messages': a guess that finds
+        // only those (no message opens with `"role"` after its share) fails.
+        let inside = r#"[{"content":"a}, {b}, {c}, {d}, {e}, {f}, {g"},{"role":"user","content":"z"}]"#;
+        input.text = inside.to_owned();
+        let mut read = Vec::new();
+        assert_eq!(input.parse_parts(inside.len() - 1, 2, &mut read), None);
+    }
+
     #[test]
     fn a_batch_ends_at_the_last_message_another_follows() {
         assert_eq!(ends(br#"{"a":1}, {"b":2}"#), Some(7));
@@ -483,7 +722,7 @@ mod tests {
         let nested = br#"{"role":"a"}, {"role":"b","tool_calls":[{"id":"1"},{"id":"2"#;
         assert_eq!(ends(nested), Some(12));
         let text = br#"[{"role":"user","content":"z"}, {"role":"user","content":"x}, {y"}]"#;
-        let history = read_in(&text[..], CHUNK).unwrap();
+        let history = read_in(&text[..], CHUNK, Split::machine()).unwrap();
         let texts: Vec<String> = history.messages.iter().map(|m| m.text().into_owned()).collect();
         assert_eq!(texts, ["z", "x}, {y"]);
     }
@@ -518,7 +757,7 @@ mod tests {
         }
         for bytes in &inputs {
             let read = |chunk| {
-                read_in(bytes.as_slice(), chunk)
+                read_in(bytes.as_slice(), chunk, ONE)
                     .map(|h| h.messages)
                     .map_err(|e| e.to_string())
             };
