@@ -107,8 +107,9 @@ impl History {
     /// be UTF-8.
     ///
     /// A bare array is read a buffer (1 MB) at a time, the messages that end
-    /// in it parsed together (in pieces of a quarter MB or more on up to four
-    /// threads, as many as the machine runs at once), in about the time of
+    /// in it parsed together (a buffer's worth cut near quarter-MB shares
+    /// and parsed on up to four threads, as many as the machine runs at
+    /// once), in about the time of
     /// [`from_json_str`](Self::from_json_str) on the same bytes, without
     /// holding the whole input (only when it reports an error does it read
     /// the rest, to check it); a request body is read whole. Errors are the

@@ -1,8 +1,9 @@
 //! Reading a message array from a stream: the input is checked as UTF-8 a
 //! chunk at a time into a reused text buffer, and the messages that end in
 //! the buffer are parsed from there as one array, with serde_json's fast
-//! string parser, so the whole input is never held. A long batch is parsed
-//! in pieces on up to four threads at once. A message the buffer cuts, and
+//! string parser, so the whole input is never held. A long batch (384 KiB
+//! or more) is parsed in pieces on up to four threads at once, until a
+//! piece fails to parse. A message the buffer cuts, and
 //! any batch that does not parse, is read one message at a time.
 //! Every error is the one reading the whole input at once gives, at the same
 //! line and column.
@@ -189,6 +190,11 @@ impl<R: Read> Input<R> {
         let had = messages.len();
         let parts = self.split.parts(end - self.at);
         let parsed = (parts > 1 && self.parse_parts(end, parts, messages).is_some()) || {
+            // A guess was wrong (or a piece is bad): this input's batches
+            // are parsed whole from now on, each once.
+            if parts > 1 {
+                self.split.most = 1;
+            }
             messages.truncate(had);
             self.parse_array(self.at, end, messages)
         };
@@ -331,8 +337,9 @@ fn parse_copy(text: &str) -> Option<Vec<Message>> {
     Some(messages)
 }
 
-/// How many threads a batch is parsed on: at most `most`, each given at
-/// least `least` bytes, and no more than the machine runs at once.
+/// How many threads a batch is parsed on: at most `most`, one per `least`
+/// bytes (rounded to the nearest), and no more than the machine runs at
+/// once.
 #[derive(Clone, Copy, Debug)]
 struct Split {
     /// Threads at most (1: this one alone).
@@ -345,8 +352,9 @@ struct Split {
 }
 
 impl Split {
-    /// Up to 4 threads of a quarter MiB each (a thread costs tens of
-    /// microseconds to start, a quarter MiB a millisecond or two to parse).
+    /// Up to 4 threads, one per quarter MiB (a thread costs tens of
+    /// microseconds to start, a quarter MiB a millisecond or two to parse):
+    /// batches of 384 KiB or more are shared.
     fn machine() -> Self {
         Split {
             most: 4,
@@ -355,9 +363,12 @@ impl Split {
         }
     }
 
-    /// How many pieces a batch of `len` bytes is parsed in.
+    /// How many pieces a batch of `len` bytes is parsed in: one per
+    /// `least` bytes, rounded to the nearest (a batch is a little less than
+    /// the bytes read).
     fn parts(self, len: usize) -> usize {
-        let parts = self.most.min(len / self.least.max(1));
+        let least = self.least.max(1);
+        let parts = self.most.min(len.saturating_add(least / 2) / least);
         if parts < 2 {
             return 1;
         }
@@ -606,12 +617,27 @@ mod tests {
         r#"{"role":"user","content":"h\u00e9llo"}"#,
     ];
 
-    /// Arrays of [`POOL`]'s messages, with whitespace of every kind
+    /// [`POOL`], and messages nested near serde_json's limit (one inside
+    /// it in an array, one past it).
+    fn pool() -> Vec<String> {
+        let deep = |n: usize| {
+            format!(
+                r#"{{"role":"user","content":"deep","extra":{}1{}}}"#,
+                "[".repeat(n),
+                "]".repeat(n)
+            )
+        };
+        let mut pool: Vec<String> = POOL.iter().map(|m| m.to_string()).collect();
+        pool.extend([deep(DEEP + 5), deep(130)]);
+        pool
+    }
+
+    /// Arrays of [`pool`]'s messages, with whitespace of every kind
     /// between, some of them broken (a byte dropped, doubled or replaced).
     fn arrays() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
         use proptest::prelude::*;
         let seps = prop::sample::select(vec![",", ", ", " ,\n\t", ",\r\n  "]);
-        let items = prop::collection::vec((prop::sample::select(POOL.to_vec()), seps), 0..40);
+        let items = prop::collection::vec((prop::sample::select(pool()), seps), 0..40);
         let damage = prop::option::weighted(0.3, (any::<prop::sample::Index>(), 0u8..3, any::<u8>()));
         (items, damage).prop_map(|(items, damage)| {
             let mut text = b"[".to_vec();
@@ -655,16 +681,95 @@ mod tests {
         }
     }
 
-    /// An input of a few MB, its batches shared among the machine's
-    /// threads, reads as the whole text does.
+    /// An input of a few MB, its batches shared among four threads (the
+    /// machine's when it asks), reads as the whole text does, and so does
+    /// the same input broken in a later piece.
     #[test]
     fn a_long_input_reads_as_the_whole_text_does() {
         let messages: Vec<&str> = POOL.iter().cycle().take(60_000).copied().collect();
         let text = format!("[{}]", messages.join(",\n"));
         assert!(text.len() > 2 * CHUNK);
-        let read = read(text.as_bytes()).unwrap().messages;
-        assert_eq!(read.len(), 60_000);
-        assert_eq!(read, History::from_json_str(&text).unwrap().messages);
+        let four = Split {
+            machine: Some(4),
+            ..Split::machine()
+        };
+        let whole = History::from_json_str(&text).unwrap().messages;
+        assert_eq!(whole.len(), 60_000);
+        assert_eq!(read_in(text.as_bytes(), CHUNK, four).unwrap().messages, whole);
+        assert_eq!(read(text.as_bytes()).unwrap().messages, whole);
+        // The first buffer's batch is cut in four pieces, and they parse.
+        let mut input = Input::over(&text[..CHUNK], four);
+        let end = ends(&input.text.as_bytes()[1..]).unwrap() + 1;
+        assert_eq!(four.parts(end - 1), 4);
+        let mut read = Vec::new();
+        assert_eq!(input.parse_parts(end, 4, &mut read), Some(()));
+        assert_eq!(read, whole[..read.len()]);
+        // Broken three quarters of the way into the second buffer.
+        let mut broken = text.clone().into_bytes();
+        let at = CHUNK + CHUNK * 3 / 4;
+        let at = at + broken[at..].iter().position(|&b| b == b':').unwrap();
+        broken[at] = b';';
+        let expected =
+            History::from_json_str(std::str::from_utf8(&broken).unwrap()).map_err(|e| e.to_string());
+        assert!(expected.is_err());
+        let got = read_in(broken.as_slice(), CHUNK, four)
+            .map(|h| h.messages)
+            .map_err(|e| e.to_string());
+        assert_eq!(got.map(|m| m.len()), expected.map(|h| h.messages.len()));
+    }
+
+    impl Input<&[u8]> {
+        /// An input whose text read so far is `text`, read past the `[`
+        /// that opens it, nothing more to come.
+        fn over(text: &str, split: Split) -> Self {
+            Input {
+                reader: &b""[..],
+                text: text.to_owned(),
+                at: 1,
+                raw: Vec::new(),
+                line: 1,
+                column: 0,
+                offset: 0,
+                eof: true,
+                broken: false,
+                chunk: CHUNK,
+                batches: true,
+                split,
+            }
+        }
+    }
+
+    /// A batch whose second cut is guessed inside a string: its messages
+    /// are the whole text's all the same, the text is put back, and the
+    /// input's later batches are parsed whole.
+    #[test]
+    fn a_batch_cut_inside_a_string_is_parsed_whole() {
+        let plain = r#"{"role":"user","content":"ok"}"#;
+        let tricky = r#"{"content":"a}, {b}, {c}, {d}, {e}, {f}, {g}, {h}, {i}","role":"user"}"#;
+        let text = format!("[{plain}, {plain}, {tricky}, {plain}]");
+        let split = Split {
+            most: 3,
+            least: 1,
+            machine: Some(3),
+        };
+        let end = text.len() - 1;
+        assert_eq!(split.parts(end - 1), 3);
+        // The first cut is right, the second is guessed inside `tricky`.
+        let mut read = Vec::new();
+        let mut input = Input::over(&text, split);
+        assert_eq!(input.parse_parts(end, 3, &mut read), None);
+        assert_eq!(
+            read.len(),
+            1,
+            "the first piece parsed: its message, for the batch to drop"
+        );
+        let mut read = Vec::new();
+        let mut input = Input::over(&text, split);
+        assert_eq!(input.batch(&mut read), Some(()));
+        // (A batch ends where a message ends that another follows.)
+        assert_eq!(read, History::from_json_str(&text).unwrap().messages[..3]);
+        assert_eq!(input.text, text);
+        assert_eq!(input.split.most, 1);
     }
 
     /// The pieces of a batch that parse are its messages, in order; a
@@ -675,20 +780,7 @@ mod tests {
             .map(|i| format!(r#"{{"role":"user","content":"m{i} }}, {{"}}"#))
             .collect();
         let text = format!("[{}]", messages.join(", "));
-        let mut input = Input {
-            reader: &b""[..],
-            text: text.clone(),
-            at: 1,
-            raw: Vec::new(),
-            line: 1,
-            column: 0,
-            offset: 0,
-            eof: true,
-            broken: false,
-            chunk: CHUNK,
-            batches: true,
-            split: ONE,
-        };
+        let mut input = Input::over(&text, ONE);
         let end = text.len() - 1;
         let whole = History::from_json_str(&text).unwrap().messages;
         for parts in 2..=5 {
@@ -707,6 +799,7 @@ mod tests {
         input.text = inside.to_owned();
         let mut read = Vec::new();
         assert_eq!(input.parse_parts(inside.len() - 1, 2, &mut read), None);
+        assert_eq!(input.text, inside, "the text is put back");
     }
 
     #[test]
