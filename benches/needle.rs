@@ -7,7 +7,9 @@
 //! each folded turn, 60 words at most, the previous summary dropped):
 //! statelessly through the `chatfold` command (each result fed back), and
 //! through `RollingMemory` and `TieredMemory`, each with the ledger at its
-//! default share (33% of the summary's allowance), at 80%, and off. Recall is the share of identifiers found verbatim in the final
+//! default share (33% of the summary's allowance), at 80%, and off; and
+//! through the command in Anthropic's format (a body with `system`,
+//! `tool_use` and `tool_result` blocks) at the default share. Recall is the share of identifiers found verbatim in the final
 //! context. The same conversation then goes through Python chatcram and
 //! rollmem (`benches/needle_peers.py`), when they are installed.
 //!
@@ -18,7 +20,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use chatfold::memory::{Memory, Remember, RollingMemory, Settings, TieredMemory, TieredSettings};
-use chatfold::{FoldPolicy, Message, Ready, SummaryRequest, Tiktoken, TokenCounter, ToolCall};
+use chatfold::{FoldPolicy, Format, Message, Ready, SummaryRequest, Tiktoken, TokenCounter, ToolCall};
 
 const BUDGET: usize = 2_000;
 const TURNS: usize = 200;
@@ -225,14 +227,18 @@ fn turns(history: &[Message]) -> Vec<usize> {
 /// How the ledger is set: off, or on with this share of the allowance (percent).
 type Ledger = Option<u8>;
 
-fn run_cli(exe: &Path, history: &[Message], ledger: Ledger) -> Vec<Message> {
+fn run_cli(exe: &Path, history: &[Message], ledger: Ledger, format: Format) -> Vec<Message> {
     let mut context: Vec<Message> = Vec::new();
     let mut done = 0;
     for end in turns(history) {
         context.extend(history[done..end].iter().cloned());
         done = end;
-        let input =
-            serde_json::to_string(&context.iter().map(Message::to_json).collect::<Vec<_>>()).expect("json");
+        // Sent in `format` (Anthropic's: a body with `system`, tool_use and
+        // tool_result blocks), read back in OpenAI's.
+        let sent = chatfold::History::from(context.clone())
+            .convert(format)
+            .expect("converts");
+        let input = serde_json::to_string(&sent.to_json()).expect("json");
         let mut args = vec![
             "compact",
             "--budget",
@@ -263,6 +269,7 @@ fn run_cli(exe: &Path, history: &[Message], ledger: Ledger) -> Vec<Message> {
         let out = child.wait_with_output().expect("chatfold ends");
         assert!(out.status.success(), "chatfold failed");
         context = chatfold::History::from_json_str(std::str::from_utf8(&out.stdout).expect("utf-8"))
+            .and_then(|h| h.convert(Format::OpenAi))
             .expect("chatfold's output reads back")
             .messages;
     }
@@ -316,22 +323,28 @@ fn main() {
         needles.len(),
         tokens(&history)
     );
-    println!("{:<38} {:>8} {:>14}", "mode", "recall", "final tokens");
+    println!("{:<46} {:>8} {:>14}", "mode", "recall", "final tokens");
     let exe = Path::new(env!("CARGO_BIN_EXE_chatfold"));
     let mut rows: Vec<(String, Vec<Message>)> = Vec::new();
     for ledger in [Some(33), Some(80), None] {
         let tag = ledger.map_or("ledger off".to_owned(), |p| format!("ledger {p}%"));
         rows.push((
             format!("chatfold CLI, stateless, {tag}"),
-            run_cli(exe, &history, ledger),
+            run_cli(exe, &history, ledger, Format::OpenAi),
         ));
+        if ledger == Some(33) {
+            rows.push((
+                format!("chatfold CLI, Anthropic's format, {tag}"),
+                run_cli(exe, &history, ledger, Format::Anthropic),
+            ));
+        }
         rows.push((format!("RollingMemory, {tag}"), run_rolling(&history, ledger)));
         rows.push((format!("TieredMemory, {tag}"), run_tiered(&history, ledger)));
     }
     for (mode, context) in &rows {
         let found = recall(context, &needles);
         println!(
-            "{mode:<38} {:>7.1}% {:>14}",
+            "{mode:<46} {:>7.1}% {:>14}",
             100.0 * found as f64 / needles.len() as f64,
             tokens(context)
         );
