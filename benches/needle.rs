@@ -9,7 +9,9 @@
 //! through `RollingMemory` and `TieredMemory`, each with the ledger at its
 //! default share (33% of the summary's allowance), at 80%, and off; and
 //! through the command in Anthropic's format (a body with `system`,
-//! `tool_use` and `tool_result` blocks) at the default share. Recall is the share of identifiers found verbatim in the final
+//! `tool_use` and `tool_result` blocks) at the default share; and compacted
+//! once, whole, by the command (with the lossy summarizer and with the
+//! built-in one). Recall is the share of identifiers found verbatim in the final
 //! context. The same conversation then goes through Python chatcram and
 //! rollmem (`benches/needle_peers.py`), when they are installed.
 //!
@@ -276,6 +278,35 @@ fn run_cli(exe: &Path, history: &[Message], ledger: Ledger, format: Format) -> V
     context
 }
 
+/// The whole conversation compacted once by the command, with the lossy
+/// summarizer or (`None`) the built-in one.
+fn run_once(exe: &Path, history: &[Message], summarize_cmd: Option<&str>) -> Vec<Message> {
+    let input =
+        serde_json::to_string(&history.iter().map(Message::to_json).collect::<Vec<_>>()).expect("json");
+    let mut args = vec!["compact", "--budget", "2000", "--tokenizer", "o200k_base"];
+    if let Some(cmd) = summarize_cmd {
+        args.extend(["--summarize-cmd", cmd]);
+    }
+    let mut child = Command::new(exe)
+        .args(&args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("chatfold runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("write");
+    let out = child.wait_with_output().expect("chatfold ends");
+    assert!(out.status.success(), "chatfold failed");
+    chatfold::History::from_json_str(std::str::from_utf8(&out.stdout).expect("utf-8"))
+        .expect("chatfold's output reads back")
+        .messages
+}
+
 fn policy(ledger: Ledger) -> FoldPolicy {
     FoldPolicy::new()
         .ledger(ledger.is_some())
@@ -336,6 +367,14 @@ fn main() {
             rows.push((
                 format!("chatfold CLI, Anthropic's format, {tag}"),
                 run_cli(exe, &history, ledger, Format::Anthropic),
+            ));
+            rows.push((
+                format!("chatfold CLI, once, lossy, {tag}"),
+                run_once(exe, &history, Some(LOSSY_CMD)),
+            ));
+            rows.push((
+                format!("chatfold CLI, once, built-in, {tag}"),
+                run_once(exe, &history, None),
             ));
         }
         rows.push((format!("RollingMemory, {tag}"), run_rolling(&history, ledger)));

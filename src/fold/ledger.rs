@@ -1603,7 +1603,9 @@ impl Eq for LedgerPattern {}
 /// first), then the previous ledger, then identifiers in the previous prose;
 /// deduplicated, the first (newest) place kept; each with its [`key_of`].
 /// Reading stops once `enough` entries are found or `max_bytes` of text
-/// were read.
+/// were read, or, when fewer than a quarter of `enough` were found in those
+/// (the room would go unused: the identifiers of a long history's opening
+/// turns, under turns of prose), 8 times as much.
 pub(crate) fn candidates<'m>(
     folded: impl DoubleEndedIterator<Item = &'m Message>,
     previous_prose: &str,
@@ -1638,53 +1640,64 @@ pub(crate) fn candidates<'m>(
         out.push(entry.to_owned());
         keys.push(key);
     };
-    let mut read = 0usize;
-    'messages: for message in folded.rev() {
-        for piece in pieces(message) {
-            if out.len() >= enough || read >= max_bytes {
-                break 'messages;
-            }
-            // The newest end of a piece longer than what is left to read,
-            // from a word boundary so that no identifier is read in part.
-            let left = max_bytes - read;
-            let piece = if piece.len() > left {
-                let mut from = piece.len() - left;
-                while !piece.is_char_boundary(from) {
-                    from += 1;
-                }
-                piece[from..]
-                    .find(char::is_whitespace)
-                    .map_or("", |at| &piece[from + at..])
+    let (mut read, mut limit) = (0usize, max_bytes);
+    let mut all = folded.rev().flat_map(pieces);
+    // The older part of a piece cut at `max_bytes`, read if reading goes on.
+    let mut older: Option<&str> = None;
+    while let Some(piece) = older.take().or_else(|| all.next()) {
+        if out.len() >= enough {
+            break;
+        }
+        if read >= limit {
+            // Too few found for the room: 8 times as far.
+            if limit == max_bytes && out.len().saturating_mul(4) < enough {
+                limit = max_bytes.saturating_mul(8);
             } else {
-                piece
-            };
-            // A piece cut short is the last one read.
-            read = match piece.len() < left {
-                true => read.saturating_add(piece.len()),
-                false => max_bytes,
-            };
-            // (The newest end of a piece is the same text each time too.)
-            let (remembered, now);
-            let found: &[Found] = match remember && extra.is_empty() && piece.len() >= Recall::MIN {
-                true => {
-                    remembered = RECALL.get(piece);
-                    remembered
-                        .found
-                        .get_or_init(|| with_keys(newest_first(piece, extra)))
-                }
-                false => {
-                    now = with_keys(newest_first(piece, extra));
-                    &now
-                }
-            };
-            let mut line = None;
-            for (at, entry, key) in found {
-                if line != Some(*at) && out.len() >= enough {
-                    break 'messages;
-                }
-                line = Some(*at);
-                add(entry, *key, &mut out);
+                break;
             }
+        }
+        // The newest end of a piece longer than what is left to read,
+        // from a word boundary so that no identifier is read in part.
+        let left = limit - read;
+        let piece = if piece.len() > left {
+            let mut from = piece.len() - left;
+            while !piece.is_char_boundary(from) {
+                from += 1;
+            }
+            let at = piece[from..]
+                .find(char::is_whitespace)
+                .map_or(piece.len(), |at| from + at);
+            older = Some(&piece[..at]);
+            &piece[at..]
+        } else {
+            piece
+        };
+        // A piece cut short is the last one read, until the limit moves.
+        read = match older.is_none() {
+            true => read.saturating_add(piece.len()),
+            false => limit,
+        };
+        // (The newest end of a piece is the same text each time too.)
+        let (remembered, now);
+        let found: &[Found] = match remember && extra.is_empty() && piece.len() >= Recall::MIN {
+            true => {
+                remembered = RECALL.get(piece);
+                remembered
+                    .found
+                    .get_or_init(|| with_keys(newest_first(piece, extra)))
+            }
+            false => {
+                now = with_keys(newest_first(piece, extra));
+                &now
+            }
+        };
+        let mut line = None;
+        for (at, entry, key) in found {
+            if line != Some(*at) && out.len() >= enough {
+                break;
+            }
+            line = Some(*at);
+            add(entry, *key, &mut out);
         }
     }
     for entry in previous_ledger {
@@ -2569,9 +2582,57 @@ mod tests {
             "x".repeat(100)
         ))];
         assert_eq!(
-            listed(candidates(long.iter(), "", &[], &[], 100, 20, false)),
+            listed(candidates(long.iter(), "", &[], &[], 4, 20, false)),
             ["/srv/new.txt"]
         );
+        // With fewer than a quarter of `enough` found by then, its older
+        // part too (to 8 times as far).
+        assert_eq!(
+            listed(candidates(long.iter(), "", &[], &[], 5, 20, false)),
+            ["/srv/new.txt", "/srv/old.txt"]
+        );
+    }
+
+    /// The identifiers of a long history's opening turns, under turns of
+    /// prose, are read when the prose leaves the room unused, up to 8 times
+    /// the bytes; a window that finds enough for the room stops there.
+    #[test]
+    fn opening_identifiers_under_prose_are_read_up_to_eight_times_as_far() {
+        let opening =
+            Message::user("Deploy ORD-2024-00123 from /srv/app/release-7.tar to 10.0.4.17, see PAY-4411.");
+        let prose = |n: usize| {
+            (0..n).map(|i| {
+                Message::assistant(format!(
+                    "Turn {}: the dashboard looks steady, latency within its usual band again.",
+                    ["one", "two", "three"][i % 3]
+                ))
+            })
+        };
+        let turn = prose(1).next().unwrap().text().len();
+        let folded: Vec<Message> = std::iter::once(opening.clone()).chain(prose(20)).collect();
+        let (found, _) = candidates(folded.iter(), "", &[], &[], 40, 4 * turn, false);
+        assert_eq!(
+            found,
+            [
+                "PAY-4411",
+                "10.0.4.17",
+                "/srv/app/release-7.tar",
+                "ORD-2024-00123"
+            ]
+        );
+        // Past 8 times the bytes, not read.
+        let far: Vec<Message> = std::iter::once(opening.clone()).chain(prose(40)).collect();
+        let (found, _) = candidates(far.iter(), "", &[], &[], 40, 4 * turn, false);
+        assert_eq!(found, Vec::<String>::new());
+        // A window that finds a quarter of `enough` is all that is read.
+        let dense = Message::user(
+            "Also /srv/a.csv, /srv/b.csv, /srv/c.csv, PROJ-1, PROJ-2, PROJ-3, v1.2.3, 10.1.1.1, 10.1.1.2, 10.1.1.3.",
+        );
+        let window: Vec<Message> = [opening, dense].into_iter().collect();
+        let dense_len = window[1].text().len();
+        let (found, _) = candidates(window.iter(), "", &[], &[], 40, dense_len, false);
+        assert_eq!(found.len(), 10);
+        assert!(!found.iter().any(|f| f == "ORD-2024-00123"));
     }
 
     #[test]

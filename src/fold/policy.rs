@@ -48,7 +48,10 @@ pub const DEFAULT_SUMMARY_PREFIX: &str = "Summary of earlier conversation:\n";
 /// Finding them reads the folded text newest first, one pass, and stops
 /// once it has as many entries as twice the share could list (8 tokens an
 /// entry) or has read 8 bytes per token of allowance (about twice the text
-/// the allowance holds): the cost follows the budget, not the history. A
+/// the allowance holds), or, when it had found fewer than a quarter of
+/// those entries by then, 64 bytes per token (a long history's opening
+/// turns hold identifiers that turns of prose after them do not): the cost
+/// follows the budget, not the history. A
 /// memory reads its summary's ledger once and counts each entry once, when
 /// it enters.
 ///
