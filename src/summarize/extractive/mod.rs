@@ -9,7 +9,9 @@
 //!   says how the conversation began;
 //! - `Decided:` sentences that decide or conclude ("we will", "decided",
 //!   "let's", "going with", "use X" ...) and people's imperative requests;
-//! - `Discussed:` what else people said;
+//! - `Discussed:` what else people said, once (a line with two thirds of
+//!   its words in a better one's, and no path, number or other name of its
+//!   own, is left out);
 //! - `Tools:` each call's name and arguments with the first sentence of its
 //!   result (or the line that says what failed);
 //! - `Open questions:` people's questions that no later answer in the fold
@@ -161,6 +163,52 @@ mod tests {
         Extractive::new()
             .summarize(&SummaryRequest::new(None, folded, allowance))
             .unwrap()
+    }
+
+    /// A line that says again what a better one says is written once; lines
+    /// that name different things, or say too little to compare, each get
+    /// theirs.
+    #[test]
+    fn lines_that_say_the_same_are_written_once() {
+        let mut folded = vec![Message::user("Please watch the payments rollout this week.")];
+        let names = [
+            "cache", "queue", "alpha", "delta", "north", "search", "batch", "orders",
+        ];
+        for (i, name) in names.iter().enumerate() {
+            folded.push(Message::user(format!(
+                "Status of {name} please, and the next one after it."
+            )));
+            folded.push(Message::assistant(format!(
+                "The {name} dashboard looks steady, latency within its usual band across the {} fleet.",
+                names[(i + 1) % names.len()]
+            )));
+        }
+        folded.push(Message::assistant(
+            "The cache dashboard reads /srv/cache/a.log, latency steady within its usual band.",
+        ));
+        folded.push(Message::assistant(
+            "The cache dashboard reads /srv/cache/b.log, latency steady within its usual band.",
+        ));
+        folded.push(Message::assistant("Ok."));
+        folded.push(Message::assistant("Ok."));
+        folded.push(Message::user("Thanks, that is all for today, see you tomorrow."));
+        let summary = summarize(&folded, 2_000);
+        let steady = summary
+            .lines()
+            .filter(|l| l.contains("dashboard looks steady"))
+            .count();
+        assert_eq!(steady, 1, "{summary}");
+        // Each path is its own line; the short lines are not compared.
+        assert!(
+            summary.contains("/srv/cache/a.log") && summary.contains("/srv/cache/b.log"),
+            "{summary}"
+        );
+        // With room for all, every other line is there.
+        let statuses = summary
+            .lines()
+            .filter(|l| l.starts_with("user: Status of"))
+            .count();
+        assert_eq!(statuses, 1, "{summary}");
     }
 
     #[test]

@@ -14,6 +14,12 @@ pub(super) fn choose(
     for (k, c) in candidates.iter().enumerate() {
         by_section.entry(c.section).or_default().push(k);
     }
+    for (section, members) in by_section.iter_mut() {
+        // (Decisions and questions that differ in a word differ.)
+        if *section == Section::Discussed {
+            *members = distinct(candidates, members);
+        }
+    }
     let headings: HashMap<Section, usize> = Section::WRITTEN
         .into_iter()
         .map(|s| (s, measure(s.heading()).saturating_add(1)))
@@ -66,6 +72,51 @@ pub(super) fn choose(
     // In the order of the span (a call never answered is listed last).
     chosen.sort_unstable_by_key(|&k| (candidates[k].place, k));
     chosen
+}
+
+/// `members` (the candidates of `Discussed:`, in order) less the lines that
+/// say again what a better one says (the best first, ties the earlier):
+/// two thirds of their words the same, and every word of theirs that names
+/// something exact (a digit, `.`, `/`, `:`, `@` or `\\` in it) in the
+/// better one too.
+/// `The cache dashboard looks steady.` ten times, each with another name,
+/// is one line; two requests about different files are two.
+fn distinct(candidates: &[Candidate], members: &[usize]) -> Vec<usize> {
+    /// Lines of fewer words are too short to call the same.
+    const WORDS: usize = 4;
+    let words = |k: usize| {
+        let text = &candidates[k].text;
+        // Without the speaker (`assistant: `).
+        let said = text.split_once(": ").map_or(text.as_str(), |(_, said)| said);
+        let mut words: Vec<String> = said
+            .split_whitespace()
+            .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase())
+            .filter(|w| !w.is_empty())
+            .collect();
+        words.sort_unstable();
+        words.dedup();
+        words
+    };
+    let exact = |w: &str| w.contains(|c: char| c.is_ascii_digit() || "./:@\\".contains(c));
+    let mut order = members.to_vec();
+    order.sort_by(|a, b| candidates[*b].score.cmp(&candidates[*a].score).then(a.cmp(b)));
+    let mut kept: Vec<(usize, Vec<String>)> = Vec::with_capacity(order.len());
+    for k in order {
+        let mine = words(k);
+        let again = mine.len() >= WORDS
+            && kept.iter().any(|(_, theirs)| {
+                let shared = mine.iter().filter(|w| theirs.binary_search(w).is_ok()).count();
+                let all = mine.len() + theirs.len() - shared;
+                // Two in three of their words in common, and no name of its own.
+                3 * shared >= 2 * all && mine.iter().all(|w| !exact(w) || theirs.binary_search(w).is_ok())
+            });
+        if !again {
+            kept.push((k, mine));
+        }
+    }
+    let mut kept: Vec<usize> = kept.into_iter().map(|(k, _)| k).collect();
+    kept.sort_unstable();
+    kept
 }
 
 /// Chooses among `members` (a section's candidates, in order) what fits in
