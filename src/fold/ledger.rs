@@ -1473,7 +1473,59 @@ pub(crate) struct Said<'m> {
     pieces: Vec<&'m str>,
     /// The longest piece's length: a longer entry stands in none.
     longest: usize,
-    words: Set<&'m str>,
+    /// Each piece's words (remembered with the piece when it is long
+    /// enough to be).
+    words: Vec<std::sync::Arc<Words>>,
+    /// The union of the pieces' filters: most entries are in no piece,
+    /// and are known not to be at one look.
+    filter: Filter,
+}
+
+/// Where a piece's words ([`word_spans`]) are, and a filter of them.
+#[derive(Default)]
+pub(crate) struct Words {
+    spans: Vec<(usize, usize)>,
+    filter: Filter,
+}
+
+impl Words {
+    fn of(piece: &str) -> Self {
+        let spans = word_spans(piece);
+        let mut filter = Filter::default();
+        for &(start, end) in &spans {
+            filter.add(&piece[start..end]);
+        }
+        Words { spans, filter }
+    }
+}
+
+/// A Bloom filter of 512 bits, two a word: whether a word may be among
+/// those added, or is surely not.
+#[derive(Clone, Copy, Default)]
+struct Filter([u64; 8]);
+
+impl Filter {
+    /// The two bits of `word`.
+    fn bits(word: &str) -> [u32; 2] {
+        use std::hash::BuildHasher;
+        let hash = BuildHasherDefault::<Quick>::default().hash_one(word);
+        [(hash & 511) as u32, ((hash >> 32) & 511) as u32]
+    }
+
+    fn add(&mut self, word: &str) {
+        for bit in Filter::bits(word) {
+            self.0[(bit / 64) as usize] |= 1 << (bit % 64);
+        }
+    }
+
+    fn may_hold(&self, bits: [u32; 2]) -> bool {
+        bits.iter()
+            .all(|&bit| self.0[(bit / 64) as usize] & (1 << (bit % 64)) != 0)
+    }
+
+    fn union(&mut self, other: &Filter) {
+        self.0.iter_mut().zip(other.0).for_each(|(a, b)| *a |= b);
+    }
 }
 
 impl<'m> Said<'m> {
@@ -1482,44 +1534,46 @@ impl<'m> Said<'m> {
     /// same turns request after request).
     pub(crate) fn new(messages: &'m [Message]) -> Self {
         let pieces: Vec<&str> = messages.iter().flat_map(pieces).collect();
-        let mut said = Said::with_room(pieces);
-        for i in 0..said.pieces.len() {
-            let piece = said.pieces[i];
-            let (seen, now);
-            let spans: &[(usize, usize)] = match piece.len() >= Recall::MIN {
+        let words = pieces
+            .iter()
+            .map(|piece| match piece.len() >= Recall::MIN {
                 true => {
-                    seen = RECALL.get(piece);
-                    seen.words.get_or_init(|| word_spans(piece))
+                    let seen = RECALL.get(piece);
+                    seen.words
+                        .get_or_init(|| std::sync::Arc::new(Words::of(piece)))
+                        .clone()
                 }
-                false => {
-                    now = word_spans(piece);
-                    &now
-                }
-            };
-            said.words
-                .extend(spans.iter().map(|&(start, end)| &piece[start..end]));
-        }
-        said
+                false => std::sync::Arc::new(Words::of(piece)),
+            })
+            .collect();
+        Said::of(pieces, words)
     }
 
     /// What `text` says.
     pub(crate) fn text(text: &'m str) -> Self {
-        let mut said = Said::with_room(vec![text]);
-        for (start, end) in word_spans(text) {
-            said.words.insert(&text[start..end]);
-        }
-        said
+        Said::of(vec![text], vec![std::sync::Arc::new(Words::of(text))])
     }
 
-    /// `pieces`, no words yet, the set sized for them.
-    fn with_room(pieces: Vec<&'m str>) -> Self {
-        // Room for a word in 64 bytes or so (a set that grows rehashes).
-        let likely = pieces.iter().map(|p| p.len() / 64).sum::<usize>().min(1 << 16);
+    /// `pieces` with their `words`.
+    fn of(pieces: Vec<&'m str>, words: Vec<std::sync::Arc<Words>>) -> Self {
+        let mut filter = Filter::default();
+        words.iter().for_each(|w| filter.union(&w.filter));
         Said {
             longest: pieces.iter().map(|p| p.len()).max().unwrap_or(0),
-            words: HashSet::with_capacity_and_hasher(likely, Default::default()),
             pieces,
+            words,
+            filter,
         }
+    }
+
+    /// Whether `word` is one of the pieces' words.
+    fn has_word(&self, word: &str) -> bool {
+        let bits = Filter::bits(word);
+        self.filter.may_hold(bits)
+            && (self.pieces.iter().zip(&self.words)).any(|(piece, words)| {
+                words.filter.may_hold(bits)
+                    && (words.spans.iter()).any(|&(start, end)| piece.get(start..end) == Some(word))
+            })
     }
 
     /// Whether `entry` stands verbatim in what was said.
@@ -1529,12 +1583,12 @@ impl<'m> Said<'m> {
         }
         let word = |w: &str| !w.bytes().any(|b| b.is_ascii_whitespace()) && is_hot_word(w);
         if word(entry) {
-            return self.words.contains(entry);
+            return self.has_word(entry);
         }
         // A `key: value` entry whose value is not among the words is not
         // said whole either (or only inside a longer word).
         let value = value_of(entry);
-        if value.len() < entry.len() && word(value) && !self.words.contains(value) {
+        if value.len() < entry.len() && word(value) && !self.has_word(value) {
             return false;
         }
         self.pieces.iter().any(|p| covered(entry, p))
@@ -1780,7 +1834,7 @@ struct Shard {
 struct Seen {
     text: Box<str>,
     found: OnceLock<Vec<Found>>,
-    words: OnceLock<Vec<(usize, usize)>>,
+    words: OnceLock<std::sync::Arc<Words>>,
 }
 
 impl Recall {
@@ -2504,21 +2558,33 @@ mod tests {
             }
         }
 
-        /// What was said holds an entry only where its text stands verbatim.
+        /// What was said holds an entry only where its text stands verbatim,
+        /// in any of the messages (read afresh or remembered).
         #[test]
-        fn said_holds_only_what_stands_verbatim(text in texts(), other in texts()) {
-            let messages = [Message::user(text.clone())];
-            let said = Said::new(&messages);
-            for entry in identifiers(&other, &[]).iter().chain(&identifiers(&text, &[])) {
-                if said.holds(entry) {
-                    proptest::prop_assert!(text.contains(entry.as_str()), "{entry:?} held but not in {text:?}");
+        fn said_holds_only_what_stands_verbatim(
+            said_texts in proptest::collection::vec(texts(), 1..5),
+            other in texts(),
+        ) {
+            let messages: Vec<Message> = said_texts.iter().cloned().map(Message::user).collect();
+            for said in [Said::new(&messages), Said::new(&messages)] {
+                let entries: Vec<String> = std::iter::once(&other)
+                    .chain(&said_texts)
+                    .flat_map(|t| identifiers(t, &[]))
+                    .collect();
+                for entry in &entries {
+                    if said.holds(entry) {
+                        let held = said_texts.iter().any(|t| t.contains(entry.as_str()));
+                        proptest::prop_assert!(held, "{entry:?} held but not in {said_texts:?}");
+                    }
                 }
-            }
-            // Each identifier that stands as a word of its own (between the
-            // spaces that end words: a form feed is not one) is held.
-            for entry in identifiers(&text, &[]) {
-                let alone = text.split([' ', '\t', '\r', '\n']).any(|w| w == entry);
-                proptest::prop_assert!(!alone || said.holds(&entry), "{entry:?} not held in {text:?}");
+                // Each identifier that stands as a word of its own (between
+                // the spaces that end words: a form feed is not one) is held.
+                for text in &said_texts {
+                    for entry in identifiers(text, &[]) {
+                        let alone = text.split([' ', '\t', '\r', '\n']).any(|w| w == entry);
+                        proptest::prop_assert!(!alone || said.holds(&entry), "{entry:?} not held in {text:?}");
+                    }
+                }
             }
         }
     }
