@@ -229,6 +229,30 @@ fn turns(history: &[Message]) -> Vec<usize> {
 /// How the ledger is set: off, or on with this share of the allowance (percent).
 type Ledger = Option<u8>;
 
+/// `chatfold` run with `args` on `input`, its output read back in OpenAI's
+/// format.
+fn compact(exe: &Path, args: &[&str], input: &str) -> Vec<Message> {
+    let mut child = Command::new(exe)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("chatfold runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("write");
+    let out = child.wait_with_output().expect("chatfold ends");
+    assert!(out.status.success(), "chatfold failed");
+    chatfold::History::from_json_str(std::str::from_utf8(&out.stdout).expect("utf-8"))
+        .and_then(|h| h.convert(Format::OpenAi))
+        .expect("chatfold's output reads back")
+        .messages
+}
+
 fn run_cli(exe: &Path, history: &[Message], ledger: Ledger, format: Format) -> Vec<Message> {
     let mut context: Vec<Message> = Vec::new();
     let mut done = 0;
@@ -236,7 +260,7 @@ fn run_cli(exe: &Path, history: &[Message], ledger: Ledger, format: Format) -> V
         context.extend(history[done..end].iter().cloned());
         done = end;
         // Sent in `format` (Anthropic's: a body with `system`, tool_use and
-        // tool_result blocks), read back in OpenAI's.
+        // tool_result blocks).
         let sent = chatfold::History::from(context.clone())
             .convert(format)
             .expect("converts");
@@ -255,25 +279,7 @@ fn run_cli(exe: &Path, history: &[Message], ledger: Ledger, format: Format) -> V
             Some(_) => args.extend(["--ledger-percent", percent.as_str()]),
             None => args.push("--no-ledger"),
         }
-        let mut child = Command::new(exe)
-            .args(&args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("chatfold runs");
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(input.as_bytes())
-            .expect("write");
-        let out = child.wait_with_output().expect("chatfold ends");
-        assert!(out.status.success(), "chatfold failed");
-        context = chatfold::History::from_json_str(std::str::from_utf8(&out.stdout).expect("utf-8"))
-            .and_then(|h| h.convert(Format::OpenAi))
-            .expect("chatfold's output reads back")
-            .messages;
+        context = compact(exe, &args, &input);
     }
     context
 }
@@ -287,24 +293,7 @@ fn run_once(exe: &Path, history: &[Message], summarize_cmd: Option<&str>) -> Vec
     if let Some(cmd) = summarize_cmd {
         args.extend(["--summarize-cmd", cmd]);
     }
-    let mut child = Command::new(exe)
-        .args(&args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("chatfold runs");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(input.as_bytes())
-        .expect("write");
-    let out = child.wait_with_output().expect("chatfold ends");
-    assert!(out.status.success(), "chatfold failed");
-    chatfold::History::from_json_str(std::str::from_utf8(&out.stdout).expect("utf-8"))
-        .expect("chatfold's output reads back")
-        .messages
+    compact(exe, &args, &input)
 }
 
 fn policy(ledger: Ledger) -> FoldPolicy {

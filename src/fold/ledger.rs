@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::hash::BuildHasherDefault;
 use std::net::{Ipv4Addr, Ipv6Addr};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use regex::Regex;
 
@@ -1475,7 +1475,7 @@ pub(crate) struct Said<'m> {
     longest: usize,
     /// Each piece's words (remembered with the piece when it is long
     /// enough to be).
-    words: Vec<std::sync::Arc<Words>>,
+    words: Vec<Arc<Words>>,
     /// The union of the pieces' filters: most entries are in no piece,
     /// and are known not to be at one look.
     filter: Filter,
@@ -1539,11 +1539,9 @@ impl<'m> Said<'m> {
             .map(|piece| match piece.len() >= Recall::MIN {
                 true => {
                     let seen = RECALL.get(piece);
-                    seen.words
-                        .get_or_init(|| std::sync::Arc::new(Words::of(piece)))
-                        .clone()
+                    seen.words.get_or_init(|| Arc::new(Words::of(piece))).clone()
                 }
-                false => std::sync::Arc::new(Words::of(piece)),
+                false => Arc::new(Words::of(piece)),
             })
             .collect();
         Said::of(pieces, words)
@@ -1551,11 +1549,11 @@ impl<'m> Said<'m> {
 
     /// What `text` says.
     pub(crate) fn text(text: &'m str) -> Self {
-        Said::of(vec![text], vec![std::sync::Arc::new(Words::of(text))])
+        Said::of(vec![text], vec![Arc::new(Words::of(text))])
     }
 
     /// `pieces` with their `words`.
-    fn of(pieces: Vec<&'m str>, words: Vec<std::sync::Arc<Words>>) -> Self {
+    fn of(pieces: Vec<&'m str>, words: Vec<Arc<Words>>) -> Self {
         let mut filter = Filter::default();
         words.iter().for_each(|w| filter.union(&w.filter));
         Said {
@@ -1825,7 +1823,7 @@ struct Recall {
 #[derive(Default)]
 struct Shard {
     /// By the texts' keyed hash (the map's own hash of it the fast one).
-    buckets: Option<std::collections::HashMap<u64, Vec<std::sync::Arc<Seen>>, BuildHasherDefault<Quick>>>,
+    buckets: Option<std::collections::HashMap<u64, Vec<Arc<Seen>>, BuildHasherDefault<Quick>>>,
     bytes: usize,
 }
 
@@ -1834,7 +1832,7 @@ struct Shard {
 struct Seen {
     text: Box<str>,
     found: OnceLock<Vec<Found>>,
-    words: OnceLock<std::sync::Arc<Words>>,
+    words: OnceLock<Arc<Words>>,
 }
 
 impl Recall {
@@ -1860,9 +1858,8 @@ impl Recall {
 
     /// The remembered piece `text` (of [`Recall::MIN`] bytes or more),
     /// remembered now if it was not.
-    fn get(&self, text: &str) -> std::sync::Arc<Seen> {
+    fn get(&self, text: &str) -> Arc<Seen> {
         use std::hash::{BuildHasher, Hash, Hasher};
-        use std::sync::Arc;
         let bytes = text.as_bytes();
         // A fast hash, seeded: a bucket holds few texts and every hit is
         // compared whole, so a collision costs a lookup, never a wrong text.

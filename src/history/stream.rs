@@ -224,12 +224,10 @@ impl<R: Read> Input<R> {
         }
         self.text.replace_range(open..from, "[");
         self.text.replace_range(end..=end, "]");
-        let mut de = serde_json::Deserializer::from_str(&self.text[open..=end]);
-        let parsed =
-            serde::de::DeserializeSeed::deserialize(Append(messages), &mut de).and_then(|()| de.end());
+        let parsed = parse_into(&self.text[open..=end], messages);
         self.text.replace_range(open..from, &before);
         self.text.replace_range(end..=end, &after);
-        parsed.is_ok()
+        parsed
     }
 
     /// [`parse_array`](Self::parse_array) of `text[at..end]` in `parts`
@@ -327,14 +325,19 @@ impl<R: Read> Input<R> {
     }
 }
 
+/// Appends the messages of `text`, an array of them, to `messages`;
+/// whether it is one (some may have been appended when it is not).
+fn parse_into(text: &str, messages: &mut Vec<Message>) -> bool {
+    let mut de = serde_json::Deserializer::from_str(text);
+    serde::de::DeserializeSeed::deserialize(Append(messages), &mut de)
+        .and_then(|()| de.end())
+        .is_ok()
+}
+
 /// The messages of `text`, an array of them, or `None`.
 fn parse_copy(text: &str) -> Option<Vec<Message>> {
     let mut messages = Vec::new();
-    let mut de = serde_json::Deserializer::from_str(text);
-    serde::de::DeserializeSeed::deserialize(Append(&mut messages), &mut de)
-        .and_then(|()| de.end())
-        .ok()?;
-    Some(messages)
+    parse_into(text, &mut messages).then_some(messages)
 }
 
 /// How many threads a batch is parsed on: at most `most`, one per `least`
