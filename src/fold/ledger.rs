@@ -1253,9 +1253,10 @@ fn is_standard(run: &[u8]) -> bool {
             .all(|&b| b.is_ascii_digit() || b == b'-' || b == b'_')
 }
 
-/// Whether every number in `run` is a bit width beside a letter: a type
+/// Whether every number in `run` is a bit width after a letter: a type
 /// or an algorithm (`uint32_t`, `AtomicU64`, `Float32Array`, `from_utf8`,
-/// `sha256`, `base64`, `linux-amd64`), not a code (`db-16` is one).
+/// `sha256`, `base64`, `linux-amd64`), not a code (`db-16` and
+/// `conn_256aaa` are).
 fn is_typed(run: &[u8]) -> bool {
     let mut at = 0;
     while at < run.len() {
@@ -1266,8 +1267,9 @@ fn is_typed(run: &[u8]) -> bool {
         let digits = run[at..].iter().take_while(|b| b.is_ascii_digit()).count();
         let number = &run[at..at + digits];
         let width = [&b"8"[..], b"16", b"32", b"64", b"128", b"256", b"512"].contains(&number);
-        let lettered = (at > 0 && run[at - 1].is_ascii_alphabetic())
-            || run.get(at + digits).is_some_and(u8::is_ascii_alphabetic);
+        // After a letter: a width that only letters follow is a code's
+        // part (`conn_256aaa`, `build-64ab`).
+        let lettered = at > 0 && run[at - 1].is_ascii_alphabetic();
         if !(width && lettered) {
             return false;
         }
@@ -2190,6 +2192,8 @@ mod tests {
                 "hashes 0x52908400098527886E0F70 and UPS 1Z999AA10123456784",
                 &["0x52908400098527886E0F70", "1Z999AA10123456784"],
             ),
+            // A bit width that no letter comes before is a code's part.
+            ("open conn_256aaa and build-64ab", &["conn_256aaa", "build-64ab"]),
         ];
         for (text, expected) in cases {
             assert_eq!(ids(text), *expected, "{text:?}");
