@@ -294,7 +294,7 @@ fn keep<T>(items: &mut Vec<T>, gone: &[bool]) {
 /// match with a space, say), so [`Said::holds`] searches the text for it.
 pub(crate) fn is_loose(entry: &str) -> bool {
     let value = value_of(entry);
-    value.bytes().any(|b| b.is_ascii_whitespace()) || !is_hot_word(value)
+    !is_lone_word(value)
 }
 
 /// Whether `text` holds a word the patterns read (one [`Said`] would keep).
@@ -857,8 +857,22 @@ fn hot_words(bytes: &[u8], mut found: impl FnMut(usize, usize)) {
 /// Whether `entry`, one word, is one [`hot_words`] finds: no space in it,
 /// and a mark that makes it hot.
 fn is_hot_word(entry: &str) -> bool {
+    hot_word_apart(entry, is_space)
+}
+
+/// Whether `entry` is one hot word with no ASCII whitespace at all (a form
+/// feed too): an entry [`Said`] looks up among its words.
+fn is_lone_word(entry: &str) -> bool {
+    hot_word_apart(entry, |b| b.is_ascii_whitespace())
+}
+
+/// Whether no byte of `entry` is a `space` and a mark makes it hot.
+fn hot_word_apart(entry: &str, space: impl Fn(u8) -> bool) -> bool {
     let bytes = entry.as_bytes();
-    !bytes.iter().any(|&b| is_space(b))
+    // Every space is at most `b' '`: a loop the compiler vectorizes rules
+    // them out, and most entries have their mark in their first bytes.
+    let low = bytes.iter().fold(false, |any, &b| any | (b <= b' '));
+    !(low && bytes.iter().any(|&b| space(b)))
         && (0..bytes.len()).any(|at| is_mark(bytes[at]) && is_hot_at(bytes, at))
 }
 
@@ -1581,7 +1595,7 @@ impl<'m> Said<'m> {
         if entry.len() > self.longest {
             return false;
         }
-        let word = |w: &str| !w.bytes().any(|b| b.is_ascii_whitespace()) && is_hot_word(w);
+        let word = is_lone_word;
         if word(entry) {
             return self.has_word(entry);
         }
@@ -1870,12 +1884,13 @@ impl Recall {
             .get_or_init(|| std::hash::RandomState::new().hash_one(0u8));
         let mut hasher = Quick(seed);
         bytes.len().hash(&mut hasher);
-        // Sixteen 8-byte samples, evenly spread, the last ending the text.
+        // Eight 8-byte samples, evenly spread, the last ending the text.
         let last = bytes.len() - 8;
-        for i in 0..16 {
-            let at = last * i / 15;
-            hasher.write(&bytes[at..at + 8]);
+        let step = last / 7;
+        for i in 0..7 {
+            hasher.write_u64(sample(bytes, i * step));
         }
+        hasher.write_u64(sample(bytes, last));
         let key = hasher.finish();
         let shard = &self.shards[(key >> 32) as usize % Recall::SHARDS];
         let lock = || shard.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -1915,6 +1930,13 @@ impl Recall {
         bucket.push(Arc::clone(&seen));
         seen
     }
+}
+
+/// The 8 bytes of `bytes` at `at`, as a number.
+fn sample(bytes: &[u8], at: usize) -> u64 {
+    let mut word = [0u8; 8];
+    word.copy_from_slice(&bytes[at..at + 8]);
+    u64::from_le_bytes(word)
 }
 
 /// The identifier an entry names: the value of a `key: value` entry.
