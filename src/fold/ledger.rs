@@ -855,7 +855,9 @@ fn hot_words(bytes: &[u8], mut found: impl FnMut(usize, usize)) {
 }
 
 /// Whether `entry`, one word, is one [`hot_words`] finds: no space in it,
-/// and a mark that makes it hot.
+/// and a mark that makes it hot (what [`is_lone_word`] is, but for a form
+/// feed; the tests check it against the finder).
+#[cfg(test)]
 fn is_hot_word(entry: &str) -> bool {
     hot_word_apart(entry, is_space)
 }
