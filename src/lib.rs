@@ -126,7 +126,8 @@ pub use count::Tiktoken;
 pub use count::{Heuristic, NamedCounter, TokenCounter};
 pub use error::{BoxError, Error, Result};
 pub use fold::{
-    ClearToolResults, DEFAULT_SUMMARY_PREFIX, FoldPolicy, LEDGER_HEADING, LedgerPattern, Placement,
+    ClearToolResults, DEFAULT_SUMMARY_PREFIX, FoldPolicy, LEDGER_HEADING, LedgerEntry, LedgerPattern,
+    Placement,
 };
 pub use history::{Format, History};
 pub use message::{Content, CustomRole, Message, Part, Role, ToolCall};

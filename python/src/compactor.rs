@@ -247,8 +247,8 @@ fn report<'py>(
     d.set_item("folds", r.folds())?;
     d.set_item("allowance", r.allowance())?;
     d.set_item("prose_allowance", r.prose_allowance())?;
-    d.set_item("ledger", r.ledger().to_vec())?;
-    d.set_item("ledger_dropped", r.ledger_dropped().to_vec())?;
+    d.set_item("ledger", texts(r.ledger()))?;
+    d.set_item("ledger_dropped", texts(r.ledger_dropped()))?;
     d.set_item("cleared", r.cleared().to_vec())?;
     d.set_item("reused", r.reused())?;
     Ok(d)
@@ -415,4 +415,9 @@ impl PyCompactor {
         };
         Ok(Step::new(Box::pin(future)))
     }
+}
+
+/// Ledger entries as the texts Python reads.
+pub(crate) fn texts(entries: &[chatfold::LedgerEntry]) -> Vec<&str> {
+    entries.iter().map(|e| e.as_str()).collect()
 }

@@ -267,7 +267,7 @@ pub fn compact(
     let (previous, allowance, ledger) = (
         request.previous_summary().map(str::to_owned),
         request.allowance(),
-        request.ledger().to_vec(),
+        request.ledger().iter().map(|e| e.as_str().to_owned()).collect(),
     );
     drop(request);
     let report = plan.report();

@@ -198,7 +198,7 @@ impl Request {
     #[getter]
     fn ledger(&self) -> Vec<String> {
         match &self.inner {
-            Body::Whole(r) => r.ledger().to_vec(),
+            Body::Whole(r) => r.ledger().iter().map(|e| e.as_str().to_owned()).collect(),
             Body::Lazy(l) => l.ledger.clone(),
         }
     }

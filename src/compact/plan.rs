@@ -302,13 +302,12 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
             summary_tokens = compactor.counter.count_message(&message);
         }
         let prose_allowance = fold.allowance;
-        // The entries move to the report (the plan is done with them).
-        let mut texts = (self.fold.into_inner())
+        // The report shares the entries (the plan is done with them).
+        let texts = (self.fold.into_inner())
             .map(|f| f.entries.texts)
             .unwrap_or_default();
-        let mut take = |i: usize| std::mem::take(&mut texts[i]);
-        let listed = fitted.listed.iter().map(|&i| take(i)).collect();
-        let dropped = fitted.dropped.iter().map(|&i| take(i)).collect();
+        let listed = fitted.listed.iter().map(|&i| texts[i].clone()).collect();
+        let dropped = fitted.dropped.iter().map(|&i| texts[i].clone()).collect();
         let mut report = self.report;
         report.prose_allowance = prose_allowance;
         report.ledger = listed;

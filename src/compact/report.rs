@@ -1,6 +1,7 @@
 //! What a compaction did: the result, the report of each message's fate
 //! and the reason for the cut, and the token counts behind them.
 
+use crate::fold::LedgerEntry;
 use std::borrow::Cow;
 use std::fmt;
 
@@ -241,8 +242,8 @@ pub struct Report {
     pub(super) hoisted: Vec<usize>,
     pub(super) previous: Vec<usize>,
     pub(super) counts: Counts,
-    pub(super) ledger: Vec<String>,
-    pub(super) ledger_dropped: Vec<String>,
+    pub(super) ledger: Vec<LedgerEntry>,
+    pub(super) ledger_dropped: Vec<LedgerEntry>,
     pub(super) cleared: Vec<usize>,
     pub(super) reused: Option<usize>,
     pub(super) folds: usize,
@@ -329,14 +330,15 @@ impl Report {
     }
 
     /// The ledger entries listed in the summary, newest first (empty when
-    /// nothing was folded or the ledger is off).
-    pub fn ledger(&self) -> &[String] {
+    /// nothing was folded or the ledger is off). Each entry is shared (see
+    /// [`SummaryRequest::ledger`](crate::SummaryRequest::ledger)).
+    pub fn ledger(&self) -> &[LedgerEntry] {
         &self.ledger
     }
 
     /// Identifiers found in the folded turns that did not fit in the ledger's
     /// share of the summary (nor stand in its prose).
-    pub fn ledger_dropped(&self) -> &[String] {
+    pub fn ledger_dropped(&self) -> &[LedgerEntry] {
         &self.ledger_dropped
     }
 

@@ -168,7 +168,7 @@ fn placeholder(name: &str, call: Option<&str>, tokens: usize, text: &str) -> Str
     let mut found = ledger::identifiers(text, &[]);
     found.dedup();
     let mut seen = std::collections::HashSet::new();
-    let named: Vec<String> = found
+    let named: Vec<ledger::LedgerEntry> = found
         .into_iter()
         .filter(|f| seen.insert(f.clone()))
         .take(PLACEHOLDER_IDENTIFIERS)

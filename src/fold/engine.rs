@@ -23,7 +23,7 @@ use std::task::Waker;
 
 use crate::count::TokenCounter;
 use crate::error::{BoxError, Error, Result};
-use crate::fold::ledger::{self, Entries, Kept};
+use crate::fold::ledger::{self, Entries, Kept, LedgerEntry};
 use crate::fold::policy::{Fitted, FoldPolicy};
 use crate::fold::units;
 use crate::memory::State;
@@ -88,7 +88,7 @@ impl<'a> Fold<'a> {
         counter: &C,
     ) -> Result<Fitted> {
         let text = policy.accept(text)?;
-        let texts: Vec<&str> = self.entries.texts.iter().map(String::as_str).collect();
+        let texts: Vec<&str> = self.entries.texts.iter().map(|t| &**t).collect();
         Ok(policy.finish(&text, &texts, &self.entries.tokens, held, limit, counter, true))
     }
 
@@ -231,7 +231,7 @@ impl Buffer {
     pub(crate) fn read_ledger<C: TokenCounter + ?Sized>(&mut self, policy: &FoldPolicy, counter: &C) {
         let (prose, listed) = ledger::split(&self.state.summary);
         self.prose_len = prose.len();
-        let mut texts: Vec<String> = listed.into_iter().map(str::to_owned).collect();
+        let mut texts: Vec<LedgerEntry> = listed.into_iter().map(LedgerEntry::from).collect();
         for found in ledger::identifiers(prose, &policy.ledger_patterns)
             .into_iter()
             .rev()
@@ -418,12 +418,12 @@ impl Buffer {
         let ledger = &self.ledger.entries;
         let mut texts = Vec::with_capacity(fresh.len() + ledger.len());
         let mut tokens = Vec::with_capacity(texts.capacity());
-        texts.extend(fresh.texts.iter().map(String::as_str));
+        texts.extend(fresh.texts.iter().map(|t| &**t));
         tokens.extend_from_slice(&fresh.tokens);
         let mut skip = again.iter().copied().peekable();
         for (i, (t, &n)) in ledger.texts.iter().zip(&ledger.tokens).enumerate() {
             if skip.next_if_eq(&i).is_none() {
-                texts.push(t.as_str());
+                texts.push(&**t);
                 tokens.push(n);
             }
         }

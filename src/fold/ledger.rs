@@ -11,11 +11,134 @@ use regex::Regex;
 use crate::message::{Key, KeyVisitor, Message};
 use crate::quick::Quick;
 
+/// One ledger entry: an identifier as the folded turns hold it
+/// (`/srv/app/config.toml`, `ORD-2024-00123`), or a JSON `key: value`
+/// (`connection_id: conn_994a82`). It reads as the `str` it holds and
+/// compares equal to one; a clone shares the text (the memo of texts read,
+/// a [`SummaryRequest`](crate::SummaryRequest) and a
+/// [`Report`](crate::Report) hold the same entry, not copies of it).
+///
+/// # Examples
+///
+/// ```
+/// use chatfold::{Compactor, Message, SummaryRequest};
+///
+/// let mut history = vec![Message::user("Deploy build 4f9c2a1e77 to /srv/app/current, please.")];
+/// history.extend((0..40).map(|i| Message::user(format!("Turn {i}: something else entirely."))));
+/// let summarize = |_: &SummaryRequest<'_>| Ok::<_, std::convert::Infallible>("Deploy asked.".to_owned());
+/// let result = Compactor::new(300).compact(&history, &summarize)?;
+/// let entries = result.report.ledger();
+/// assert!(entries.iter().any(|e| e == "/srv/app/current"));
+/// assert!(entries.iter().any(|e| e.starts_with("4f9c")));
+/// # Ok::<(), chatfold::Error>(())
+/// ```
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LedgerEntry(Arc<str>);
+
+impl LedgerEntry {
+    /// The entry's text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for LedgerEntry {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for LedgerEntry {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<str> for LedgerEntry {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for LedgerEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl std::fmt::Display for LedgerEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for LedgerEntry {
+    fn from(text: &str) -> Self {
+        LedgerEntry(text.into())
+    }
+}
+
+impl From<String> for LedgerEntry {
+    fn from(text: String) -> Self {
+        LedgerEntry(text.into())
+    }
+}
+
+impl From<LedgerEntry> for String {
+    fn from(entry: LedgerEntry) -> Self {
+        entry.0.as_ref().to_owned()
+    }
+}
+
+impl PartialEq<str> for LedgerEntry {
+    fn eq(&self, other: &str) -> bool {
+        *self.0 == *other
+    }
+}
+
+impl PartialEq<&str> for LedgerEntry {
+    fn eq(&self, other: &&str) -> bool {
+        *self.0 == **other
+    }
+}
+
+impl PartialEq<String> for LedgerEntry {
+    fn eq(&self, other: &String) -> bool {
+        *self.0 == **other
+    }
+}
+
+impl PartialEq<LedgerEntry> for str {
+    fn eq(&self, other: &LedgerEntry) -> bool {
+        *self == *other.0
+    }
+}
+
+impl PartialEq<LedgerEntry> for &str {
+    fn eq(&self, other: &LedgerEntry) -> bool {
+        **self == *other.0
+    }
+}
+
+impl PartialEq<LedgerEntry> for String {
+    fn eq(&self, other: &LedgerEntry) -> bool {
+        **self == *other.0
+    }
+}
+
+impl serde::Serialize for LedgerEntry {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
 /// Ledger entries, newest first, each with its tokens, counted once when
 /// it became an entry: its text and a line's framing (`- `, the newline).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Entries {
-    pub texts: Vec<String>,
+    pub texts: Vec<LedgerEntry>,
     pub tokens: Vec<usize>,
     /// A hash of each entry's identifier ([`value_of`]), to find one again
     /// without comparing texts.
@@ -30,7 +153,11 @@ pub(crate) fn key_of(entry: &str) -> u64 {
 
 impl Entries {
     /// `texts`, each counted by `counter`.
-    pub(crate) fn counted<C: crate::count::TokenCounter + ?Sized>(texts: Vec<String>, counter: &C) -> Self {
+    pub(crate) fn counted<C: crate::count::TokenCounter + ?Sized, T: Into<LedgerEntry>>(
+        texts: Vec<T>,
+        counter: &C,
+    ) -> Self {
+        let texts: Vec<LedgerEntry> = texts.into_iter().map(Into::into).collect();
         let keys = texts.iter().map(|t| key_of(t)).collect();
         Entries::keyed((texts, keys), counter)
     }
@@ -38,7 +165,7 @@ impl Entries {
     /// `texts` with their [`key_of`]s, as [`candidates`] gives them, each
     /// counted by `counter`.
     pub(crate) fn keyed<C: crate::count::TokenCounter + ?Sized>(
-        (texts, keys): (Vec<String>, Vec<u64>),
+        (texts, keys): (Vec<LedgerEntry>, Vec<u64>),
         counter: &C,
     ) -> Self {
         debug_assert_eq!(texts.len(), keys.len());
@@ -96,7 +223,7 @@ pub(crate) struct Kept {
 impl Kept {
     /// `entries`, kept.
     pub(crate) fn new(entries: Entries) -> Self {
-        let texts: Vec<&str> = entries.texts.iter().map(String::as_str).collect();
+        let texts: Vec<&str> = entries.texts.iter().map(|t| &**t).collect();
         let loose: Vec<bool> = texts.iter().map(|t| is_loose(t)).collect();
         let mut keyed = std::collections::HashMap::default();
         for &key in &entries.keys {
@@ -756,7 +883,7 @@ fn parse_json(text: &str) -> Option<Json<'_>> {
 /// Walks a JSON value, adding `key: value` for each identifier key with a
 /// short, one-line string value. A key an object gives twice counts once,
 /// in its first place with its last value (as `serde_json`'s map reads it).
-fn json_entries(value: &Json<'_>, out: &mut Vec<String>, values: &mut Set<String>) {
+fn json_entries(value: &Json<'_>, out: &mut Vec<LedgerEntry>, values: &mut Set<String>) {
     match value {
         Json::Obj(members) => {
             let key_at = |i: usize| members[i].0.as_str();
@@ -788,7 +915,7 @@ fn json_entries(value: &Json<'_>, out: &mut Vec<String>, values: &mut Set<String
                         if is_identifier_key(key) && usable(s.as_str()) && !holds_secret(s.as_str()) =>
                     {
                         let s = s.as_str();
-                        out.push(format!("{key}: {s}"));
+                        out.push(format!("{key}: {s}").into());
                         values.insert(s.to_owned());
                     }
                     other => json_entries(other, out, values),
@@ -945,12 +1072,12 @@ fn pattern_entry<'t>(patterns: &Patterns, text: &'t str, start: usize, end: usiz
 /// entries first when the text is a JSON object or array, then pattern
 /// matches (those inside a longer match, or equal to a JSON value, left out),
 /// then the matches of `extra` patterns (each whole match an entry).
-pub(crate) fn identifiers(text: &str, extra: &[LedgerPattern]) -> Vec<String> {
+pub(crate) fn identifiers(text: &str, extra: &[LedgerPattern]) -> Vec<LedgerEntry> {
     placed(text, extra).into_iter().map(|(_, found)| found).collect()
 }
 
 /// [`identifiers`], each with where it starts (JSON entries at 0).
-fn placed(text: &str, extra: &[LedgerPattern]) -> Vec<(usize, String)> {
+fn placed(text: &str, extra: &[LedgerPattern]) -> Vec<(usize, LedgerEntry)> {
     let mut out = Vec::new();
     let mut json_values = Set::default();
     let trimmed = text.trim_start();
@@ -968,7 +1095,7 @@ fn placed(text: &str, extra: &[LedgerPattern]) -> Vec<(usize, String)> {
 
 /// Adds the built-in patterns' identifiers in `text` (less those `skip`
 /// says), with where each starts, to `out`.
-fn matched(text: &str, skip: &dyn Fn(&str) -> bool, out: &mut Vec<(usize, String)>) {
+fn matched(text: &str, skip: &dyn Fn(&str) -> bool, out: &mut Vec<(usize, LedgerEntry)>) {
     let Some(patterns) = patterns() else {
         return;
     };
@@ -980,7 +1107,7 @@ fn matched(text: &str, skip: &dyn Fn(&str) -> bool, out: &mut Vec<(usize, String
             spans.with(patterns, span, |start, end| {
                 let found = &span[start..end];
                 if !skip(found) {
-                    out.push((from + start, found.to_owned()));
+                    out.push((from + start, found.into()));
                 }
             });
         });
@@ -1367,12 +1494,12 @@ impl Spans {
 
 /// Adds the matches of the user's `extra` patterns in `text` (each whole
 /// match an entry), with where each starts, to `out`.
-fn extra_matched(text: &str, extra: &[LedgerPattern], out: &mut Vec<(usize, String)>) {
+fn extra_matched(text: &str, extra: &[LedgerPattern], out: &mut Vec<(usize, LedgerEntry)>) {
     for pattern in extra {
         out.extend(
             (pattern.0.find_iter(text))
                 .filter(|m| usable(m.as_str()))
-                .map(|m| (m.start(), m.as_str().to_owned())),
+                .map(|m| (m.start(), m.as_str().into())),
         );
     }
 }
@@ -1382,7 +1509,7 @@ fn extra_matched(text: &str, extra: &[LedgerPattern], out: &mut Vec<(usize, Stri
 /// from the last line, in one pass of the patterns over the whole text (no
 /// match spans lines). A line that is a JSON value gives its `key: value`
 /// entries first, and its matches equal to one of its values are left out.
-fn by_line_from_end(text: &str, extra: &[LedgerPattern]) -> Vec<(usize, String)> {
+fn by_line_from_end(text: &str, extra: &[LedgerPattern]) -> Vec<(usize, LedgerEntry)> {
     let bytes = text.as_bytes();
     // The line of each position asked for, in order: newlines counted on.
     let lines = || {
@@ -1396,7 +1523,7 @@ fn by_line_from_end(text: &str, extra: &[LedgerPattern]) -> Vec<(usize, String)>
     let mut line_of = lines();
     // Lines that parse as JSON (a brace or bracket opens them): their
     // entries, and the values they name.
-    let mut json: Vec<(usize, Vec<String>, Set<String>)> = Vec::new();
+    let mut json: Vec<(usize, Vec<LedgerEntry>, Set<String>)> = Vec::new();
     // The line the last brace was on (each line is looked at once), and
     // how far newlines were looked for.
     let (mut decided, mut start, mut from) = (None, 0, 0);
@@ -1421,7 +1548,7 @@ fn by_line_from_end(text: &str, extra: &[LedgerPattern]) -> Vec<(usize, String)>
             json.push((line_of(start), entries, values));
         }
     }
-    let mut found: Vec<(usize, String)> = Vec::new();
+    let mut found: Vec<(usize, LedgerEntry)> = Vec::new();
     for (n, entries, _) in &json {
         found.extend(entries.iter().map(|e| (*n, e.clone())));
     }
@@ -1684,21 +1811,21 @@ pub(crate) fn candidates<'m>(
     enough: usize,
     max_bytes: usize,
     remember: bool,
-) -> (Vec<String>, Vec<u64>) {
+) -> (Vec<LedgerEntry>, Vec<u64>) {
     // The first entry listed for each hash of the identifier it names.
     let likely = enough.min(1 << 12);
     let mut seen: std::collections::HashMap<u64, usize, BuildHasherDefault<Quick>> =
         std::collections::HashMap::with_capacity_and_hasher(likely, Default::default());
-    let mut out: Vec<String> = Vec::with_capacity(likely);
+    let mut out: Vec<LedgerEntry> = Vec::with_capacity(likely);
     let mut keys: Vec<u64> = Vec::with_capacity(likely);
     // One entry per identifier: `key: value` and a bare `value` are the same one.
-    let mut add = |entry: &str, key: u64, out: &mut Vec<String>| {
+    let mut add = |entry: &LedgerEntry, key: u64, out: &mut Vec<LedgerEntry>| {
         use std::collections::hash_map::Entry;
         match seen.entry(key) {
             Entry::Occupied(first) => {
                 // Listed already, unless two identifiers share the hash.
                 let value = value_of(entry);
-                let listed = |e: &String| value_of(e) == value;
+                let listed = |e: &LedgerEntry| value_of(e) == value;
                 if listed(&out[*first.get()]) || out.iter().any(listed) {
                     return;
                 }
@@ -1707,7 +1834,7 @@ pub(crate) fn candidates<'m>(
                 slot.insert(out.len());
             }
         }
-        out.push(entry.to_owned());
+        out.push(entry.clone());
         keys.push(key);
     };
     let (mut read, mut limit) = (0usize, max_bytes);
@@ -1770,8 +1897,8 @@ pub(crate) fn candidates<'m>(
             add(entry, *key, &mut out);
         }
     }
-    for entry in previous_ledger {
-        add(entry, key_of(entry), &mut out);
+    for &entry in previous_ledger {
+        add(&entry.into(), key_of(entry), &mut out);
     }
     for entry in identifiers(previous_prose, extra).into_iter().rev() {
         add(&entry, key_of(&entry), &mut out);
@@ -1781,10 +1908,10 @@ pub(crate) fn candidates<'m>(
 
 /// An identifier found in a piece: its line, its entry, the entry's
 /// [`key_of`] (found with it, once).
-type Found = (usize, String, u64);
+type Found = (usize, LedgerEntry, u64);
 
 /// `found` with each entry's [`key_of`].
-fn with_keys(found: Vec<(usize, String)>) -> Vec<Found> {
+fn with_keys(found: Vec<(usize, LedgerEntry)>) -> Vec<Found> {
     if found.is_empty() {
         return Vec::new();
     }
@@ -1800,7 +1927,7 @@ fn with_keys(found: Vec<(usize, String)>) -> Vec<Found> {
 /// The identifiers of one piece, newest first, each with its line: a JSON
 /// piece's whole (its keys name its values) as one line, any other's line
 /// by line from the end.
-fn newest_first(piece: &str, extra: &[LedgerPattern]) -> Vec<(usize, String)> {
+fn newest_first(piece: &str, extra: &[LedgerPattern]) -> Vec<(usize, LedgerEntry)> {
     // No built-in pattern matches without a mark, nor a JSON key without a
     // brace or bracket: most short pieces of prose are read at once.
     let bytes = piece.as_bytes();
@@ -2008,7 +2135,7 @@ pub(crate) fn neutralise(text: String) -> String {
 mod tests {
     use super::*;
 
-    fn ids(text: &str) -> Vec<String> {
+    fn ids(text: &str) -> Vec<LedgerEntry> {
         identifiers(text, &[])
     }
 
@@ -2016,8 +2143,8 @@ mod tests {
     fn found(
         recall: &Recall,
         text: &str,
-        scan: impl FnOnce() -> Vec<(usize, String)>,
-    ) -> Vec<(usize, String)> {
+        scan: impl FnOnce() -> Vec<(usize, LedgerEntry)>,
+    ) -> Vec<(usize, LedgerEntry)> {
         let found = recall.get(text).found.get_or_init(|| with_keys(scan())).clone();
         found.into_iter().map(|(at, entry, _)| (at, entry)).collect()
     }
@@ -2061,7 +2188,7 @@ mod tests {
         let line = "[x] ".repeat(2000) + "/srv/a.csv";
         let text = format!("{{\"id\": \"run-1\"}}\n{line}\n  [1, 2]\n");
         let found = by_line_from_end(&text, &[]);
-        assert_eq!(found, [(1, "/srv/a.csv".to_owned()), (0, "id: run-1".to_owned())]);
+        assert_eq!(found, [(1, "/srv/a.csv".into()), (0, "id: run-1".into())]);
     }
 
     /// Two pieces that agree in every sampled byte are still told apart
@@ -2078,21 +2205,18 @@ mod tests {
         let b = String::from_utf8(b).unwrap();
         assert_eq!(
             found(&recall, &a, || newest_first(&a, &[])),
-            [(0, "/srv/a1.txt".to_owned())]
+            [(0, "/srv/a1.txt".into())]
         );
         assert_eq!(
             found(&recall, &b, || newest_first(&b, &[])),
-            [(0, "/sbv/a1.txt".to_owned())]
+            [(0, "/sbv/a1.txt".into())]
         );
         let calls = std::cell::Cell::new(0);
         let counted = |t: &str| {
             calls.set(calls.get() + 1);
             newest_first(t, &[])
         };
-        assert_eq!(
-            found(&recall, &a, || counted(&a)),
-            [(0, "/srv/a1.txt".to_owned())]
-        );
+        assert_eq!(found(&recall, &a, || counted(&a)), [(0, "/srv/a1.txt".into())]);
         assert_eq!(calls.get(), 0, "remembered");
         // More texts of that bucket: it keeps its newest, and its shard
         // counts the bytes of what it holds.
@@ -2374,12 +2498,16 @@ mod tests {
             "api_key": "sk-secret-value", "userId": "u-77"}"#;
         let found = ids(text);
         assert!(
-            found.contains(&"connection_id: conn_994a82".to_owned()),
+            found.iter().any(|e| e == "connection_id: conn_994a82"),
             "{found:?}"
         );
-        assert!(found.contains(&"dataset: sales_q3_2026".to_owned()));
-        assert!(found.contains(&"request_id: 550e8400-e29b-41d4-a716-446655440000".to_owned()));
-        assert!(found.contains(&"userId: u-77".to_owned()));
+        assert!(found.iter().any(|e| e == "dataset: sales_q3_2026"));
+        assert!(
+            found
+                .iter()
+                .any(|e| e == "request_id: 550e8400-e29b-41d4-a716-446655440000")
+        );
+        assert!(found.iter().any(|e| e == "userId: u-77"));
         assert!(
             !found.iter().any(|f| f.contains("sk-secret")),
             "secrets stay out: {found:?}"
@@ -2475,7 +2603,7 @@ mod tests {
                 for (at, entry) in &found {
                     proptest::prop_assert!(text[*at..].starts_with(entry.as_str()));
                 }
-                let found: Vec<String> = found.into_iter().map(|(_, e)| e).collect();
+                let found: Vec<String> = found.into_iter().map(|(_, e)| e.into()).collect();
                 proptest::prop_assert_eq!(found, over_whole_text(&text));
             }
         }
@@ -2534,8 +2662,8 @@ mod tests {
         #[test]
         fn one_pass_reads_as_line_by_line(text in texts()) {
             let extra = [LedgerPattern::new(r"\brun-[0-9]+\b").unwrap()];
-            let at_once: Vec<String> = by_line_from_end(&text, &extra).into_iter().map(|(_, e)| e).collect();
-            let by_line: Vec<String> = text
+            let at_once: Vec<LedgerEntry> = by_line_from_end(&text, &extra).into_iter().map(|(_, e)| e).collect();
+            let by_line: Vec<LedgerEntry> = text
                 .lines()
                 .rev()
                 .flat_map(|line| identifiers(line, &extra).into_iter().rev())
@@ -2592,7 +2720,7 @@ mod tests {
         ) {
             let messages: Vec<Message> = said_texts.iter().cloned().map(Message::user).collect();
             for said in [Said::new(&messages), Said::new(&messages)] {
-                let entries: Vec<String> = std::iter::once(&other)
+                let entries: Vec<LedgerEntry> = std::iter::once(&other)
                     .chain(&said_texts)
                     .flat_map(|t| identifiers(t, &[]))
                     .collect();
@@ -2629,7 +2757,7 @@ mod tests {
         // Its match starts with the newline before it.
         let extra = [LedgerPattern::new(r"\brun-[0-9]+\b").unwrap()];
         let text = "{\"id\": \"run-7\"}\n/srv/a.csv";
-        let found: Vec<String> = by_line_from_end(text, &extra)
+        let found: Vec<LedgerEntry> = by_line_from_end(text, &extra)
             .into_iter()
             .map(|(_, e)| e)
             .collect();
@@ -2639,7 +2767,7 @@ mod tests {
     #[test]
     fn candidates_are_newest_first_and_deduplicated() {
         // Each entry comes with its key.
-        let listed = |(texts, keys): (Vec<String>, Vec<u64>)| {
+        let listed = |(texts, keys): (Vec<LedgerEntry>, Vec<u64>)| {
             assert_eq!(keys, texts.iter().map(|t| key_of(t)).collect::<Vec<_>>());
             texts
         };
@@ -2813,7 +2941,7 @@ mod tests {
                 json_entries(&value, &mut out, &mut values);
                 let mut values: Vec<String> = values.into_iter().collect();
                 values.sort();
-                (out, values)
+                (out.into_iter().map(String::from).collect::<Vec<_>>(), values)
             });
             let theirs = by_value(&text).map(|(out, mut values)| {
                 values.sort();

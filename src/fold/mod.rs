@@ -18,5 +18,5 @@ pub(crate) mod policy;
 pub(crate) mod units;
 
 pub use clear::ClearToolResults;
-pub use ledger::{LEDGER_HEADING, LedgerPattern};
+pub use ledger::{LEDGER_HEADING, LedgerEntry, LedgerPattern};
 pub use policy::{DEFAULT_SUMMARY_PREFIX, FoldPolicy, Placement};

@@ -765,8 +765,8 @@ impl FoldPolicy {
         let m = f + kept.len() - again.len();
         let kept_at = |i: usize| Kept::skipping(i - f, again);
         let text_of = |i: usize| match i < f {
-            true => fresh.entries.texts[i].as_str(),
-            false => kept.entries.texts[kept_at(i)].as_str(),
+            true => &*fresh.entries.texts[i],
+            false => &*kept.entries.texts[kept_at(i)],
         };
         let token_of = |i: usize| match i < f {
             true => fresh.entries.tokens[i],

@@ -14,6 +14,7 @@
 //! # Ok::<(), chatfold::Error>(())
 //! ```
 
+use crate::fold::LedgerEntry;
 use std::borrow::Cow;
 use std::future::Future;
 
@@ -67,7 +68,7 @@ pub struct SummaryRequest<'a> {
     previous: Option<Cow<'a, str>>,
     messages: Folded<'a>,
     allowance: usize,
-    ledger: Cow<'a, [String]>,
+    ledger: Cow<'a, [LedgerEntry]>,
     counter: CallerCounter<'a>,
 }
 
@@ -136,7 +137,7 @@ impl<'a> SummaryRequest<'a> {
     }
 
     /// The same request with the ledger's entries.
-    pub(crate) fn with_ledger(mut self, entries: Cow<'a, [String]>) -> Self {
+    pub(crate) fn with_ledger(mut self, entries: Cow<'a, [LedgerEntry]>) -> Self {
         self.ledger = entries;
         self
     }
@@ -169,8 +170,9 @@ impl<'a> SummaryRequest<'a> {
 
     /// The identifiers the summary's ledger section will keep verbatim
     /// (newest first, before the room is shared out): an LLM summarizer can
-    /// be told they need not be repeated.
-    pub fn ledger(&self) -> &[String] {
+    /// be told they need not be repeated. Each entry is shared with the
+    /// compaction's report and the memo of texts read, not copied.
+    pub fn ledger(&self) -> &[LedgerEntry] {
         &self.ledger
     }
 

@@ -254,8 +254,8 @@ mod tests {
     #[test]
     fn the_default_names_the_allowance_and_lists_the_ledger() {
         let folded = [Message::user("see /srv/app/config.toml")];
-        let request = SummaryRequest::new(None, &folded, 200)
-            .with_ledger(vec!["/srv/app/config.toml".to_owned()].into());
+        let request =
+            SummaryRequest::new(None, &folded, 200).with_ledger(vec!["/srv/app/config.toml".into()].into());
         let (system, user) = Prompt::default().render(&request);
         assert!(
             system.contains("at most 200 tokens (about 150 words)"),
