@@ -279,7 +279,9 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
         let fold = self.fold();
         // Identifiers the kept turns hold verbatim need no entry.
         let kept = (!fold.entries.is_empty()).then(|| ledger::Said::new(&self.messages[self.report.cut..]));
-        let held = |entry: &str| kept.as_ref().is_some_and(|k| k.holds(entry));
+        let entries = &fold.entries;
+        let held =
+            |i: usize| (kept.as_ref()).is_some_and(|k| k.holds_keyed(&entries.texts[i], entries.keys[i]));
         let fitted = fold.complete(
             &compactor.policy,
             summary.into(),

@@ -72,9 +72,9 @@ impl<'a> Fold<'a> {
     }
 
     /// The summary message for the summarizer's answer: checked (trimmed,
-    /// not blank), its ledger section added (less what `held`, the turns
-    /// kept beside it, holds verbatim), the whole cut to `limit` tokens,
-    /// counted exactly.
+    /// not blank), its ledger section added (less the entries `held` says,
+    /// by their place, the turns kept beside it hold verbatim), the whole
+    /// cut to `limit` tokens, counted exactly.
     ///
     /// # Errors
     ///
@@ -83,7 +83,7 @@ impl<'a> Fold<'a> {
         &self,
         policy: &FoldPolicy,
         text: String,
-        held: &dyn Fn(&str) -> bool,
+        held: &dyn Fn(usize) -> bool,
         limit: usize,
         counter: &C,
     ) -> Result<Fitted> {

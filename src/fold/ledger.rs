@@ -147,8 +147,7 @@ pub(crate) struct Entries {
 
 /// The hash [`Entries::keys`] holds.
 pub(crate) fn key_of(entry: &str) -> u64 {
-    use std::hash::{BuildHasher, BuildHasherDefault};
-    BuildHasherDefault::<Quick>::default().hash_one(value_of(entry))
+    word_hash(value_of(entry))
 }
 
 impl Entries {
@@ -998,11 +997,35 @@ fn is_lone_word(entry: &str) -> bool {
 /// Whether no byte of `entry` is a `space` and a mark makes it hot.
 fn hot_word_apart(entry: &str, space: impl Fn(u8) -> bool) -> bool {
     let bytes = entry.as_bytes();
-    // Every space is at most `b' '`: a loop the compiler vectorizes rules
-    // them out, and most entries have their mark in their first bytes.
-    let low = bytes.iter().fold(false, |any, &b| any | (b <= b' '));
-    !(low && bytes.iter().any(|&b| space(b)))
+    // Every space is at most `b' '`, which rules most entries out eight
+    // bytes at a time; and most have their mark in their first bytes.
+    !(has_low_byte(bytes) && bytes.iter().any(|&b| space(b)))
         && (0..bytes.len()).any(|at| is_mark(bytes[at]) && is_hot_at(bytes, at))
+}
+
+/// Whether a byte of `bytes` is at most `b' '`, eight bytes a step: a
+/// subtraction borrows into each byte's top bit that is below `0x21`
+/// (bytes of `0x80` and up, whose top bit is set, left out), so the
+/// answer is exact whatever the borrows do to the bytes above.
+fn has_low_byte(bytes: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const TOPS: u64 = 0x8080_8080_8080_8080;
+    let low = |word: [u8; 8]| {
+        let x = u64::from_le_bytes(word);
+        x.wrapping_sub(ONES * 0x21) & !x & TOPS != 0
+    };
+    let mut chunks = bytes.chunks_exact(8);
+    let any = chunks.any(|chunk| {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        low(word)
+    });
+    let rest = chunks.remainder();
+    any || (!rest.is_empty() && {
+        let mut word = [0xFF; 8];
+        word[..rest.len()].copy_from_slice(rest);
+        low(word)
+    })
 }
 
 /// The spaces that end a word.
@@ -1591,21 +1614,38 @@ fn by_line_from_end(text: &str, extra: &[LedgerPattern]) -> Vec<(usize, LedgerEn
 /// strings in a tool call's `input`), each tool call's arguments, newest
 /// (last) first.
 fn pieces(message: &Message) -> impl Iterator<Item = &str> {
+    use crate::message::{Content, Part};
+    // Most messages are a text alone: one piece, without an iterator chain.
+    if let (Some(Content::Text(text)), true) = (&message.content, message.tool_calls.is_empty()) {
+        return Pieces::One(Some(text.as_str()));
+    }
     let calls = message.tool_calls.iter().map(|c| c.arguments.as_str());
-    // A text content is one piece, read without a vector of its own.
     let (text, mut parts): (Option<&str>, Vec<&str>) = match &message.content {
         None => (None, Vec::new()),
-        Some(crate::message::Content::Text(s)) => (Some(s.as_str()), Vec::new()),
-        Some(crate::message::Content::Parts(parts)) => (None, parts.iter().flat_map(|p| p.prose()).collect()),
+        Some(Content::Text(s)) => (Some(s.as_str()), Vec::new()),
+        Some(Content::Parts(parts)) => (None, parts.iter().flat_map(|p| p.prose()).collect()),
     };
-    for input in message
-        .parts()
-        .iter()
-        .filter_map(crate::message::Part::tool_input)
-    {
+    for input in message.parts().iter().filter_map(Part::tool_input) {
         strings_in(input, &mut parts);
     }
-    calls.rev().chain(parts.into_iter().rev()).chain(text)
+    Pieces::Many(calls.rev().chain(parts.into_iter().rev()).chain(text))
+}
+
+/// What [`pieces`] gives: a message's one text, or its pieces in turn.
+enum Pieces<'m, I> {
+    One(Option<&'m str>),
+    Many(I),
+}
+
+impl<'m, I: Iterator<Item = &'m str>> Iterator for Pieces<'m, I> {
+    type Item = &'m str;
+
+    fn next(&mut self) -> Option<&'m str> {
+        match self {
+            Pieces::One(text) => text.take(),
+            Pieces::Many(pieces) => pieces.next(),
+        }
+    }
 }
 
 /// What messages say where identifiers are read (see [`pieces`]): entries
@@ -1644,21 +1684,26 @@ impl Words {
     }
 }
 
+/// The hash a word's [`Filter`] bits come from: [`key_of`]'s, so that an
+/// entry's key is its hash when the entry is one word.
+fn word_hash(word: &str) -> u64 {
+    use std::hash::BuildHasher;
+    BuildHasherDefault::<Quick>::default().hash_one(word)
+}
+
 /// A Bloom filter of 512 bits, two a word: whether a word may be among
 /// those added, or is surely not.
 #[derive(Clone, Copy, Default)]
 struct Filter([u64; 8]);
 
 impl Filter {
-    /// The two bits of `word`.
-    fn bits(word: &str) -> [u32; 2] {
-        use std::hash::BuildHasher;
-        let hash = BuildHasherDefault::<Quick>::default().hash_one(word);
+    /// The two bits of a word's `hash` ([`word_hash`]).
+    fn bits(hash: u64) -> [u32; 2] {
         [(hash & 511) as u32, ((hash >> 32) & 511) as u32]
     }
 
     fn add(&mut self, word: &str) {
-        for bit in Filter::bits(word) {
+        for bit in Filter::bits(word_hash(word)) {
             self.0[(bit / 64) as usize] |= 1 << (bit % 64);
         }
     }
@@ -1709,9 +1754,10 @@ impl<'m> Said<'m> {
         }
     }
 
-    /// Whether `word` is one of the pieces' words.
-    fn has_word(&self, word: &str) -> bool {
-        let bits = Filter::bits(word);
+    /// Whether `word`, whose [`word_hash`] is `hash`, is one of the
+    /// pieces' words.
+    fn has_hashed(&self, word: &str, hash: u64) -> bool {
+        let bits = Filter::bits(hash);
         self.filter.may_hold(bits)
             && (self.pieces.iter().zip(&self.words)).any(|(piece, words)| {
                 words.filter.may_hold(bits)
@@ -1721,17 +1767,24 @@ impl<'m> Said<'m> {
 
     /// Whether `entry` stands verbatim in what was said.
     pub(crate) fn holds(&self, entry: &str) -> bool {
+        entry.len() <= self.longest && self.holds_keyed(entry, key_of(entry))
+    }
+
+    /// [`holds`](Self::holds), `key` the entry's [`key_of`] (the hash of
+    /// its value, which is the entry when it is one word).
+    pub(crate) fn holds_keyed(&self, entry: &str, key: u64) -> bool {
+        debug_assert_eq!(key, key_of(entry));
         if entry.len() > self.longest {
             return false;
         }
         let word = is_lone_word;
         if word(entry) {
-            return self.has_word(entry);
+            return self.has_hashed(entry, key);
         }
         // A `key: value` entry whose value is not among the words is not
         // said whole either (or only inside a longer word).
         let value = value_of(entry);
-        if value.len() < entry.len() && word(value) && !self.has_word(value) {
+        if value.len() < entry.len() && word(value) && !self.has_hashed(value, key) {
             return false;
         }
         self.pieces.iter().any(|p| covered(entry, p))
@@ -1823,7 +1876,11 @@ pub(crate) fn candidates<'m>(
         use std::collections::hash_map::Entry;
         match seen.entry(key) {
             Entry::Occupied(first) => {
-                // Listed already, unless two identifiers share the hash.
+                // Listed already (most often as the same text), unless two
+                // identifiers share the hash.
+                if out[*first.get()] == **entry {
+                    return;
+                }
                 let value = value_of(entry);
                 let listed = |e: &LedgerEntry| value_of(e) == value;
                 if listed(&out[*first.get()]) || out.iter().any(listed) {
@@ -2070,12 +2127,16 @@ fn sample(bytes: &[u8], at: usize) -> u64 {
 
 /// The identifier an entry names: the value of a `key: value` entry.
 pub(crate) fn value_of(entry: &str) -> &str {
-    // (Entries are short: a plain loop costs less than a search's setup.)
+    let bytes = entry.as_bytes();
+    let mut from = 0;
+    while let Some(i) = memchr::memchr(b':', &bytes[from..]) {
+        let at = from + i;
+        if bytes.get(at + 1) == Some(&b' ') {
+            return &entry[at + 2..];
+        }
+        from = at + 1;
+    }
     entry
-        .as_bytes()
-        .windows(2)
-        .position(|pair| pair == b": ")
-        .map_or(entry, |i| &entry[i + 2..])
 }
 
 /// Whether two entries name the same identifier (`key: value` and a bare
@@ -2696,6 +2757,13 @@ mod tests {
                 let remembered = candidates(folded.iter(), "", &[], &[], enough, max_bytes, true);
                 proptest::prop_assert_eq!(&remembered, &afresh);
             }
+        }
+
+        /// The eight-at-a-time check finds a byte of at most `b' '` exactly
+        /// when there is one.
+        #[test]
+        fn low_bytes_are_found_eight_at_a_time(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..40)) {
+            proptest::prop_assert_eq!(has_low_byte(&bytes), bytes.iter().any(|&b| b <= b' '));
         }
 
         /// A word is hot when the word finder finds it whole, and an entry's

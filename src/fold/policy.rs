@@ -603,8 +603,8 @@ impl FoldPolicy {
     /// candidate `entries`, within `limit` tokens for the whole message (and
     /// the policy's cap for its text).
     ///
-    /// Entries the prose (or `held`, the turns kept beside it) holds
-    /// verbatim are not listed; the others are, newest first, in the room
+    /// Entries the prose (or `held`, the turns kept beside it, asked by an
+    /// entry's place) holds verbatim are not listed; the others are, newest first, in the room
     /// the prose leaves, and at least in the ledger's share of the text's
     /// room: the prose is cut at a word boundary only to make that share,
     /// so it keeps the rest as its floor. `exact`: the whole message is
@@ -618,7 +618,7 @@ impl FoldPolicy {
         text: &str,
         texts: &[&str],
         tokens: &[usize],
-        held: &dyn Fn(&str) -> bool,
+        held: &dyn Fn(usize) -> bool,
         limit: usize,
         counter: &C,
         exact: bool,
@@ -651,7 +651,7 @@ impl FoldPolicy {
         text: &str,
         texts: &[&str],
         tokens: &[usize],
-        held: &dyn Fn(&str) -> bool,
+        held: &dyn Fn(usize) -> bool,
         frame: Frame,
         counter: &C,
         exact: bool,
@@ -667,7 +667,7 @@ impl FoldPolicy {
         let mut section = 0;
         // Which entries the kept turns hold, asked once each; which the
         // prose holds, once a prose.
-        let kept: Vec<bool> = texts.iter().map(|t| held(t)).collect();
+        let kept: Vec<bool> = (0..texts.len()).map(held).collect();
         let closed_by = |prose: &str| -> Vec<bool> {
             // (No entries, nothing to look up: the prose is not read.)
             let said = ledger::Said::text(if texts.is_empty() { "" } else { prose });
@@ -1189,7 +1189,7 @@ pub(crate) mod tests {
             let prose = words.iter().map(|&i| WORDS[i]).collect::<Vec<_>>().join(" ");
             let held_set: Vec<&str> = (texts.iter().zip(&held_mask)).filter(|(_, h)| **h).map(|(t, _)| *t).collect();
             let held = |e: &str| held_set.contains(&e);
-            let fitted = policy.finish(&prose, &texts, &tokens, &held, limit, &counter, exact);
+            let fitted = policy.finish(&prose, &texts, &tokens, &|i| held(texts[i]), limit, &counter, exact);
             let shown = ledger::Said::text(&fitted.body[..fitted.prose_len]);
             for (i, e) in texts.iter().enumerate() {
                 let (listed, dropped) = (fitted.listed.contains(&i), fitted.dropped.contains(&i));
