@@ -1664,23 +1664,62 @@ pub(crate) struct Said<'m> {
     /// The union of the pieces' filters: most entries are in no piece,
     /// and are known not to be at one look.
     filter: Filter,
+    /// When that union is more than half full (many words, as in kept
+    /// turns of code or logs), a filter of all the words sized to their
+    /// number instead.
+    wide: Option<Wide>,
 }
 
-/// Where a piece's words ([`word_spans`]) are, and a filter of them.
+/// Where a piece's words ([`word_spans`]) are, their [`word_hash`]es,
+/// and a filter of them.
 #[derive(Default)]
 pub(crate) struct Words {
     spans: Vec<(usize, usize)>,
+    hashes: Vec<u64>,
     filter: Filter,
 }
 
 impl Words {
     fn of(piece: &str) -> Self {
         let spans = word_spans(piece);
+        let hashes: Vec<u64> = (spans.iter())
+            .map(|&(start, end)| word_hash(&piece[start..end]))
+            .collect();
         let mut filter = Filter::default();
-        for &(start, end) in &spans {
-            filter.add(&piece[start..end]);
+        hashes.iter().for_each(|&hash| filter.add(hash));
+        Words {
+            spans,
+            hashes,
+            filter,
         }
-        Words { spans, filter }
+    }
+}
+
+/// A Bloom filter of 16 bits a word, two a word: about one word in 70 not
+/// among those added may be held, however many they are.
+struct Wide {
+    bits: Vec<u64>,
+    /// The number of bits less one (a power of two, less one).
+    mask: u64,
+}
+
+impl Wide {
+    /// A filter of `hashes` ([`word_hash`]es), `n` of them.
+    fn of(hashes: impl Iterator<Item = u64>, n: usize) -> Self {
+        let size = n.saturating_mul(16).clamp(1 << 10, 1 << 30).next_power_of_two();
+        let (mut bits, mask) = (vec![0u64; size / 64], size as u64 - 1);
+        for hash in hashes {
+            for bit in [hash & mask, (hash >> 32) & mask] {
+                bits[(bit / 64) as usize] |= 1 << (bit % 64);
+            }
+        }
+        Wide { bits, mask }
+    }
+
+    fn may_hold(&self, hash: u64) -> bool {
+        [hash & self.mask, (hash >> 32) & self.mask]
+            .iter()
+            .all(|&bit| self.bits[(bit / 64) as usize] & (1 << (bit % 64)) != 0)
     }
 }
 
@@ -1702,8 +1741,8 @@ impl Filter {
         [(hash & 511) as u32, ((hash >> 32) & 511) as u32]
     }
 
-    fn add(&mut self, word: &str) {
-        for bit in Filter::bits(word_hash(word)) {
+    fn add(&mut self, hash: u64) {
+        for bit in Filter::bits(hash) {
             self.0[(bit / 64) as usize] |= 1 << (bit % 64);
         }
     }
@@ -1715,6 +1754,12 @@ impl Filter {
 
     fn union(&mut self, other: &Filter) {
         self.0.iter_mut().zip(other.0).for_each(|(a, b)| *a |= b);
+    }
+
+    /// Whether more than half the bits are set (then one word in four
+    /// that is not among those added would pass).
+    fn crowded(&self) -> bool {
+        self.0.iter().map(|w| w.count_ones()).sum::<u32>() > 256
     }
 }
 
@@ -1746,11 +1791,16 @@ impl<'m> Said<'m> {
     fn of(pieces: Vec<&'m str>, words: Vec<Arc<Words>>) -> Self {
         let mut filter = Filter::default();
         words.iter().for_each(|w| filter.union(&w.filter));
+        let wide = filter.crowded().then(|| {
+            let n = words.iter().map(|w| w.hashes.len()).sum();
+            Wide::of(words.iter().flat_map(|w| w.hashes.iter().copied()), n)
+        });
         Said {
             longest: pieces.iter().map(|p| p.len()).max().unwrap_or(0),
             pieces,
             words,
             filter,
+            wide,
         }
     }
 
@@ -1758,11 +1808,15 @@ impl<'m> Said<'m> {
     /// pieces' words.
     fn has_hashed(&self, word: &str, hash: u64) -> bool {
         let bits = Filter::bits(hash);
-        self.filter.may_hold(bits)
-            && (self.pieces.iter().zip(&self.words)).any(|(piece, words)| {
-                words.filter.may_hold(bits)
-                    && (words.spans.iter()).any(|&(start, end)| piece.get(start..end) == Some(word))
-            })
+        let may = match &self.wide {
+            Some(wide) => wide.may_hold(hash),
+            None => self.filter.may_hold(bits),
+        };
+        may && (self.pieces.iter().zip(&self.words)).any(|(piece, words)| {
+            words.filter.may_hold(bits)
+                && (words.spans.iter().zip(&words.hashes))
+                    .any(|(&(start, end), &h)| h == hash && piece.get(start..end) == Some(word))
+        })
     }
 
     /// Whether `entry` stands verbatim in what was said.
@@ -2808,6 +2862,32 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Kept turns with many words fill the pieces' union filter: the
+    /// lookup goes through a filter sized to them, and is as exact.
+    #[test]
+    fn many_kept_words_are_looked_up_exactly() {
+        let messages: Vec<Message> = (0..40)
+            .map(|m| {
+                let words: Vec<String> = (0..30).map(|w| format!("/srv/{m}/file-{w}.log")).collect();
+                Message::user(words.join(" "))
+            })
+            .collect();
+        for said in [Said::new(&messages), Said::new(&messages)] {
+            assert!(said.filter.crowded() && said.wide.is_some());
+            for m in 0..40 {
+                for w in 0..30 {
+                    assert!(said.holds(&format!("/srv/{m}/file-{w}.log")));
+                    assert!(!said.holds(&format!("/srv/{m}/file-{w}.logs")));
+                    assert!(!said.holds(&format!("/srv/{}/file-{w}.log", m + 40)));
+                }
+            }
+        }
+        // A few words: the union alone.
+        let few = [Message::user("/srv/a.csv and /srv/b.csv")];
+        let said = Said::new(&few);
+        assert!(said.wide.is_none() && said.holds("/srv/b.csv") && !said.holds("/srv/c.csv"));
     }
 
     #[test]
