@@ -2995,6 +2995,68 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        /// What is read follows the budget (DESIGN rule 9), whatever the
+        /// layout of identifiers and prose: nothing that starts 8 times
+        /// `max_bytes` or more from the newest end is found; while `enough`
+        /// is not reached, all that lies within `max_bytes` is; when that
+        /// window touches fewer than a quarter of `enough`, all within 8
+        /// times as far is; when it holds a quarter or more, nothing beyond
+        /// it is.
+        #[test]
+        fn reading_stops_at_the_window_or_eight_times_it(
+            layout in proptest::collection::vec((proptest::prelude::any::<bool>(), 1usize..12), 1..40),
+            max_bytes in 20usize..400,
+            enough in 1usize..24,
+        ) {
+            // Newest last; an identifier message is one short line.
+            let mut messages = Vec::new();
+            for (i, &(id, words)) in layout.iter().enumerate() {
+                messages.push(Message::user(match id {
+                    true => format!("see /srv/n{i}.csv"),
+                    false => vec!["steady"; words].join(" "),
+                }));
+            }
+            // Each identifier's place from the newest end, in the bytes of
+            // the pieces read: (start, end).
+            let mut places = Vec::new();
+            let mut from_end = 0;
+            for (i, m) in messages.iter().enumerate().rev() {
+                let len = m.text().len();
+                if layout[i].0 {
+                    places.push((format!("/srv/n{i}.csv"), from_end, from_end + len));
+                }
+                from_end += len;
+            }
+            let (found, _) = candidates(messages.iter(), "", &[], &[], enough, max_bytes, false);
+            let found: Vec<&str> = found.iter().map(|e| e.as_str()).collect();
+            let within = |far: usize| places.iter().filter(move |(_, _, end)| *end <= far);
+            // Found in the window: those within it, and maybe one it cuts.
+            let near = within(max_bytes).count();
+            let touched = places.iter().filter(|(_, start, _)| *start < max_bytes).count();
+            for (id, start, _) in &places {
+                proptest::prop_assert!(*start < 8 * max_bytes || !found.contains(&id.as_str()), "{id} read past 8 times");
+            }
+            if places.len() < enough {
+                for (id, _, _) in within(max_bytes) {
+                    proptest::prop_assert!(found.contains(&id.as_str()), "{id} within the window not found");
+                }
+                // (A piece the window cuts is cut at a word boundary: up to a
+                // word of it is charged twice.)
+                if touched * 4 < enough {
+                    for (id, _, _) in within(8 * max_bytes - 16) {
+                        proptest::prop_assert!(found.contains(&id.as_str()), "{id} within 8 times not found");
+                    }
+                }
+            }
+            if near * 4 >= enough {
+                for (id, start, _) in &places {
+                    proptest::prop_assert!(*start < max_bytes || !found.contains(&id.as_str()), "{id} beyond a window that found enough");
+                }
+            }
+        }
+    }
+
     /// The identifiers of a long history's opening turns, under turns of
     /// prose, are read when the prose leaves the room unused, up to 8 times
     /// the bytes; a window that finds enough for the room stops there.
