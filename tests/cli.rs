@@ -281,7 +281,8 @@ fn an_interrupt_ends_the_summarize_command_too() {
         started.display(),
         mark.display()
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_chatfold"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_chatfold"));
+    command
         .args([
             "compact",
             "--budget",
@@ -292,9 +293,18 @@ fn an_interrupt_ends_the_summarize_command_too() {
         ])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::null());
+    // As a terminal starts it: a run in a shell's background (`cmd &`)
+    // inherits an ignored interrupt, which chatfold rightly leaves ignored.
+    // SAFETY: `signal` is async-signal-safe, as the time between fork and
+    // exec asks.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut command, || {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut child = command.spawn().unwrap();
     let begun = std::time::Instant::now();
     while !started.exists() {
         assert!(begun.elapsed().as_secs() < 30, "the command never started");

@@ -272,7 +272,15 @@ impl Summarizer for ShellSummarizer {
             RUNNING.store(libc::pid_t::try_from(child.id()).unwrap_or(0), Ordering::SeqCst);
             let answer = self.wait(&mut child);
             #[cfg(unix)]
-            RUNNING.store(0, Ordering::SeqCst);
+            {
+                RUNNING.store(0, Ordering::SeqCst);
+                // A command ended by an interrupt's handler is no answer: the
+                // handler ends this process (it may not have yet, on another
+                // thread), and nothing is written meanwhile.
+                while INTERRUPTED.load(Ordering::SeqCst) {
+                    std::thread::park();
+                }
+            }
             answer
         })
     }
@@ -282,6 +290,10 @@ impl Summarizer for ShellSummarizer {
 /// which [`pass_on_signals`]'s handler signals.
 #[cfg(unix)]
 static RUNNING: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// Whether [`pass_on_signals`]'s handler ran: the process is ending.
+#[cfg(unix)]
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Makes an interrupt, a termination or a hang-up end the running
 /// summarize command too, then this process as it would have ended. In a
@@ -309,16 +321,26 @@ pub(crate) fn pass_on_signals() {
 }
 
 /// [`pass_on_signals`]'s handler: SIGTERM to the command's group, then
-/// the signal to this process with its default action.
+/// the signal to this process with its default action, unblocked so that
+/// it ends the process at once (a signal being handled is blocked until
+/// its handler returns, and meanwhile another thread could see the
+/// command end and go on; [`INTERRUPTED`] stops it).
 #[cfg(unix)]
 extern "C" fn on_signal(signal: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
     let group = RUNNING.load(Ordering::SeqCst);
-    // SAFETY: `kill`, `signal` and `raise` are async-signal-safe.
+    // SAFETY: `signal`, `kill`, `sigemptyset`, `sigaddset`,
+    // `pthread_sigmask` and `raise` are async-signal-safe; the set is a
+    // local the calls initialize.
     unsafe {
+        libc::signal(signal, libc::SIG_DFL);
         if group > 0 {
             libc::kill(-group, libc::SIGTERM);
         }
-        libc::signal(signal, libc::SIG_DFL);
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, signal);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
         libc::raise(signal);
     }
 }
