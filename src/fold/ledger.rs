@@ -995,8 +995,7 @@ fn hot_word_apart(entry: &str, space: impl Fn(u8) -> bool) -> bool {
     let bytes = entry.as_bytes();
     // Every space is at most `b' '`, which rules most entries out eight
     // bytes at a time; and most have their mark in their first bytes.
-    !(has_low_byte(bytes) && bytes.iter().any(|&b| space(b)))
-        && (0..bytes.len()).any(|at| is_mark(bytes[at]) && is_hot_at(bytes, at))
+    !(has_low_byte(bytes) && bytes.iter().any(|&b| space(b))) && next_hot(bytes, 0).is_some()
 }
 
 /// Whether a byte of `bytes` is at most `b' '`, eight bytes a step: a
@@ -1046,9 +1045,8 @@ fn is_hot_at(bytes: &[u8], at: usize) -> bool {
 /// marks are mostly the dots that end its sentences) are skipped whole,
 /// each byte read with the next, in a loop the compiler vectorizes.
 fn next_hot(bytes: &[u8], from: usize) -> Option<usize> {
-    // (Without branches: `&` and `|`, the letter test by folding case.)
-    let alnum = |n: u8| ((n | 0x20).wrapping_sub(b'a') < 26) | (n.wrapping_sub(b'0') < 10);
-    let hot = |b: u8, next: u8| is_mark(b) & ((b != b'.') | alnum(next));
+    // (Without branches: `&` and `|`.)
+    let hot = |b: u8, next: u8| is_mark(b) & ((b != b'.') | next.is_ascii_alphanumeric());
     let mut at = from;
     // Whole blocks with the byte after each (the text's last byte has none).
     while let Some(block) = (bytes.get(at..at + 33)).and_then(|b| <&[u8; 33]>::try_from(b).ok()) {
@@ -1058,22 +1056,6 @@ fn next_hot(bytes: &[u8], from: usize) -> Option<usize> {
         at += 32;
     }
     (at..bytes.len()).find(|&i| is_mark(bytes[i]) && is_hot_at(bytes, i))
-}
-
-/// The position of the first byte at or after `from` that may make its
-/// word an identifier's ([`hot_words`] checks it): a digit, `.`, `/`, `:`
-/// (these four one range), `@` or `\\`. Blocks without one are skipped
-/// whole, in a loop the compiler vectorizes.
-fn next_mark(bytes: &[u8], from: usize) -> Option<usize> {
-    let mut at = from;
-    while at < bytes.len() {
-        let block = &bytes[at..bytes.len().min(at + 32)];
-        if block.iter().fold(false, |any, &b| any | is_mark(b)) {
-            return block.iter().position(|&b| is_mark(b)).map(|i| at + i);
-        }
-        at += block.len();
-    }
-    None
 }
 
 /// Spans of [`hot_spans`] closer than this are read as one (one search
@@ -1723,19 +1705,29 @@ impl Wide {
     fn of(hashes: impl Iterator<Item = u64>, n: usize) -> Self {
         let size = n.saturating_mul(16).clamp(1 << 10, 1 << 30).next_power_of_two();
         let (mut bits, mask) = (vec![0u64; size / 64], size as u64 - 1);
-        for hash in hashes {
-            for bit in [hash & mask, (hash >> 32) & mask] {
-                bits[(bit / 64) as usize] |= 1 << (bit % 64);
-            }
-        }
+        hashes.for_each(|hash| set_bits(&mut bits, bits_of(hash, mask)));
         Wide { bits, mask }
     }
 
     fn may_hold(&self, hash: u64) -> bool {
-        [hash & self.mask, (hash >> 32) & self.mask]
-            .iter()
-            .all(|&bit| self.bits[(bit / 64) as usize] & (1 << (bit % 64)) != 0)
+        has_bits(&self.bits, bits_of(hash, self.mask))
     }
+}
+
+/// The two bits of a word's `hash` in a filter of `mask + 1` bits (a
+/// power of two), from its two halves.
+fn bits_of(hash: u64, mask: u64) -> [u64; 2] {
+    [hash & mask, (hash >> 32) & mask]
+}
+
+fn set_bits(words: &mut [u64], bits: [u64; 2]) {
+    bits.iter()
+        .for_each(|&bit| words[(bit / 64) as usize] |= 1 << (bit % 64));
+}
+
+fn has_bits(words: &[u64], bits: [u64; 2]) -> bool {
+    bits.iter()
+        .all(|&bit| words[(bit / 64) as usize] & (1 << (bit % 64)) != 0)
 }
 
 /// The hash a word's [`Filter`] bits come from: [`key_of`]'s, so that an
@@ -1752,19 +1744,16 @@ struct Filter([u64; 8]);
 
 impl Filter {
     /// The two bits of a word's `hash` ([`word_hash`]).
-    fn bits(hash: u64) -> [u32; 2] {
-        [(hash & 511) as u32, ((hash >> 32) & 511) as u32]
+    fn bits(hash: u64) -> [u64; 2] {
+        bits_of(hash, 511)
     }
 
     fn add(&mut self, hash: u64) {
-        for bit in Filter::bits(hash) {
-            self.0[(bit / 64) as usize] |= 1 << (bit % 64);
-        }
+        set_bits(&mut self.0, Filter::bits(hash));
     }
 
-    fn may_hold(&self, bits: [u32; 2]) -> bool {
-        bits.iter()
-            .all(|&bit| self.0[(bit / 64) as usize] & (1 << (bit % 64)) != 0)
+    fn may_hold(&self, bits: [u64; 2]) -> bool {
+        has_bits(&self.0, bits)
     }
 
     fn union(&mut self, other: &Filter) {
@@ -2054,10 +2043,11 @@ fn with_keys(found: Vec<(usize, LedgerEntry)>) -> Vec<Found> {
 /// piece's whole (its keys name its values) as one line, any other's line
 /// by line from the end.
 fn newest_first(piece: &str, extra: &[LedgerPattern]) -> Vec<(usize, LedgerEntry)> {
-    // No built-in pattern matches without a mark, nor a JSON key without a
-    // brace or bracket: most short pieces of prose are read at once.
+    // No built-in pattern matches outside a hot word (the patterns read
+    // only those), nor a JSON key without a brace or bracket: most short
+    // pieces of prose are read at once.
     let bytes = piece.as_bytes();
-    if extra.is_empty() && next_mark(bytes, 0).is_none() && memchr::memchr2(b'{', b'[', bytes).is_none() {
+    if extra.is_empty() && next_hot(bytes, 0).is_none() && memchr::memchr2(b'{', b'[', bytes).is_none() {
         return Vec::new();
     }
     let trimmed = piece.trim_start();
