@@ -12,7 +12,7 @@ use crate::cache::{Chain, Link};
 use crate::count::TokenCounter;
 use crate::error::{Error, Result};
 use crate::fold::engine::Fold;
-use crate::fold::ledger;
+use crate::fold::ledger::{self, LedgerEntry};
 use crate::message::Message;
 use crate::summarize::{AsyncSummarizer, Summarizer, SummaryRequest};
 
@@ -280,8 +280,10 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
         // Identifiers the kept turns hold verbatim need no entry.
         let kept = (!fold.entries.is_empty()).then(|| ledger::Said::new(&self.messages[self.report.cut..]));
         let entries = &fold.entries;
-        let held =
-            |i: usize| (kept.as_ref()).is_some_and(|k| k.holds_keyed(&entries.texts[i], entries.keys[i]));
+        let held = |i: usize| {
+            (kept.as_ref())
+                .is_some_and(|k| k.holds_keyed(&entries.texts[i], entries.keys[i], entries.loose[i]))
+        };
         let fitted = fold.complete(
             &compactor.policy,
             summary.into(),
@@ -305,11 +307,14 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
         }
         let prose_allowance = fold.allowance;
         // The report shares the entries (the plan is done with them).
-        let texts = (self.fold.into_inner())
-            .map(|f| f.entries.texts)
+        // (Moved, not cloned: each clone and drop of a shared entry is an
+        // atomic count.)
+        let mut texts: Vec<Option<LedgerEntry>> = (self.fold.into_inner())
+            .map(|f| f.entries.texts.into_iter().map(Some).collect())
             .unwrap_or_default();
-        let listed = fitted.listed.iter().map(|&i| texts[i].clone()).collect();
-        let dropped = fitted.dropped.iter().map(|&i| texts[i].clone()).collect();
+        let mut take = |at: &[usize]| at.iter().filter_map(|&i| texts[i].take()).collect();
+        let listed = take(&fitted.listed);
+        let dropped = take(&fitted.dropped);
         let mut report = self.report;
         report.prose_allowance = prose_allowance;
         report.ledger = listed;

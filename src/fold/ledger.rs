@@ -143,6 +143,17 @@ pub(crate) struct Entries {
     /// A hash of each entry's identifier ([`value_of`]), to find one again
     /// without comparing texts.
     pub keys: Vec<u64>,
+    /// Whether each entry is loose ([`is_loose`]).
+    pub loose: Vec<bool>,
+}
+
+/// What [`candidates`] finds: the entries, newest first, each with its
+/// [`key_of`] and whether it is loose ([`is_loose`]), both found with it.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Candidates {
+    pub texts: Vec<LedgerEntry>,
+    pub keys: Vec<u64>,
+    pub loose: Vec<bool>,
 }
 
 /// The hash [`Entries::keys`] holds.
@@ -158,18 +169,21 @@ impl Entries {
     ) -> Self {
         let texts: Vec<LedgerEntry> = texts.into_iter().map(Into::into).collect();
         let keys = texts.iter().map(|t| key_of(t)).collect();
-        Entries::keyed((texts, keys), counter)
+        let loose = texts.iter().map(|t| is_loose(t)).collect();
+        Entries::keyed(Candidates { texts, keys, loose }, counter)
     }
 
-    /// `texts` with their [`key_of`]s, as [`candidates`] gives them, each
-    /// counted by `counter`.
-    pub(crate) fn keyed<C: crate::count::TokenCounter + ?Sized>(
-        (texts, keys): (Vec<LedgerEntry>, Vec<u64>),
-        counter: &C,
-    ) -> Self {
-        debug_assert_eq!(texts.len(), keys.len());
+    /// [`candidates`]' entries, each counted by `counter`.
+    pub(crate) fn keyed<C: crate::count::TokenCounter + ?Sized>(found: Candidates, counter: &C) -> Self {
+        let Candidates { texts, keys, loose } = found;
+        debug_assert!(texts.len() == keys.len() && texts.len() == loose.len());
         let tokens = texts.iter().map(|t| entry_tokens(t, counter)).collect();
-        Entries { texts, tokens, keys }
+        Entries {
+            texts,
+            tokens,
+            keys,
+            loose,
+        }
     }
 
     /// Drops the entries `gone` marks.
@@ -177,6 +191,7 @@ impl Entries {
         keep(&mut self.texts, gone);
         keep(&mut self.tokens, gone);
         keep(&mut self.keys, gone);
+        keep(&mut self.loose, gone);
     }
 
     /// Keeps the first `n` entries.
@@ -184,6 +199,7 @@ impl Entries {
         self.texts.truncate(n);
         self.tokens.truncate(n);
         self.keys.truncate(n);
+        self.loose.truncate(n);
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -206,8 +222,6 @@ pub(crate) struct Kept {
     /// Changed only by `Kept`'s own methods, which keep the fields below
     /// in step with them.
     pub entries: Entries,
-    /// Whether each entry is loose.
-    pub loose: Vec<bool>,
     /// How many entries are loose.
     pub loose_count: usize,
     /// The sum of the entries' tokens (wide enough never to saturate).
@@ -223,14 +237,12 @@ impl Kept {
     /// `entries`, kept.
     pub(crate) fn new(entries: Entries) -> Self {
         let texts: Vec<&str> = entries.texts.iter().map(|t| &**t).collect();
-        let loose: Vec<bool> = texts.iter().map(|t| is_loose(t)).collect();
         let mut keyed = std::collections::HashMap::default();
         for &key in &entries.keys {
             *keyed.entry(key).or_default() += 1;
         }
         Kept {
-            loose_count: loose.iter().filter(|&&l| l).count(),
-            loose,
+            loose_count: entries.loose.iter().filter(|&&l| l).count(),
             total: entries.tokens.iter().map(|&t| t as u128).sum(),
             rendered: lines(&texts),
             entries,
@@ -314,7 +326,7 @@ impl Kept {
         };
         self.rendered.replace_range(line, "");
         self.total -= self.entries.tokens.remove(j) as u128;
-        self.loose_count -= usize::from(self.loose.remove(j));
+        self.loose_count -= usize::from(self.entries.loose.remove(j));
         self.entries.texts.remove(j);
         let key = self.entries.keys.remove(j);
         self.unkey(key);
@@ -327,14 +339,13 @@ impl Kept {
         }
         let gone = &self.entries;
         self.total -= gone.tokens[n..].iter().map(|&t| t as u128).sum::<u128>();
-        self.loose_count -= self.loose[n..].iter().filter(|&&l| l).count();
+        self.loose_count -= gone.loose[n..].iter().filter(|&&l| l).count();
         let end: usize = gone.texts[..n].iter().map(|t| t.len() + 3).sum();
         self.rendered.truncate(end.saturating_sub(1));
         for i in n..self.len() {
             self.unkey(self.entries.keys[i]);
         }
         self.entries.truncate(n);
-        self.loose.truncate(n);
     }
 }
 
@@ -397,7 +408,7 @@ impl Kept {
         e.texts.splice(0..0, fresh.entries.texts);
         e.tokens.splice(0..0, fresh.entries.tokens);
         e.keys.splice(0..0, fresh.entries.keys);
-        self.loose.splice(0..0, fresh.loose);
+        e.loose.splice(0..0, fresh.entries.loose);
         self.total += fresh.total;
         self.loose_count += fresh.loose_count;
     }
@@ -1776,10 +1787,9 @@ impl<'m> Said<'m> {
         let words = pieces
             .iter()
             .map(|piece| match piece.len() >= Recall::MIN {
-                true => {
-                    let seen = RECALL.get(piece);
+                true => RECALL.with(piece, |seen| {
                     seen.words.get_or_init(|| Arc::new(Words::of(piece))).clone()
-                }
+                }),
                 false => Arc::new(Words::of(piece)),
             })
             .collect();
@@ -1808,42 +1818,55 @@ impl<'m> Said<'m> {
         }
     }
 
+    /// Whether a word whose [`word_hash`] is `hash` may be one of the
+    /// pieces' words (is surely not when `false`).
+    fn may_have(&self, hash: u64) -> bool {
+        match &self.wide {
+            Some(wide) => wide.may_hold(hash),
+            None => self.filter.may_hold(Filter::bits(hash)),
+        }
+    }
+
     /// Whether `word`, whose [`word_hash`] is `hash`, is one of the
     /// pieces' words.
     fn has_hashed(&self, word: &str, hash: u64) -> bool {
         let bits = Filter::bits(hash);
-        let may = match &self.wide {
-            Some(wide) => wide.may_hold(hash),
-            None => self.filter.may_hold(bits),
-        };
-        may && (self.pieces.iter().zip(&self.words)).any(|(piece, words)| {
-            words.filter.may_hold(bits)
-                && (words.spans.iter().zip(&words.hashes))
-                    .any(|(&(start, end), &h)| h == hash && piece.get(start..end) == Some(word))
-        })
+        self.may_have(hash)
+            && (self.pieces.iter().zip(&self.words)).any(|(piece, words)| {
+                words.filter.may_hold(bits)
+                    && (words.spans.iter().zip(&words.hashes))
+                        .any(|(&(start, end), &h)| h == hash && piece.get(start..end) == Some(word))
+            })
     }
 
     /// Whether `entry` stands verbatim in what was said.
     pub(crate) fn holds(&self, entry: &str) -> bool {
-        entry.len() <= self.longest && self.holds_keyed(entry, key_of(entry))
+        entry.len() <= self.longest && self.holds_keyed(entry, key_of(entry), is_loose(entry))
     }
 
     /// [`holds`](Self::holds), `key` the entry's [`key_of`] (the hash of
-    /// its value, which is the entry when it is one word).
-    pub(crate) fn holds_keyed(&self, entry: &str, key: u64) -> bool {
-        debug_assert_eq!(key, key_of(entry));
+    /// its value, which is the entry when it is one word) and `loose`
+    /// whether it is loose ([`is_loose`]): an entry that is not, most
+    /// often in no piece, is known so by its key alone.
+    pub(crate) fn holds_keyed(&self, entry: &str, key: u64, loose: bool) -> bool {
+        debug_assert!(key == key_of(entry) && loose == is_loose(entry));
         if entry.len() > self.longest {
             return false;
         }
-        let word = is_lone_word;
-        if word(entry) {
-            return self.has_hashed(entry, key);
-        }
-        // A `key: value` entry whose value is not among the words is not
-        // said whole either (or only inside a longer word).
-        let value = value_of(entry);
-        if value.len() < entry.len() && word(value) && !self.has_hashed(value, key) {
-            return false;
+        if !loose {
+            // Its value is one word: said among the words, or not at all
+            // (a `key: value` entry not whole either, or only inside a
+            // longer word).
+            if !self.may_have(key) {
+                return false;
+            }
+            let value = value_of(entry);
+            if !self.has_hashed(value, key) {
+                return false;
+            }
+            if value.len() == entry.len() {
+                return true;
+            }
         }
         self.pieces.iter().any(|p| covered(entry, p))
     }
@@ -1909,7 +1932,8 @@ impl Eq for LedgerPattern {}
 
 /// The candidate entries for a fold: from the folded messages (newest
 /// first), then the previous ledger, then identifiers in the previous prose;
-/// deduplicated, the first (newest) place kept; each with its [`key_of`].
+/// deduplicated, the first (newest) place kept; each with its [`key_of`]
+/// and whether it is loose.
 /// Reading stops once `enough` entries are found or `max_bytes` of text
 /// were read, or, when fewer than a quarter of `enough` were found in those
 /// (the room would go unused: the identifiers of a long history's opening
@@ -1922,47 +1946,63 @@ pub(crate) fn candidates<'m>(
     enough: usize,
     max_bytes: usize,
     remember: bool,
-) -> (Vec<LedgerEntry>, Vec<u64>) {
-    // The first entry listed for each hash of the identifier it names.
+) -> Candidates {
     let likely = enough.min(1 << 12);
-    let mut seen: std::collections::HashMap<u64, usize, BuildHasherDefault<Quick>> =
-        std::collections::HashMap::with_capacity_and_hasher(likely, Default::default());
-    let mut out: Vec<LedgerEntry> = Vec::with_capacity(likely);
-    let mut keys: Vec<u64> = Vec::with_capacity(likely);
+    let mut out = Candidates {
+        texts: Vec::with_capacity(likely),
+        keys: Vec::with_capacity(likely),
+        loose: Vec::with_capacity(likely),
+    };
+    // A bit for each key's low bits: an entry whose bit is clear is new
+    // (most are), with no search and no table to fill.
+    let mut keyed = [0u64; 64];
     // One entry per identifier: `key: value` and a bare `value` are the same one.
-    let mut add = |entry: &LedgerEntry, key: u64, out: &mut Vec<LedgerEntry>| {
-        use std::collections::hash_map::Entry;
-        match seen.entry(key) {
-            Entry::Occupied(first) => {
+    let mut add = |entry: &LedgerEntry, key: u64, loose: bool, out: &mut Candidates| {
+        let bit = key as usize % 4096;
+        let (word, mask) = (bit / 64, 1u64 << (bit % 64));
+        if keyed[word] & mask != 0 {
+            // The first entry listed with its key, if one is.
+            if let Some(first) = out.keys.iter().position(|&k| k == key) {
                 // Listed already (most often as the same text), unless two
                 // identifiers share the hash.
-                if out[*first.get()] == **entry {
+                let texts = &out.texts;
+                if texts[first] == **entry {
                     return;
                 }
                 let value = value_of(entry);
                 let listed = |e: &LedgerEntry| value_of(e) == value;
-                if listed(&out[*first.get()]) || out.iter().any(listed) {
+                if listed(&texts[first]) || texts.iter().any(listed) {
                     return;
                 }
             }
-            Entry::Vacant(slot) => {
-                slot.insert(out.len());
-            }
         }
-        out.push(entry.clone());
-        keys.push(key);
+        keyed[word] |= mask;
+        out.texts.push(entry.clone());
+        out.keys.push(key);
+        out.loose.push(loose);
+    };
+    // A piece's entries, in order, until `enough` (a line's taken whole).
+    let mut take = |found: &[Found], out: &mut Candidates| {
+        let mut line = None;
+        for f in found {
+            if line != Some(f.line) && out.texts.len() >= enough {
+                break;
+            }
+            line = Some(f.line);
+            add(&f.entry, f.key, f.loose, out);
+        }
     };
     let (mut read, mut limit) = (0usize, max_bytes);
     let mut all = folded.rev().flat_map(pieces);
     // The older part of a piece cut at `max_bytes`, read if reading goes on.
     let mut older: Option<&str> = None;
     while let Some(piece) = older.take().or_else(|| all.next()) {
-        if out.len() >= enough {
+        if out.texts.len() >= enough {
             break;
         }
         if read >= limit {
             // Too few found for the room: 8 times as far.
-            if limit == max_bytes && out.len().saturating_mul(4) < enough {
+            if limit == max_bytes && out.texts.len().saturating_mul(4) < enough {
                 limit = max_bytes.saturating_mul(8);
             } else {
                 break;
@@ -1990,51 +2030,45 @@ pub(crate) fn candidates<'m>(
             false => limit,
         };
         // (The newest end of a piece is the same text each time too.)
-        let (remembered, now);
-        let found: &[Found] = match remember && extra.is_empty() && piece.len() >= Recall::MIN {
-            true => {
-                remembered = RECALL.get(piece);
-                remembered
-                    .found
-                    .get_or_init(|| with_keys(newest_first(piece, extra)))
-            }
-            false => {
-                now = with_keys(newest_first(piece, extra));
-                &now
-            }
-        };
-        let mut line = None;
-        for (at, entry, key) in found {
-            if line != Some(*at) && out.len() >= enough {
-                break;
-            }
-            line = Some(*at);
-            add(entry, *key, &mut out);
+        let scan = || with_keys(newest_first(piece, extra));
+        match remember && extra.is_empty() && piece.len() >= Recall::MIN {
+            true => RECALL.with(piece, |seen| take(seen.found.get_or_init(scan), &mut out)),
+            false => take(&scan(), &mut out),
         }
     }
     for &entry in previous_ledger {
-        add(&entry.into(), key_of(entry), &mut out);
+        add(&entry.into(), key_of(entry), is_loose(entry), &mut out);
     }
     for entry in identifiers(previous_prose, extra).into_iter().rev() {
-        add(&entry, key_of(&entry), &mut out);
+        add(&entry, key_of(&entry), is_loose(&entry), &mut out);
     }
-    (out, keys)
+    out
 }
 
-/// An identifier found in a piece: its line, its entry, the entry's
-/// [`key_of`] (found with it, once).
-type Found = (usize, LedgerEntry, u64);
+/// An identifier found in a piece, with what is known of it once found.
+#[derive(Clone, Debug)]
+struct Found {
+    /// Its line.
+    line: usize,
+    entry: LedgerEntry,
+    /// Its [`key_of`].
+    key: u64,
+    /// Whether it is loose ([`is_loose`]).
+    loose: bool,
+}
 
-/// `found` with each entry's [`key_of`].
+/// `found` with each entry's [`key_of`] and looseness.
 fn with_keys(found: Vec<(usize, LedgerEntry)>) -> Vec<Found> {
     if found.is_empty() {
         return Vec::new();
     }
     found
         .into_iter()
-        .map(|(at, entry)| {
-            let key = key_of(&entry);
-            (at, entry, key)
+        .map(|(line, entry)| Found {
+            line,
+            key: key_of(&entry),
+            loose: is_loose(&entry),
+            entry,
         })
         .collect()
 }
@@ -2096,6 +2130,48 @@ struct Seen {
     words: OnceLock<Arc<Words>>,
 }
 
+thread_local! {
+    /// This thread's pieces read lately (see [`Front`]).
+    static FRONT: std::cell::RefCell<Front> = std::cell::RefCell::default();
+}
+
+/// The pieces a thread read lately, in front of [`Recall`]'s shards: by
+/// the piece's key (a later piece of the same key takes its place), each
+/// hit compared whole as in the shards. A lookup here takes no lock and
+/// changes no count of references, which cost more than the rest of a
+/// lookup. It holds what the shards hold, shared, and keeps it alive after
+/// the shards let it go: at most [`Front::BYTES`] of text and
+/// [`Front::PIECES`] pieces a thread, then it is emptied.
+#[derive(Default)]
+struct Front {
+    pieces: std::collections::HashMap<u64, Arc<Seen>, BuildHasherDefault<Quick>>,
+    bytes: usize,
+}
+
+impl Front {
+    /// Pieces held at most.
+    const PIECES: usize = 4096;
+    /// Bytes of text held at most.
+    const BYTES: usize = 1 << 20;
+
+    /// The piece `text` of key `key`, held, else from `shared` (then held).
+    fn find(&mut self, key: u64, text: &str, shared: impl FnOnce() -> Arc<Seen>) -> Option<&Seen> {
+        if self.pieces.get(&key).is_none_or(|seen| *seen.text != *text) {
+            let seen = shared();
+            if let Some(old) = self.pieces.remove(&key) {
+                self.bytes -= old.text.len();
+            }
+            if self.bytes + seen.text.len() > Front::BYTES || self.pieces.len() >= Front::PIECES {
+                self.pieces.clear();
+                self.bytes = 0;
+            }
+            self.bytes += seen.text.len();
+            self.pieces.insert(key, seen);
+        }
+        self.pieces.get(&key).map(|seen| &**seen)
+    }
+}
+
 impl Recall {
     /// Shorter pieces are read each time (they cost little to read).
     const MIN: usize = 8;
@@ -2117,9 +2193,26 @@ impl Recall {
         }
     }
 
-    /// The remembered piece `text` (of [`Recall::MIN`] bytes or more),
-    /// remembered now if it was not.
-    fn get(&self, text: &str) -> Arc<Seen> {
+    /// Calls `f` with the remembered piece `text` (of [`Recall::MIN`]
+    /// bytes or more), remembered now if it was not: from this thread's
+    /// [`Front`] when it holds it (no lock, no count of references
+    /// changed), else from the shared shards.
+    fn with<R>(&self, text: &str, mut f: impl FnMut(&Seen) -> R) -> R {
+        let key = self.key(text);
+        // (Not while this thread's front is in use or gone: the shards.)
+        let front = FRONT.try_with(|front| {
+            let mut front = front.try_borrow_mut().ok()?;
+            Some(f(front.find(key, text, || self.get(key, text))?))
+        });
+        match front {
+            Ok(Some(r)) => r,
+            _ => f(&self.get(key, text)),
+        }
+    }
+
+    /// The keyed hash `text` is remembered by: its length and a few samples
+    /// of its bytes.
+    fn key(&self, text: &str) -> u64 {
         use std::hash::{BuildHasher, Hash, Hasher};
         let bytes = text.as_bytes();
         // A fast hash, seeded: a bucket holds few texts and every hit is
@@ -2136,7 +2229,12 @@ impl Recall {
             hasher.write_u64(sample(bytes, i * step));
         }
         hasher.write_u64(sample(bytes, last));
-        let key = hasher.finish();
+        hasher.finish()
+    }
+
+    /// The remembered piece `text`, of [`key`](Self::key) `key`, from the
+    /// shards, remembered now if it was not.
+    fn get(&self, key: u64, text: &str) -> Arc<Seen> {
         let shard = &self.shards[(key >> 32) as usize % Recall::SHARDS];
         let lock = || shard.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let seen = lock()
@@ -2265,8 +2363,14 @@ mod tests {
         text: &str,
         scan: impl FnOnce() -> Vec<(usize, LedgerEntry)>,
     ) -> Vec<(usize, LedgerEntry)> {
-        let found = recall.get(text).found.get_or_init(|| with_keys(scan())).clone();
-        found.into_iter().map(|(at, entry, _)| (at, entry)).collect()
+        let mut scan = Some(scan);
+        let found = recall.with(text, |seen| {
+            (seen
+                .found
+                .get_or_init(|| with_keys(scan.take().map(|scan| scan()).unwrap_or_default())))
+            .clone()
+        });
+        found.into_iter().map(|f| (f.line, f.entry)).collect()
     }
 
     /// A kept ledger's total stays the sum of its entries' counts however
@@ -2362,6 +2466,49 @@ mod tests {
         for shard in &recall.shards {
             assert!(shard.lock().unwrap().bytes <= Recall::SHARD_BYTES);
         }
+    }
+
+    /// This thread's front serves a piece the shards let go, the same
+    /// piece each time (compared whole), and stays within its bounds.
+    #[test]
+    fn the_front_serves_what_it_holds_and_stays_bounded() {
+        let recall = Recall::new();
+        let text = format!("see /srv/front.txt {}", "w".repeat(100));
+        let ptr = |seen: &Seen| seen as *const Seen;
+        let first = recall.with(&text, ptr);
+        // The shards forget it; the front still holds it.
+        for shard in &recall.shards {
+            *shard.lock().unwrap() = Shard::default();
+        }
+        assert_eq!(recall.with(&text, ptr), first);
+        // A text of the same length and samples is another piece.
+        let mut other = text.clone().into_bytes();
+        other[10] = b'x';
+        let other = String::from_utf8(other).unwrap();
+        assert_ne!(recall.with(&other, ptr), first);
+        assert_eq!(
+            found(&recall, &other, || newest_first(&other, &[])),
+            [(0, "/srv/fxont.txt".into())]
+        );
+        let bounded = || {
+            FRONT.with(|f| {
+                let f = f.borrow();
+                let bytes: usize = f.pieces.values().map(|s| s.text.len()).sum();
+                assert_eq!(bytes, f.bytes);
+                assert!(f.bytes <= Front::BYTES && f.pieces.len() <= Front::PIECES);
+            })
+        };
+        for i in 0..64 {
+            recall.with(&format!("{i} {}", "y".repeat(Front::BYTES / 16)), |_| ());
+            bounded();
+        }
+        for i in 0..Front::PIECES + 10 {
+            recall.with(&format!("piece number {i}"), |_| ());
+        }
+        bounded();
+        // While the front is in use, the shards answer, with the same piece.
+        let (outer, inner) = recall.with(&text, |seen| (ptr(seen), recall.with(&text, ptr)));
+        assert_eq!(outer, inner);
     }
 
     #[test]
@@ -2940,9 +3087,16 @@ mod tests {
     #[test]
     fn candidates_are_newest_first_and_deduplicated() {
         // Each entry comes with its key.
-        let listed = |(texts, keys): (Vec<LedgerEntry>, Vec<u64>)| {
-            assert_eq!(keys, texts.iter().map(|t| key_of(t)).collect::<Vec<_>>());
-            texts
+        let listed = |found: Candidates| {
+            assert_eq!(
+                found.keys,
+                found.texts.iter().map(|t| key_of(t)).collect::<Vec<_>>()
+            );
+            assert_eq!(
+                found.loose,
+                found.texts.iter().map(|t| is_loose(t)).collect::<Vec<_>>()
+            );
+            found.texts
         };
         let folded = [
             Message::user("old /srv/a.txt and PROJ-1"),
@@ -3018,7 +3172,7 @@ mod tests {
                 }
                 from_end += len;
             }
-            let (found, _) = candidates(messages.iter(), "", &[], &[], enough, max_bytes, false);
+            let found = candidates(messages.iter(), "", &[], &[], enough, max_bytes, false).texts;
             let found: Vec<&str> = found.iter().map(|e| e.as_str()).collect();
             let within = |far: usize| places.iter().filter(move |(_, _, end)| *end <= far);
             // Found in the window: those within it, and maybe one it cuts.
@@ -3064,7 +3218,7 @@ mod tests {
         };
         let turn = prose(1).next().unwrap().text().len();
         let folded: Vec<Message> = std::iter::once(opening.clone()).chain(prose(20)).collect();
-        let (found, _) = candidates(folded.iter(), "", &[], &[], 40, 4 * turn, false);
+        let found = candidates(folded.iter(), "", &[], &[], 40, 4 * turn, false).texts;
         assert_eq!(
             found,
             [
@@ -3076,7 +3230,7 @@ mod tests {
         );
         // Past 8 times the bytes, not read.
         let far: Vec<Message> = std::iter::once(opening.clone()).chain(prose(40)).collect();
-        let (found, _) = candidates(far.iter(), "", &[], &[], 40, 4 * turn, false);
+        let found = candidates(far.iter(), "", &[], &[], 40, 4 * turn, false).texts;
         assert_eq!(found, Vec::<String>::new());
         // A window that finds a quarter of `enough` is all that is read.
         let dense = Message::user(
@@ -3084,7 +3238,7 @@ mod tests {
         );
         let window: Vec<Message> = [opening, dense].into_iter().collect();
         let dense_len = window[1].text().len();
-        let (found, _) = candidates(window.iter(), "", &[], &[], 40, dense_len, false);
+        let found = candidates(window.iter(), "", &[], &[], 40, dense_len, false).texts;
         assert_eq!(found.len(), 10);
         assert!(!found.iter().any(|f| f == "ORD-2024-00123"));
     }

@@ -780,8 +780,8 @@ impl FoldPolicy {
         if m > 0 && (hot || loose) {
             let prose = ledger::Said::text(text);
             let loose = |i: usize| match i < f {
-                true => fresh.loose[i],
-                false => kept.loose[kept_at(i)],
+                true => fresh.entries.loose[i],
+                false => kept.entries.loose[kept_at(i)],
             };
             said = (0..m)
                 .map(|i| (hot || loose(i)) && prose.holds(text_of(i)))
