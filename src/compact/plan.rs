@@ -312,6 +312,8 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
         let mut texts: Vec<Option<LedgerEntry>> = (self.fold.into_inner())
             .map(|f| f.entries.texts.into_iter().map(Some).collect())
             .unwrap_or_default();
+        // (Listed and dropped are apart, each index once.)
+        debug_assert!(fitted.listed.iter().all(|i| !fitted.dropped.contains(i)));
         let mut take = |at: &[usize]| at.iter().filter_map(|&i| texts[i].take()).collect();
         let listed = take(&fitted.listed);
         let dropped = take(&fitted.dropped);

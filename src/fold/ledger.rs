@@ -212,7 +212,7 @@ impl Entries {
 }
 
 /// A memory's ledger, kept between folds: its entries (newest first, each
-/// counted once), which of them are loose (see [`is_loose`]), their
+/// counted once, with whether it is loose), how many are loose, their
 /// tokens' sum, and the section listing them all, rendered. A fold that
 /// finds a few entries and lists them all copies the section in runs and
 /// edits it by the entries it moves or drops: its cost is a copy of the
@@ -1779,9 +1779,9 @@ impl Filter {
 }
 
 impl<'m> Said<'m> {
-    /// What `messages` say. Each piece's words are found once a process
-    /// while it is remembered (a stateless compactor's kept turns are the
-    /// same turns request after request).
+    /// What `messages` say. Each piece's words are found once while the
+    /// memo of texts remembers it (a stateless compactor's kept turns are
+    /// the same turns request after request).
     pub(crate) fn new(messages: &'m [Message]) -> Self {
         let pieces: Vec<&str> = messages.iter().flat_map(pieces).collect();
         let words = pieces
@@ -1953,30 +1953,23 @@ pub(crate) fn candidates<'m>(
         keys: Vec::with_capacity(likely),
         loose: Vec::with_capacity(likely),
     };
-    // A bit for each key's low bits: an entry whose bit is clear is new
-    // (most are), with no search and no table to fill.
-    let mut keyed = [0u64; 64];
+    let mut firsts = Firsts::new(enough);
     // One entry per identifier: `key: value` and a bare `value` are the same one.
     let mut add = |entry: &LedgerEntry, key: u64, loose: bool, out: &mut Candidates| {
-        let bit = key as usize % 4096;
-        let (word, mask) = (bit / 64, 1u64 << (bit % 64));
-        if keyed[word] & mask != 0 {
-            // The first entry listed with its key, if one is.
-            if let Some(first) = out.keys.iter().position(|&k| k == key) {
-                // Listed already (most often as the same text), unless two
-                // identifiers share the hash.
-                let texts = &out.texts;
-                if texts[first] == **entry {
-                    return;
-                }
-                let value = value_of(entry);
-                let listed = |e: &LedgerEntry| value_of(e) == value;
-                if listed(&texts[first]) || texts.iter().any(listed) {
-                    return;
-                }
+        if let Some(first) = firsts.first(key, &out.keys) {
+            // Listed already (most often as the same text), unless two
+            // identifiers share the hash.
+            let texts = &out.texts;
+            if texts[first] == **entry {
+                return;
+            }
+            let value = value_of(entry);
+            let listed = |e: &LedgerEntry| value_of(e) == value;
+            if listed(&texts[first]) || texts.iter().any(listed) {
+                return;
             }
         }
-        keyed[word] |= mask;
+        firsts.note(key, out.texts.len());
         out.texts.push(entry.clone());
         out.keys.push(key);
         out.loose.push(loose);
@@ -2043,6 +2036,62 @@ pub(crate) fn candidates<'m>(
         add(&entry, key_of(&entry), is_loose(&entry), &mut out);
     }
     out
+}
+
+/// Where the first of [`candidates`]' entries with each key is.
+// (One lives on the stack for one call: its size costs nothing, a box would
+// cost an allocation.)
+#[allow(clippy::large_enum_variant)]
+enum Firsts {
+    /// For a ledger of a few hundred entries at most: a bit for each key's
+    /// low bits. An entry whose bit is clear is new (most are), with no
+    /// search and no table to fill; one whose bit is set is looked for
+    /// among the keys.
+    Bits([u64; 64]),
+    /// For a larger one, by key.
+    Map(std::collections::HashMap<u64, usize, BuildHasherDefault<Quick>>),
+}
+
+impl Firsts {
+    /// Entries at most for [`Firsts::Bits`]: a search among the keys stays
+    /// shorter than a table's upkeep.
+    const FEW: usize = 512;
+
+    fn new(enough: usize) -> Self {
+        match enough <= Firsts::FEW {
+            true => Firsts::Bits([0; 64]),
+            false => Firsts::Map(std::collections::HashMap::with_capacity_and_hasher(
+                enough.min(1 << 12),
+                Default::default(),
+            )),
+        }
+    }
+
+    /// The index of the first entry with `key`, if any (`keys` the entries').
+    fn first(&self, key: u64, keys: &[u64]) -> Option<usize> {
+        match self {
+            Firsts::Bits(bits) => {
+                let bit = key as usize % 4096;
+                (bits[bit / 64] & 1 << (bit % 64) != 0)
+                    .then(|| keys.iter().position(|&k| k == key))
+                    .flatten()
+            }
+            Firsts::Map(map) => map.get(&key).copied(),
+        }
+    }
+
+    /// Notes that entry `index` has `key` (the first with it is kept).
+    fn note(&mut self, key: u64, index: usize) {
+        match self {
+            Firsts::Bits(bits) => {
+                let bit = key as usize % 4096;
+                bits[bit / 64] |= 1 << (bit % 64);
+            }
+            Firsts::Map(map) => {
+                map.entry(key).or_insert(index);
+            }
+        }
+    }
 }
 
 /// An identifier found in a piece, with what is known of it once found.
@@ -2141,7 +2190,8 @@ thread_local! {
 /// changes no count of references, which cost more than the rest of a
 /// lookup. It holds what the shards hold, shared, and keeps it alive after
 /// the shards let it go: at most [`Front::BYTES`] of text and
-/// [`Front::PIECES`] pieces a thread, then it is emptied.
+/// [`Front::PIECES`] pieces a thread, then it is emptied. A piece longer
+/// than that bound, or one the shards do not keep, is not held.
 #[derive(Default)]
 struct Front {
     pieces: std::collections::HashMap<u64, Arc<Seen>, BuildHasherDefault<Quick>>,
@@ -2154,10 +2204,15 @@ impl Front {
     /// Bytes of text held at most.
     const BYTES: usize = 1 << 20;
 
-    /// The piece `text` of key `key`, held, else from `shared` (then held).
-    fn find(&mut self, key: u64, text: &str, shared: impl FnOnce() -> Arc<Seen>) -> Option<&Seen> {
+    /// The piece `text` of key `key`, held, else from `shared` (then held,
+    /// unless it is not to be: `Err`).
+    fn find(&mut self, key: u64, text: &str, shared: impl Fn() -> Arc<Seen>) -> Result<&Seen, Arc<Seen>> {
         if self.pieces.get(&key).is_none_or(|seen| *seen.text != *text) {
             let seen = shared();
+            // (The shards keep no copy of a text longer than a shard.)
+            if seen.text.is_empty() || seen.text.len() > Front::BYTES {
+                return Err(seen);
+            }
             if let Some(old) = self.pieces.remove(&key) {
                 self.bytes -= old.text.len();
             }
@@ -2166,9 +2221,9 @@ impl Front {
                 self.bytes = 0;
             }
             self.bytes += seen.text.len();
-            self.pieces.insert(key, seen);
+            return Ok(self.pieces.entry(key).insert_entry(seen).into_mut());
         }
-        self.pieces.get(&key).map(|seen| &**seen)
+        self.pieces.get(&key).map(|seen| &**seen).ok_or_else(shared)
     }
 }
 
@@ -2202,7 +2257,10 @@ impl Recall {
         // (Not while this thread's front is in use or gone: the shards.)
         let front = FRONT.try_with(|front| {
             let mut front = front.try_borrow_mut().ok()?;
-            Some(f(front.find(key, text, || self.get(key, text))?))
+            Some(match front.find(key, text, || self.get(key, text)) {
+                Ok(seen) => f(seen),
+                Err(seen) => f(&seen),
+            })
         });
         match front {
             Ok(Some(r)) => r,
@@ -2506,6 +2564,18 @@ mod tests {
             recall.with(&format!("piece number {i}"), |_| ());
         }
         bounded();
+        // A piece longer than the bound is not held (it would empty the
+        // front at each miss), nor one the shards keep no copy of.
+        for long in [Front::BYTES + 1, Recall::SHARD_BYTES + 1] {
+            let long = "z".repeat(long);
+            let served = recall.with(&long, ptr);
+            assert!(FRONT.with(|f| f.borrow().pieces.values().all(|s| !std::ptr::eq(&**s, served))));
+            bounded();
+        }
+        assert!(
+            FRONT.with(|f| f.borrow().pieces.len()) > 0,
+            "the short pieces stay"
+        );
         // While the front is in use, the shards answer, with the same piece.
         let (outer, inner) = recall.with(&text, |seen| (ptr(seen), recall.with(&text, ptr)));
         assert_eq!(outer, inner);
@@ -2983,6 +3053,27 @@ mod tests {
                 start = end + 1;
             }
             proptest::prop_assert_eq!(found, words);
+        }
+
+        /// Both ways of finding an entry's first place agree, whatever the
+        /// keys (drawn from few values, so that many repeat and collide).
+        #[test]
+        fn both_ways_of_finding_the_first_entry_agree(
+            keys in proptest::collection::vec(0u64..64, 0..300),
+            spread in 0u32..58,
+        ) {
+            let (mut bits, mut map) = (Firsts::new(1), Firsts::new(Firsts::FEW + 1));
+            proptest::prop_assert!(matches!((&bits, &map), (Firsts::Bits(_), Firsts::Map(_))));
+            let mut seen: Vec<u64> = Vec::new();
+            for key in keys {
+                let key = key << spread;
+                let expected = seen.iter().position(|&k| k == key);
+                proptest::prop_assert_eq!(bits.first(key, &seen), expected);
+                proptest::prop_assert_eq!(map.first(key, &seen), expected);
+                bits.note(key, seen.len());
+                map.note(key, seen.len());
+                seen.push(key);
+            }
         }
 
         /// The eight-at-a-time check finds a byte of at most `b' '` exactly
