@@ -894,6 +894,70 @@ async fn the_shutdown_timeout_holds_with_a_fold_in_flight() {
     request.abort();
 }
 
+/// Whether the process `pid` has ended (gone, or a zombie no one reaps).
+fn ended(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+        stat.rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z'))
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_summarize_command_in_flight_ends_with_the_proxy() {
+    let up = ok_upstream().await;
+    let pids = std::env::temp_dir().join(format!("chatfold-serve-{}-pids", std::process::id()));
+    let _ = std::fs::remove_file(&pids);
+    // The shell and what it started, each recorded: both must end.
+    let slow = format!(
+        "echo $$ > '{0}'; sleep 60 & echo $! >> '{0}'; cat > /dev/null; wait; echo late",
+        pids.display()
+    );
+    let mut proxy = Proxy::start(&[
+        "--upstream",
+        &up.url(),
+        "--budget",
+        "400",
+        "--summarize-cmd",
+        &slow,
+        "--shutdown-timeout",
+        "1",
+        "--quiet",
+    ]);
+    let url = proxy.url("/v1/chat/completions");
+    let request = tokio::spawn(async move { post(&url, &[], openai_body(30).to_string()).await });
+    let started = Instant::now();
+    let recorded = loop {
+        let text = std::fs::read_to_string(&pids).unwrap_or_default();
+        let recorded: Vec<String> = text.lines().map(str::to_owned).collect();
+        if recorded.len() == 2 {
+            break recorded;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the command did not start"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(
+        recorded.iter().all(|pid| !ended(pid)),
+        "running before the shutdown"
+    );
+    proxy.terminate();
+    let _ = tokio::task::spawn_blocking(move || proxy.wait()).await.unwrap();
+    // Killed with the proxy, not left running its minute.
+    let gone = Instant::now();
+    while !recorded.iter().all(|pid| ended(pid)) {
+        assert!(
+            gone.elapsed() < Duration::from_secs(5),
+            "{recorded:?} outlived the proxy"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    request.abort();
+    let _ = std::fs::remove_file(&pids);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_retrying_http_summarizer_is_still_called_once_for_identical_requests() {
     let up = ok_upstream().await;

@@ -92,6 +92,9 @@ pub(crate) fn cannot_run_command(e: impl Display) -> String {
     format!("cannot run summarize command: {e}")
 }
 
+/// A summarize command started while this process ends (it is killed).
+pub(crate) const ENDING: &str = "chatfold is ending: the summarize command was stopped";
+
 /// The shell summarizer cannot be waited for.
 pub(crate) fn cannot_wait_command(e: impl Display) -> String {
     format!("cannot wait for summarize command: {e}")

@@ -259,6 +259,8 @@ impl Summarizer for ShellSummarizer {
         #[cfg(unix)]
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
         let mut child = command.spawn().map_err(messages::cannot_run_command)?;
+        #[cfg(unix)]
+        let group = Running::add(&mut child)?;
         let stdin = child.stdin.take();
         std::thread::scope(|scope| {
             scope.spawn(move || {
@@ -274,6 +276,7 @@ impl Summarizer for ShellSummarizer {
             #[cfg(unix)]
             {
                 RUNNING.store(0, Ordering::SeqCst);
+                Running::remove(group);
                 // A command ended by an interrupt's handler is no answer: the
                 // handler ends this process (it may not have yet, on another
                 // thread), and nothing is written meanwhile.
@@ -290,6 +293,74 @@ impl Summarizer for ShellSummarizer {
 /// which [`pass_on_signals`]'s handler signals.
 #[cfg(unix)]
 static RUNNING: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// The process groups of the summarize commands running now, on any
+/// thread, and whether this process is ending: what [`end_commands`]
+/// kills. (Not for a signal's handler, which may take no lock: it has
+/// [`RUNNING`].)
+#[cfg(unix)]
+static GROUPS: std::sync::Mutex<Running> = std::sync::Mutex::new(Running {
+    groups: Vec::new(),
+    ending: false,
+});
+
+/// What [`GROUPS`] holds.
+#[cfg(unix)]
+struct Running {
+    groups: Vec<libc::pid_t>,
+    ending: bool,
+}
+
+#[cfg(unix)]
+impl Running {
+    fn lock() -> std::sync::MutexGuard<'static, Running> {
+        GROUPS.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Notes `child`'s group (its id), or, once this process is ending,
+    /// kills it: a command started after [`end_commands`] ran does not
+    /// outlive this process either.
+    fn add(child: &mut std::process::Child) -> Result<libc::pid_t, String> {
+        let group = libc::pid_t::try_from(child.id()).unwrap_or(0);
+        let mut running = Running::lock();
+        if running.ending {
+            drop(running);
+            kill_group(child);
+            let _ = child.wait();
+            return Err(messages::ENDING.to_owned());
+        }
+        running.groups.push(group);
+        Ok(group)
+    }
+
+    /// Forgets `group`: its command has ended (or was killed).
+    fn remove(group: libc::pid_t) {
+        let mut running = Running::lock();
+        if let Some(at) = running.groups.iter().position(|&g| g == group) {
+            running.groups.swap_remove(at);
+        }
+    }
+}
+
+/// Kills every summarize command running now, with what it started in its
+/// group, and any started from now on: for `serve`, whose folds may still
+/// wait on one when the shutdown's timeout has passed (a command left
+/// running would outlive the process).
+pub(crate) fn end_commands() {
+    #[cfg(unix)]
+    {
+        let mut running = Running::lock();
+        running.ending = true;
+        for &group in &running.groups {
+            if group > 0 {
+                // SAFETY: `kill` takes plain integers and touches no memory.
+                unsafe {
+                    libc::kill(-group, libc::SIGKILL);
+                }
+            }
+        }
+    }
+}
 
 /// Whether [`pass_on_signals`]'s handler ran: the process is ending.
 #[cfg(unix)]

@@ -131,6 +131,8 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), Failure> {
     // The ledger's patterns built before the first request needs them.
     app.base.policy.prepare();
     let outcome = runtime.block_on(run(app, args.listen));
+    // Summarize commands that folds still wait on end with this process.
+    crate::summarizers::end_commands();
     drop(entered);
     // Folds still on blocking threads (a summarizer retrying for a client
     // that is gone) do not hold the exit past the shutdown timeout.
