@@ -258,7 +258,8 @@ pub(crate) struct ServeArgs {
     /// Seconds the upstream may take to start its response.
     #[arg(long, value_name = "SECS", default_value_t = 600.0)]
     pub(crate) upstream_timeout: f64,
-    /// Seconds in-flight requests may take to finish after SIGTERM or Ctrl-C.
+    /// Seconds in-flight requests may take to finish after SIGTERM or Ctrl-C
+    /// (then summarize commands still running are killed).
     #[arg(long, value_name = "SECS", default_value_t = 30.0)]
     pub(crate) shutdown_timeout: f64,
     /// No log line per request.
