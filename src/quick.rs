@@ -1,7 +1,8 @@
 //! A fast seeded hash for short texts, shared by the ledger's sets and
-//! memo and the token counter's memo of short texts.
+//! memo and the token counter's memo of short texts; and how those memos
+//! take their locks.
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, MutexGuard, OnceLock, TryLockError};
 
 /// A fast hash for short texts (identifiers, words), eight bytes a step
 /// (FxHash's), for sets and keys that stay in the process (nothing keyed
@@ -60,4 +61,26 @@ impl std::hash::Hasher for Quick {
     fn write_usize(&mut self, i: usize) {
         self.add(i as u64);
     }
+}
+
+/// A memo's lock, if it can be had soon; `None` if not. A memo is a cache:
+/// a caller that cannot have its lock reads afresh (and keeps nothing)
+/// rather than wait. That bounds the wait on a shard being emptied, and
+/// keeps a forked child working, whose parent's other threads may have held
+/// a lock at the fork (never to release it in the child, as Python's
+/// `multiprocessing` forks a process that uses chatfold from threads).
+pub(crate) fn memo_lock<T>(mutex: &Mutex<T>) -> Option<MutexGuard<'_, T>> {
+    // A memo's lock is held for a lookup or an insert: a few spins are
+    // enough but for a lock that is not coming back.
+    const SPINS: usize = 64;
+    const YIELDS: usize = 8;
+    for attempt in 0..SPINS + YIELDS {
+        match mutex.try_lock() {
+            Ok(guard) => return Some(guard),
+            Err(TryLockError::Poisoned(poisoned)) => return Some(poisoned.into_inner()),
+            Err(TryLockError::WouldBlock) if attempt < SPINS => std::hint::spin_loop(),
+            Err(TryLockError::WouldBlock) => std::thread::yield_now(),
+        }
+    }
+    None
 }

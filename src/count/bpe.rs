@@ -6,7 +6,7 @@ use std::collections::BinaryHeap;
 
 use regex::Regex;
 
-use crate::quick::Quick;
+use crate::quick::{Quick, memo_lock};
 
 use super::table;
 
@@ -83,16 +83,18 @@ impl Memo {
         }
         let key = u128::from(self.keys[0].hash_one(text)) << 64 | u128::from(self.keys[1].hash_one(text));
         let shard = &self.shards[(key as usize) % Memo::SHARDS];
-        let lock = || shard.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(&n) = lock().get(&key) {
+        // (A shard whose lock cannot be had soon is passed by: see
+        // `memo_lock`.)
+        if let Some(n) = memo_lock(shard).and_then(|map| map.get(&key).copied()) {
             return n;
         }
         let n = count();
-        let mut map = lock();
-        if map.len() >= Memo::PER_SHARD {
-            map.clear();
+        if let Some(mut map) = memo_lock(shard) {
+            if map.len() >= Memo::PER_SHARD {
+                map.clear();
+            }
+            map.insert(key, n);
         }
-        map.insert(key, n);
         n
     }
 
@@ -101,18 +103,20 @@ impl Memo {
         use std::hash::BuildHasher;
         let key = std::hash::BuildHasherDefault::<Quick>::default().hash_one(text);
         let shard = &self.short[(key >> 32) as usize % Memo::SHARDS];
-        let lock = || shard.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some((kept, n)) = lock().get(&key)
-            && **kept == *text
-        {
-            return *n;
+        let remembered = memo_lock(shard).and_then(|map| match map.get(&key) {
+            Some((kept, n)) if **kept == *text => Some(*n),
+            _ => None,
+        });
+        if let Some(n) = remembered {
+            return n;
         }
         let n = count();
-        let mut map = lock();
-        if map.len() >= Memo::SHORT_PER_SHARD {
-            map.clear();
+        if let Some(mut map) = memo_lock(shard) {
+            if map.len() >= Memo::SHORT_PER_SHARD {
+                map.clear();
+            }
+            map.insert(key, (text.into(), n));
         }
-        map.insert(key, (text.into(), n));
         n
     }
 }
@@ -436,6 +440,26 @@ mod tests {
         assert!(held <= Memo::SHARDS * Memo::PER_SHARD);
         let short: usize = memo.short.iter().map(|s| s.lock().unwrap().len()).sum();
         assert!(short > 0 && short <= Memo::SHARDS * Memo::SHORT_PER_SHARD);
+    }
+
+    /// A memo whose every lock is held, as in a child forked while another
+    /// thread of its parent held one: texts are counted, and nothing waits.
+    #[test]
+    fn a_memo_whose_locks_are_held_still_counts() {
+        let memo = std::sync::Arc::new(Memo::new());
+        let long = "x".repeat(Memo::SHORT + 1);
+        assert_eq!(memo.get_or(&long, || 7), 7);
+        let held: Vec<_> = (memo.shards.iter().map(|s| s.lock().unwrap())).collect();
+        let short: Vec<_> = (memo.short.iter().map(|s| s.lock().unwrap())).collect();
+        let (sent, answers) = std::sync::mpsc::channel();
+        let other = std::sync::Arc::clone(&memo);
+        std::thread::spawn(move || {
+            let counts = [other.get_or(&long, || 8), other.get_or("a short text", || 9)];
+            let _ = sent.send(counts);
+        });
+        let counts = answers.recv_timeout(std::time::Duration::from_secs(10));
+        assert_eq!(counts, Ok([8, 9]), "counted afresh, without waiting");
+        drop((held, short));
     }
 
     /// Another short text at a text's key (a collision, planted): the text

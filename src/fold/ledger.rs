@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 use regex::Regex;
 
 use crate::message::{Key, KeyVisitor, Message};
-use crate::quick::Quick;
+use crate::quick::{Quick, memo_lock};
 
 /// One ledger entry: an identifier as the folded turns hold it
 /// (`/srv/app/config.toml`, `ORD-2024-00123`), or a JSON `key: value`
@@ -2294,12 +2294,13 @@ impl Recall {
     /// shards, remembered now if it was not.
     fn get(&self, key: u64, text: &str) -> Arc<Seen> {
         let shard = &self.shards[(key >> 32) as usize % Recall::SHARDS];
-        let lock = || shard.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let seen = lock()
-            .buckets
-            .as_ref()
-            .and_then(|b| b.get(&key))
-            .and_then(|bucket| bucket.iter().find(|s| *s.text == *text).cloned());
+        // (A shard whose lock cannot be had soon is passed by: see
+        // `memo_lock`.)
+        let seen = memo_lock(shard).and_then(|shard| {
+            (shard.buckets.as_ref())
+                .and_then(|b| b.get(&key))
+                .and_then(|bucket| bucket.iter().find(|s| *s.text == *text).cloned())
+        });
         if let Some(seen) = seen {
             return seen;
         }
@@ -2313,11 +2314,13 @@ impl Recall {
         if !kept {
             return seen;
         }
-        let mut guard = lock();
+        let Some(mut guard) = memo_lock(shard) else {
+            return seen;
+        };
         let shard = &mut *guard;
-        if shard.bytes.saturating_add(text.len()) > Recall::SHARD_BYTES {
-            *shard = Shard::default();
-        }
+        // An emptied shard's pieces are dropped after the lock is released.
+        let emptied =
+            (shard.bytes.saturating_add(text.len()) > Recall::SHARD_BYTES).then(|| std::mem::take(shard));
         shard.bytes += text.len();
         let bucket = shard
             .buckets
@@ -2329,6 +2332,8 @@ impl Recall {
             shard.bytes -= oldest.text.len();
         }
         bucket.push(Arc::clone(&seen));
+        drop(guard);
+        drop(emptied);
         seen
     }
 }
@@ -2524,6 +2529,24 @@ mod tests {
         for shard in &recall.shards {
             assert!(shard.lock().unwrap().bytes <= Recall::SHARD_BYTES);
         }
+    }
+
+    /// A memo whose every lock is held, as in a child forked while another
+    /// thread of its parent held one: pieces are read afresh, and nothing
+    /// waits.
+    #[test]
+    fn a_memo_whose_locks_are_held_still_finds() {
+        let recall = std::sync::Arc::new(Recall::new());
+        let text = format!("see /srv/held.txt {}", "w ".repeat(20));
+        let held: Vec<_> = (recall.shards.iter().map(|s| s.lock().unwrap())).collect();
+        let (sent, answers) = std::sync::mpsc::channel();
+        let other = std::sync::Arc::clone(&recall);
+        std::thread::spawn(move || {
+            let _ = sent.send(found(&other, &text, || newest_first(&text, &[])));
+        });
+        let found = answers.recv_timeout(std::time::Duration::from_secs(10));
+        assert_eq!(found, Ok(vec![(0, "/srv/held.txt".into())]));
+        drop(held);
     }
 
     /// This thread's front serves a piece the shards let go, the same
