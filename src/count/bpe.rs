@@ -89,12 +89,7 @@ impl Memo {
             return n;
         }
         let n = count();
-        if let Some(mut map) = memo_lock(shard) {
-            if map.len() >= Memo::PER_SHARD {
-                map.clear();
-            }
-            map.insert(key, n);
-        }
+        keep(shard, Memo::PER_SHARD, key, n);
         n
     }
 
@@ -111,13 +106,24 @@ impl Memo {
             return n;
         }
         let n = count();
-        if let Some(mut map) = memo_lock(shard) {
-            if map.len() >= Memo::SHORT_PER_SHARD {
-                map.clear();
-            }
-            map.insert(key, (text.into(), n));
-        }
+        keep(shard, Memo::SHORT_PER_SHARD, key, (text.into(), n));
         n
+    }
+}
+
+/// Keeps `value` at `key` in a memo's `shard`, emptied first when it holds
+/// `most` (and nothing kept when its lock cannot be had soon).
+fn keep<K: std::hash::Hash + Eq, V>(
+    shard: &std::sync::Mutex<std::collections::HashMap<K, V, std::hash::BuildHasherDefault<Quick>>>,
+    most: usize,
+    key: K,
+    value: V,
+) {
+    if let Some(mut map) = memo_lock(shard) {
+        if map.len() >= most {
+            map.clear();
+        }
+        map.insert(key, value);
     }
 }
 

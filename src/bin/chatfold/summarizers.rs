@@ -260,7 +260,7 @@ impl Summarizer for ShellSummarizer {
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
         let mut child = command.spawn().map_err(messages::cannot_run_command)?;
         #[cfg(unix)]
-        let group = Running::add(&mut child)?;
+        let group = Commands::add(&mut child)?;
         let stdin = child.stdin.take();
         std::thread::scope(|scope| {
             scope.spawn(move || {
@@ -276,7 +276,7 @@ impl Summarizer for ShellSummarizer {
             #[cfg(unix)]
             {
                 RUNNING.store(0, Ordering::SeqCst);
-                Running::remove(group);
+                Commands::remove(group);
                 // A command ended by an interrupt's handler is no answer: the
                 // handler ends this process (it may not have yet, on another
                 // thread), and nothing is written meanwhile.
@@ -299,21 +299,21 @@ static RUNNING: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new
 /// kills. (Not for a signal's handler, which may take no lock: it has
 /// [`RUNNING`].)
 #[cfg(unix)]
-static GROUPS: std::sync::Mutex<Running> = std::sync::Mutex::new(Running {
+static GROUPS: std::sync::Mutex<Commands> = std::sync::Mutex::new(Commands {
     groups: Vec::new(),
     ending: false,
 });
 
 /// What [`GROUPS`] holds.
 #[cfg(unix)]
-struct Running {
+struct Commands {
     groups: Vec<libc::pid_t>,
     ending: bool,
 }
 
 #[cfg(unix)]
-impl Running {
-    fn lock() -> std::sync::MutexGuard<'static, Running> {
+impl Commands {
+    fn lock() -> std::sync::MutexGuard<'static, Commands> {
         GROUPS.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
@@ -322,7 +322,7 @@ impl Running {
     /// outlive this process either.
     fn add(child: &mut std::process::Child) -> Result<libc::pid_t, String> {
         let group = libc::pid_t::try_from(child.id()).unwrap_or(0);
-        let mut running = Running::lock();
+        let mut running = Commands::lock();
         if running.ending {
             drop(running);
             kill_group(child);
@@ -335,7 +335,7 @@ impl Running {
 
     /// Forgets `group`: its command has ended (or was killed).
     fn remove(group: libc::pid_t) {
-        let mut running = Running::lock();
+        let mut running = Commands::lock();
         if let Some(at) = running.groups.iter().position(|&g| g == group) {
             running.groups.swap_remove(at);
         }
@@ -349,16 +349,9 @@ impl Running {
 pub(crate) fn end_commands() {
     #[cfg(unix)]
     {
-        let mut running = Running::lock();
+        let mut running = Commands::lock();
         running.ending = true;
-        for &group in &running.groups {
-            if group > 0 {
-                // SAFETY: `kill` takes plain integers and touches no memory.
-                unsafe {
-                    libc::kill(-group, libc::SIGKILL);
-                }
-            }
-        }
+        running.groups.iter().for_each(|&group| kill_group_of(group));
     }
 }
 
@@ -489,17 +482,25 @@ fn exit_code(status: std::process::ExitStatus) -> String {
 /// Kills `child` and the processes of its group (see
 /// [`ShellSummarizer::summarize`]), those it started and that stayed in it.
 fn kill_group(child: &mut std::process::Child) {
+    // The group's id is the child's. An id is given to a new process only
+    // once no process has it as its own or its group's, and ids are given
+    // in turn, so within a deadline it names this group.
     #[cfg(unix)]
     if let Ok(group) = libc::pid_t::try_from(child.id()) {
-        // The group's id is the child's. An id is given to a new process
-        // only once no process has it as its own or its group's, and ids
-        // are given in turn, so within a deadline it names this group.
+        kill_group_of(group);
+    }
+    let _ = child.kill();
+}
+
+/// Kills the processes of the group `group` (none for 0 or less).
+#[cfg(unix)]
+fn kill_group_of(group: libc::pid_t) {
+    if group > 0 {
         // SAFETY: `kill` takes plain integers and touches no memory.
         unsafe {
             libc::kill(-group, libc::SIGKILL);
         }
     }
-    let _ = child.kill();
 }
 
 /// Reads a pipe to its end on a thread of its own, then drops `closed`
