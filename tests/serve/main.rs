@@ -518,6 +518,54 @@ impl Drop for Counting {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn fold_threads_bound_the_folds_at_once() {
+    let up = ok_upstream().await;
+    let log = std::env::temp_dir().join(format!("chatfold-serve-{}-turns", std::process::id()));
+    let _ = std::fs::remove_file(&log);
+    // Each call notes when it starts and ends, and takes a while between.
+    let noting = format!(
+        "echo start >> '{0}'; cat > /dev/null; sleep 0.5; echo end >> '{0}'; echo 'The user checked the logs.'",
+        log.display()
+    );
+    let proxy = Proxy::start(&[
+        "--upstream",
+        &up.url(),
+        "--budget",
+        "400",
+        "--summarize-cmd",
+        &noting,
+        "--fold-threads",
+        "1",
+        "--quiet",
+    ]);
+    // Two conversations, sent at once: each needs a fold of its own.
+    let requests: Vec<_> = ["prod-eu", "prod-us"]
+        .into_iter()
+        .map(|cluster| {
+            let url = proxy.url("/v1/chat/completions");
+            let body = openai_body(30).to_string().replace("prod-eu", cluster);
+            tokio::spawn(async move { post(&url, &[], body).await })
+        })
+        .collect();
+    for request in requests {
+        let answer = request.await.unwrap();
+        assert_eq!(answer.status, 200);
+        assert_eq!(answer.header("x-chatfold-fallback"), None);
+    }
+    // One fold at a time: the second call starts after the first ends.
+    let turns = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(turns, "start\nend\nstart\nend\n");
+    let _ = std::fs::remove_file(&log);
+    // None is no number of threads.
+    let refused = std::process::Command::new(env!("CARGO_BIN_EXE_chatfold"))
+        .args(["serve", "--upstream", &up.url(), "--fold-threads", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--fold-threads"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn two_tenants_with_the_same_transcript_never_share_a_summary() {
     let (up, counting) = (ok_upstream().await, Counting::new("tenants", 0));
     let url = up.url();

@@ -111,7 +111,10 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), Failure> {
         .map(|url| fleet::Fleet::new(url, longest))
         .transpose()
         .map_err(|e| Failure::new(exit::USAGE, e))?;
+    // Folds run on blocking threads, each keeping the memos of what it read
+    // (spans, texts): their number bounds that memory.
     let runtime = tokio::runtime::Builder::new_multi_thread()
+        .max_blocking_threads(usize::from(args.fold_threads))
         .enable_all()
         .build()
         .map_err(|e| Failure::new(exit::USAGE, format!("cannot start the runtime: {e}")))?;
