@@ -1,5 +1,6 @@
 //! Criterion benches: planning against history length, compaction end to
-//! end, counting throughput against raw tiktoken-rs, memory adds.
+//! end, counting throughput against raw tiktoken-rs, memory adds, the
+//! ledger's cost (each case with the ledger on, the default, and off).
 //!
 //! `cargo bench --bench compact`; results and the machine in BENCHMARKS.md.
 
@@ -11,7 +12,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use chatfold::memory::{Remember, RollingMemory, Settings};
-use chatfold::{Compactor, Extractive, Heuristic, Ready, SummaryRequest, Tiktoken, TokenCounter};
+use chatfold::{Compactor, Extractive, FoldPolicy, Heuristic, Ready, SummaryRequest, Tiktoken, TokenCounter};
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
 fn fixed(_: &SummaryRequest<'_>) -> Result<String, Infallible> {
@@ -137,9 +138,60 @@ fn rolling_adds(c: &mut Criterion) {
     group.finish();
 }
 
+/// The ledger's cost: compactions of 1 000 and 10 000 messages (heuristic
+/// and o200k) and 1 000 adds to a full rolling memory, ledger on (the
+/// default) and off. Targets: within 1.5x (compactions) and 1.3x (adds).
+fn ledger_on_off(c: &mut Criterion) {
+    let mut group = c.benchmark_group("ledger");
+    let policy = |on: bool| FoldPolicy::new().ledger(on);
+    let o200k = Tiktoken::o200k_base().unwrap();
+    for n in [1_000, 10_000] {
+        let h = history::history(n, 42);
+        for on in [true, false] {
+            let state = if on { "on" } else { "off" };
+            let heuristic = Compactor::new(8_000).keep_recent(4_000).policy(policy(on));
+            group.bench_function(format!("compact_{n}_heuristic_{state}"), |b| {
+                b.iter(|| heuristic.compact(black_box(&h), &fixed).unwrap())
+            });
+            let counted = heuristic.clone().counter(o200k);
+            group.bench_function(format!("compact_{n}_o200k_{state}"), |b| {
+                b.iter(|| counted.compact(black_box(&h), &fixed).unwrap())
+            });
+        }
+    }
+    let h = history::history(11_000, 42);
+    let words = |t: &str| t.split_whitespace().count();
+    for on in [true, false] {
+        let state = if on { "on" } else { "off" };
+        group.bench_function(format!("rolling_adds_10000_to_11000_{state}"), |b| {
+            b.iter_batched(
+                || {
+                    let settings = Settings::new(4_000)
+                        .summarizer(fixed)
+                        .counter(words)
+                        .policy(policy(on));
+                    let mut memory = RollingMemory::new(settings).unwrap();
+                    for m in &h[..10_000] {
+                        memory.add_message(m.clone()).unwrap();
+                    }
+                    (memory, h[10_000..].to_vec())
+                },
+                |(mut memory, batch)| {
+                    for m in batch {
+                        memory.add_message(m).unwrap();
+                    }
+                    memory
+                },
+                BatchSize::LargeInput,
+            )
+        });
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(20).measurement_time(Duration::from_secs(4)).warm_up_time(Duration::from_secs(1));
-    targets = plan_vs_history_length, compact_end_to_end, compact_async_vs_sync, counting_throughput, rolling_adds
+    targets = plan_vs_history_length, compact_end_to_end, compact_async_vs_sync, counting_throughput, rolling_adds, ledger_on_off
 }
 criterion_main!(benches);

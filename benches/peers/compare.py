@@ -22,6 +22,13 @@ What is timed:
 - rolling: 10 000 adds to a rolling memory (max_tokens 4000, a constant
   summarizer, the word-count token counter on both sides), rollmem's
   `RollingMemory.add_message` against chatfold's `RollingMemory::add_message`.
+- ledger on / off: chatfold against itself, the ledger on (the default) and
+  off, interleaved in one process (`peer_driver pair`: compactions
+  alternate one by one, rolling memories take turns in blocks of 100 adds).
+  The machine's speed drifts by up to 1.5x within milliseconds, so the
+  fresh-process rows above give on / off ratios that move from run to run;
+  these hold. Each is the median over processes of the ratio of medians
+  (compact) or of totals (rolling).
 """
 
 import glob
@@ -142,6 +149,25 @@ def rollmem_adds(messages, adds):
     return run
 
 
+def ledger_ratios(tmp, sizes, rolling_path, adds):
+    """Rows (label, on_s, off_s, ratio) of `peer_driver pair`, three processes each."""
+    rows = []
+    for n in sizes:
+        path = pathlib.Path(tmp) / f"history-{n}.json"
+        # About a third of a second a process.
+        reps = {1_000: 300, 10_000: 100}.get(n, 7)
+        for tokenizer in ["heuristic", "o200k_base"]:
+            runs = [driver("pair", "compact", path, 8000, 4000, tokenizer, reps) for _ in range(3)]
+            on = [median(r["on_s"]) for r in runs]
+            off = [median(r["off_s"]) for r in runs]
+            ratio = median([a / b for a, b in zip(on, off)])
+            rows.append((f"compact {n:>7} msgs, {tokenizer}", median(on), median(off), ratio))
+    runs = [driver("pair", "rolling", rolling_path, adds, 4000) for _ in range(3)]
+    ratio = median([r["on_s"] / r["off_s"] for r in runs])
+    rows.append(("rolling 10 000 adds, total", median([r["on_s"] for r in runs]), median([r["off_s"] for r in runs]), ratio))
+    return rows
+
+
 def median(xs):
     return statistics.median(xs)
 
@@ -190,6 +216,7 @@ def main():
                 ("last_1000_s", "rolling: last 1 000 adds"),
             ]:
                 rows.append((label + suffix, median([t[key] for t in theirs]), median([o[key] for o in runs])))
+        paired = ledger_ratios(tmp, sizes, path, adds)
     print(f"\n{'what':<52} {'peer (median)':>14} {'chatfold':>12} {'ratio':>9}")
     for label, peer_s, ours_s in rows:
         print(f"{label:<52} {peer_s * 1e3:>11.2f} ms {ours_s * 1e3:>9.3f} ms {peer_s / ours_s:>8.0f}x")
@@ -200,6 +227,9 @@ def main():
         f"\nlast / first 1 000 adds after full: rollmem {flat_peer:.2f}, chatfold {flat_ours:.2f},"
         f" chatfold without the ledger {flat_bare:.2f}"
     )
+    print(f"\n{'ledger on / off, interleaved in one process':<52} {'on':>12} {'off':>12} {'ratio':>7}")
+    for label, on, off, ratio in paired:
+        print(f"{label:<52} {on * 1e3:>9.3f} ms {off * 1e3:>9.3f} ms {ratio:>6.2f}x")
 
 
 if __name__ == "__main__":

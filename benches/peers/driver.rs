@@ -5,7 +5,15 @@
 //! peer_driver gen MESSAGES SEED FILE
 //! peer_driver compact FILE BUDGET KEEP_RECENT TOKENIZER REPS
 //! peer_driver rolling FILE ADDS MAX_TOKENS
+//! peer_driver pair compact FILE BUDGET KEEP_RECENT TOKENIZER REPS
+//! peer_driver pair rolling FILE ADDS MAX_TOKENS
 //! ```
+//!
+//! `pair` times the ledger on (the default) against the ledger off in one
+//! process, interleaved: compactions alternate one by one (which goes first
+//! swapped each round), rolling memories take turns in blocks of
+//! [`BLOCK`] adds. On a machine whose speed drifts over milliseconds, only
+//! runs this close together give a ratio that holds from run to run.
 
 #[path = "../support/history.rs"]
 mod history;
@@ -41,6 +49,9 @@ fn fixed(_: &SummaryRequest<'_>) -> Result<String, Infallible> {
     Ok("fixed summary".to_owned())
 }
 
+/// Adds a rolling memory takes in a row in `pair rolling`.
+const BLOCK: usize = 100;
+
 fn time_compact<C: TokenCounter>(
     compactor: &Compactor<C>,
     h: &[chatfold::Message],
@@ -65,9 +76,99 @@ fn policy() -> FoldPolicy {
     FoldPolicy::new().ledger(std::env::var_os("CHATFOLD_NO_LEDGER").is_none())
 }
 
+/// `pair compact`: the ledger on and off, alternating, `reps` times each
+/// after one untimed run each.
+fn pair_compact<C: TokenCounter + Clone>(
+    counter: C,
+    h: &[chatfold::Message],
+    budget: usize,
+    keep: usize,
+    reps: usize,
+) {
+    let with = |ledger: bool| {
+        Compactor::new(budget)
+            .keep_recent(keep)
+            .policy(FoldPolicy::new().ledger(ledger))
+            .counter(counter.clone())
+    };
+    let both = [with(true), with(false)];
+    let mut times = [Vec::with_capacity(reps), Vec::with_capacity(reps)];
+    let mut tokens = [0, 0];
+    for compactor in &both {
+        compactor.compact(h, &fixed).expect("compaction");
+    }
+    for rep in 0..reps {
+        for k in [rep % 2, 1 - rep % 2] {
+            let start = Instant::now();
+            let result = both[k].compact(h, &fixed).expect("compaction");
+            times[k].push(start.elapsed().as_secs_f64());
+            tokens[k] = result.tokens_after;
+        }
+    }
+    let [on, off] = times;
+    println!(
+        "{}",
+        serde_json::json!({"on_s": on, "off_s": off, "tokens_after": tokens})
+    );
+}
+
+/// `pair rolling`: two rolling memories, the ledger on and off, each given
+/// the same `adds`, in turns of [`BLOCK`] adds.
+fn pair_rolling(h: &[chatfold::Message], adds: usize, max_tokens: usize) {
+    let words = |t: &str| t.split_whitespace().count();
+    let fixed = |_: &SummaryRequest<'_>| Ok::<_, Infallible>("fixed summary".to_owned());
+    let memory = |ledger: bool| {
+        RollingMemory::new(
+            Settings::new(max_tokens)
+                .summarizer(fixed)
+                .counter(words)
+                .policy(FoldPolicy::new().ledger(ledger)),
+        )
+        .expect("config")
+    };
+    let mut both = [memory(true), memory(false)];
+    let mut total = [0.0f64; 2];
+    for (round, from) in (0..adds).step_by(BLOCK).enumerate() {
+        for k in [round % 2, 1 - round % 2] {
+            let start = Instant::now();
+            for i in from..(from + BLOCK).min(adds) {
+                both[k].add_message(h[i % h.len()].clone()).expect("add");
+            }
+            total[k] += start.elapsed().as_secs_f64();
+        }
+    }
+    let [on, off] = total;
+    println!(
+        "{}",
+        serde_json::json!({"on_s": on, "off_s": off, "buffer_len": [both[0].buffer().len(), both[1].buffer().len()]})
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match arg(&args, 0) {
+        "pair" => {
+            let rest = &args[1..];
+            let h = load(arg(rest, 1));
+            match arg(rest, 0) {
+                "compact" => {
+                    let (budget, keep, reps) = (num(rest, 2), num(rest, 3), num(rest, 5));
+                    match arg(rest, 4) {
+                        "heuristic" => pair_compact(Heuristic, &h, budget, keep, reps),
+                        name => {
+                            let counter = Tiktoken::from_name(name).expect("known tokenizer");
+                            counter.count("warm up: the encoder is built here");
+                            pair_compact(counter, &h, budget, keep, reps)
+                        }
+                    }
+                }
+                "rolling" => pair_rolling(&h, num(rest, 2), num(rest, 3)),
+                other => {
+                    eprintln!("unknown pair {other}");
+                    std::process::exit(2);
+                }
+            }
+        }
         "gen" => {
             let h = history::history(num(&args, 1), num(&args, 2) as u64);
             std::fs::write(arg(&args, 3), serde_json::to_vec(&h).expect("json")).expect("writable output");
