@@ -6,7 +6,7 @@
 //! peer_driver compact FILE BUDGET KEEP_RECENT TOKENIZER REPS
 //! peer_driver rolling FILE ADDS MAX_TOKENS
 //! peer_driver pair compact FILE BUDGET KEEP_RECENT TOKENIZER REPS
-//! peer_driver pair rolling FILE ADDS MAX_TOKENS
+//! peer_driver pair rolling FILE ADDS MAX_TOKENS [LOW_WATER]
 //! ```
 //!
 //! `pair` times the ledger on (the default) against the ledger off in one
@@ -113,18 +113,21 @@ fn pair_compact<C: TokenCounter + Clone>(
 }
 
 /// `pair rolling`: two rolling memories, the ledger on and off, each given
-/// the same `adds`, in turns of [`BLOCK`] adds.
-fn pair_rolling(h: &[chatfold::Message], adds: usize, max_tokens: usize) {
+/// the same `adds`, in turns of [`BLOCK`] adds; with `low_water`, each
+/// folds down to it (one fold per several adds).
+fn pair_rolling(h: &[chatfold::Message], adds: usize, max_tokens: usize, low_water: Option<usize>) {
     let words = |t: &str| t.split_whitespace().count();
     let fixed = |_: &SummaryRequest<'_>| Ok::<_, Infallible>("fixed summary".to_owned());
     let memory = |ledger: bool| {
-        RollingMemory::new(
-            Settings::new(max_tokens)
-                .summarizer(fixed)
-                .counter(words)
-                .policy(FoldPolicy::new().ledger(ledger)),
-        )
-        .expect("config")
+        let settings = Settings::new(max_tokens)
+            .summarizer(fixed)
+            .counter(words)
+            .policy(FoldPolicy::new().ledger(ledger));
+        let settings = match low_water {
+            Some(tokens) => settings.low_water(tokens),
+            None => settings,
+        };
+        RollingMemory::new(settings).expect("config")
     };
     let mut both = [memory(true), memory(false)];
     let mut total = [0.0f64; 2];
@@ -162,7 +165,10 @@ fn main() {
                         }
                     }
                 }
-                "rolling" => pair_rolling(&h, num(rest, 2), num(rest, 3)),
+                "rolling" => {
+                    let low_water = (rest.len() > 4).then(|| num(rest, 4));
+                    pair_rolling(&h, num(rest, 2), num(rest, 3), low_water)
+                }
                 other => {
                     eprintln!("unknown pair {other}");
                     std::process::exit(2);
