@@ -108,32 +108,47 @@ fn counting_throughput(c: &mut Criterion) {
     group.finish();
 }
 
+/// Benches `label`: 1 000 adds of `h` from `skip` on to a rolling memory
+/// (4 000 tokens, words as tokens, `policy`) that was given `h[..skip]`.
+fn bench_adds(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    label: &str,
+    h: &[chatfold::Message],
+    skip: usize,
+    policy: FoldPolicy,
+) {
+    let words = |t: &str| t.split_whitespace().count();
+    group.bench_function(label, |b| {
+        b.iter_batched(
+            || {
+                let settings = Settings::new(4_000)
+                    .summarizer(fixed)
+                    .counter(words)
+                    .policy(policy.clone());
+                let mut memory = RollingMemory::new(settings).unwrap();
+                for m in &h[..skip] {
+                    memory.add_message(m.clone()).unwrap();
+                }
+                (memory, h[skip..skip + 1_000].to_vec())
+            },
+            |(mut memory, batch)| {
+                for m in batch {
+                    memory.add_message(m).unwrap();
+                }
+                memory
+            },
+            BatchSize::LargeInput,
+        )
+    });
+}
+
 /// Target 3: adds cost the same once the buffer is full.
 fn rolling_adds(c: &mut Criterion) {
     let h = history::history(12_000, 3);
-    let words = |t: &str| t.split_whitespace().count();
     let mut group = c.benchmark_group("rolling_memory_4000");
     group.throughput(Throughput::Elements(1_000));
     for (label, skip) in [("first_1000_adds", 0usize), ("adds_10000_to_11000", 10_000)] {
-        group.bench_function(label, |b| {
-            b.iter_batched(
-                || {
-                    let mut memory =
-                        RollingMemory::new(Settings::new(4_000).summarizer(fixed).counter(words)).unwrap();
-                    for m in &h[..skip] {
-                        memory.add_message(m.clone()).unwrap();
-                    }
-                    (memory, h[skip..skip + 1_000].to_vec())
-                },
-                |(mut memory, batch)| {
-                    for m in batch {
-                        memory.add_message(m).unwrap();
-                    }
-                    memory
-                },
-                BatchSize::LargeInput,
-            )
-        });
+        bench_adds(&mut group, label, &h, skip, FoldPolicy::new());
     }
     group.finish();
 }
@@ -160,31 +175,15 @@ fn ledger_on_off(c: &mut Criterion) {
         }
     }
     let h = history::history(11_000, 42);
-    let words = |t: &str| t.split_whitespace().count();
     for on in [true, false] {
         let state = if on { "on" } else { "off" };
-        group.bench_function(format!("rolling_adds_10000_to_11000_{state}"), |b| {
-            b.iter_batched(
-                || {
-                    let settings = Settings::new(4_000)
-                        .summarizer(fixed)
-                        .counter(words)
-                        .policy(policy(on));
-                    let mut memory = RollingMemory::new(settings).unwrap();
-                    for m in &h[..10_000] {
-                        memory.add_message(m.clone()).unwrap();
-                    }
-                    (memory, h[10_000..].to_vec())
-                },
-                |(mut memory, batch)| {
-                    for m in batch {
-                        memory.add_message(m).unwrap();
-                    }
-                    memory
-                },
-                BatchSize::LargeInput,
-            )
-        });
+        bench_adds(
+            &mut group,
+            &format!("rolling_adds_10000_to_11000_{state}"),
+            &h,
+            10_000,
+            policy(on),
+        );
     }
     group.finish();
 }
