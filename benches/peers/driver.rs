@@ -117,7 +117,6 @@ fn pair_compact<C: TokenCounter + Clone>(
 /// folds down to it (one fold per several adds).
 fn pair_rolling(h: &[chatfold::Message], adds: usize, max_tokens: usize, low_water: Option<usize>) {
     let words = |t: &str| t.split_whitespace().count();
-    let fixed = |_: &SummaryRequest<'_>| Ok::<_, Infallible>("fixed summary".to_owned());
     let memory = |ledger: bool| {
         let settings = Settings::new(max_tokens)
             .summarizer(fixed)
