@@ -109,13 +109,13 @@ pub(crate) struct Chain {
 
 impl fmt::Debug for Chain {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.link().fmt(f)
+        self.clone().link().fmt(f)
     }
 }
 
 impl PartialEq for Chain {
     fn eq(&self, other: &Self) -> bool {
-        self.link() == other.link()
+        self.clone().link() == other.clone().link()
     }
 }
 
@@ -137,23 +137,63 @@ impl fmt::Debug for Link {
 /// A keyed hasher fed a canonical encoding: every variable-length field
 /// length-prefixed, every choice tagged, so that no two inputs that differ
 /// feed the same bytes ("ab" + "c" is not "a" + "bc").
+///
+/// The encoding is gathered and handed to the hasher [`Encoder::RUN`]
+/// bytes at a time: BLAKE3 hashes the whole chunks of one long input side
+/// by side (SIMD), but a message's few hundred bytes, fed alone, one 64-byte
+/// block after another. The hash is the same either way.
 #[derive(Clone)]
-struct Encoder(blake3::Hasher);
+struct Encoder {
+    hasher: blake3::Hasher,
+    /// Encoded, not yet hashed (less than [`Encoder::RUN`] bytes).
+    pending: Vec<u8>,
+}
 
 impl Encoder {
+    /// Bytes gathered before they are hashed: 64 chunks. (BLAKE3 hashes
+    /// the last chunk of each input alone, a 64th of a run.)
+    const RUN: usize = 64 << 10;
+
     fn new(key: &[u8; 32], what: u8) -> Self {
-        let mut hasher = blake3::Hasher::new_keyed(key);
-        hasher.update(&[what]);
-        Encoder(hasher)
+        let mut e = Encoder {
+            hasher: blake3::Hasher::new_keyed(key),
+            pending: Vec::new(),
+        };
+        e.update(&[what]);
+        e
+    }
+
+    /// Feeds `bytes` to the hash, gathered into runs.
+    fn update(&mut self, bytes: &[u8]) {
+        if self.pending.len() + bytes.len() < Encoder::RUN {
+            if self.pending.capacity() == 0 {
+                self.pending.reserve_exact(Encoder::RUN);
+            }
+            self.pending.extend_from_slice(bytes);
+            return;
+        }
+        self.flush();
+        match bytes.len() < Encoder::RUN {
+            true => self.pending.extend_from_slice(bytes),
+            false => {
+                self.hasher.update(bytes);
+            }
+        }
+    }
+
+    /// Hashes what is gathered.
+    fn flush(&mut self) {
+        self.hasher.update(&self.pending);
+        self.pending.clear();
     }
 
     fn word(&mut self, w: u64) {
-        self.0.update(&w.to_le_bytes());
+        self.update(&w.to_le_bytes());
     }
 
     fn bytes(&mut self, bytes: &[u8]) {
         self.word(bytes.len() as u64);
-        self.0.update(bytes);
+        self.update(bytes);
     }
 
     fn text(&mut self, text: &str) {
@@ -218,8 +258,10 @@ impl Encoder {
         }
     }
 
-    fn finish(&self) -> [u8; 32] {
-        *self.0.finalize().as_bytes()
+    /// The hash of everything fed so far (feeding may go on).
+    fn finish(&mut self) -> [u8; 32] {
+        self.flush();
+        *self.hasher.finalize().as_bytes()
     }
 }
 
@@ -293,7 +335,7 @@ impl Chain {
     /// which no summary reads).
     pub(crate) fn push(&mut self, m: &Message) {
         let e = &mut self.stream;
-        e.0.update(&[MESSAGE]);
+        e.update(&[MESSAGE]);
         e.text(m.role.as_str());
         match &m.content {
             None => e.word(0),
@@ -320,7 +362,7 @@ impl Chain {
     }
 
     /// The hash of the prefix read so far.
-    pub(crate) fn link(&self) -> Link {
+    pub(crate) fn link(&mut self) -> Link {
         Link {
             link: self.stream.finish(),
         }
@@ -348,25 +390,25 @@ impl Chain {
     /// [`Link::key`] of the prefix read so far.
     #[cfg(test)]
     fn key(&self) -> String {
-        self.link().key()
+        self.clone().link().key()
     }
 
     /// [`Link::check`] of the prefix read so far.
     #[cfg(test)]
     fn check(&self) -> String {
-        self.link().check()
+        self.clone().link().check()
     }
 
     /// [`Link::value`] of the prefix read so far.
     #[cfg(test)]
     fn value(&self, len: usize, summary: &str) -> String {
-        self.link().value(len, summary)
+        self.clone().link().value(len, summary)
     }
 
     /// [`Link::read`] of the prefix read so far.
     #[cfg(test)]
     fn read(&self, len: usize, value: &str) -> Option<String> {
-        self.link().read(len, value)
+        self.clone().link().read(len, value)
     }
 }
 
@@ -614,6 +656,43 @@ mod tests {
     fn start(namespace: &str) -> Chain {
         Chain::start(&Compactor::new(100), namespace)
     }
+
+    #[test]
+    fn keys_stay_the_same_however_the_encoding_is_fed() {
+        // Keys written by earlier builds (and shared through Redis) must be
+        // found again: these are the keys of this history before the
+        // encoding was gathered into runs. One text spans several runs,
+        // others fill a run in part, and a link falls inside a run.
+        let long: String = (0..6000).map(|i| format!("w{i} ")).collect();
+        let parts = Message::user("").with_parts(vec![
+            crate::message::Part::text("a part"),
+            crate::message::Part::text("é".repeat(9000)),
+        ]);
+        let messages = vec![
+            Message::system("You are terse."),
+            Message::user(long.clone()),
+            Message::assistant_tool_calls(vec![ToolCall::new("call_1", "lookup", &long[..20_000])]),
+            Message::tool("found: 42", "call_1"),
+            parts,
+            Message::user("done?"),
+        ];
+        let keys: Vec<(usize, String)> = start("golden")
+            .links(&messages, &[0, 1, 2, 3, 5, 6])
+            .into_iter()
+            .map(|(at, link)| (at, link.key()))
+            .collect();
+        let expected: Vec<(usize, String)> = GOLDEN_KEYS.iter().map(|&(at, k)| (at, k.to_owned())).collect();
+        assert_eq!(keys, expected);
+    }
+
+    const GOLDEN_KEYS: &[(usize, &str)] = &[
+        (0, "chatfold:v3:ee48b967fbb5fcd088e84aba8a50a222"),
+        (1, "chatfold:v3:41ce820f7e13e994d355635d27409e27"),
+        (2, "chatfold:v3:06c9b3fda2d95cf35a55a1cb481081e5"),
+        (3, "chatfold:v3:033f031a23fd7180418627fed92b5b92"),
+        (5, "chatfold:v3:8530c3cd1753337aa0eaabae8b267d5f"),
+        (6, "chatfold:v3:f2491956cb24c6d6cf48a5576a0b9419"),
+    ];
 
     #[test]
     fn a_boundary_shift_between_messages_is_another_chain() {
