@@ -39,7 +39,8 @@ pub(crate) struct Encoding {
 /// counts it again). Bounded: a shard that fills is emptied.
 #[derive(Debug)]
 struct Memo {
-    keys: [std::hash::RandomState; 2],
+    /// The 128-bit SipHash's key, random for the process.
+    keys: [u64; 2],
     /// Counts by key; the keys are a keyed hash already, so the map's own
     /// hash of them is the fast one.
     shards: [std::sync::Mutex<Keyed>; Memo::SHARDS],
@@ -66,7 +67,7 @@ impl Memo {
 
     fn new() -> Self {
         Memo {
-            keys: [std::hash::RandomState::new(), std::hash::RandomState::new()],
+            keys: [0u8, 1].map(|i| std::hash::BuildHasher::hash_one(&std::hash::RandomState::new(), i)),
             shards: Default::default(),
             short: Default::default(),
         }
@@ -74,14 +75,15 @@ impl Memo {
 
     /// The count of `text`, from memory or from `count`.
     fn get_or(&self, text: &str, count: impl FnOnce() -> usize) -> usize {
-        use std::hash::BuildHasher;
         if text.len() < Memo::MIN {
             return count();
         }
         if text.len() <= Memo::SHORT {
             return self.short_or(text, count);
         }
-        let key = u128::from(self.keys[0].hash_one(text)) << 64 | u128::from(self.keys[1].hash_one(text));
+        let mut hasher = siphasher::sip128::SipHasher13::new_with_keys(self.keys[0], self.keys[1]);
+        std::hash::Hasher::write(&mut hasher, text.as_bytes());
+        let key = siphasher::sip128::Hasher128::finish128(&hasher).as_u128();
         let shard = &self.shards[(key as usize) % Memo::SHARDS];
         // (A shard whose lock cannot be had soon is passed by: see
         // `memo_lock`.)
