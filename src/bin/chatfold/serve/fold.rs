@@ -68,7 +68,11 @@ fn read(
     bytes: &[u8],
     asked: Option<usize>,
 ) -> Result<Read, Result<Folded, ApiError>> {
-    let history = match History::from_reader(bytes).and_then(|h| body::in_format(h, Some(format))) {
+    // A body is in memory whole: read in place when it is UTF-8 (the
+    // reader's errors, at the same places, say where it is not).
+    let parsed =
+        std::str::from_utf8(bytes).map_or_else(|_| History::from_reader(bytes), History::from_json_str);
+    let history = match parsed.and_then(|h| body::in_format(h, Some(format))) {
         Ok(history) => history,
         Err(e) => return Err(unreadable(app, bytes, asked, e)),
     };
