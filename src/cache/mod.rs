@@ -662,7 +662,9 @@ mod tests {
         // Keys written by earlier builds (and shared through Redis) must be
         // found again: these are the keys of this history before the
         // encoding was gathered into runs. One text spans several runs,
-        // others fill a run in part, and a link falls inside a run.
+        // others fill a run in part, and a link falls inside a run. (A new
+        // FORMAT or default policy changes them too, as it should: update
+        // them then, knowing that earlier caches are left behind.)
         let long: String = (0..6000).map(|i| format!("w{i} ")).collect();
         let parts = Message::user("").with_parts(vec![
             crate::message::Part::text("a part"),
