@@ -9,6 +9,7 @@ Anthropic request bodies), read and written back without loss.
 
 from __future__ import annotations
 
+import os as _os
 from typing import Any, Callable, List, Mapping, Optional, Union
 
 from . import _chatfold
@@ -34,6 +35,16 @@ from .memory import (
 )
 
 __version__: str = _chatfold.__version__
+
+# A fork waits for chatfold's work under way on other threads (a lock or a
+# one-time build held at the fork would stay held in the child forever),
+# and no new work starts until the fork is done.
+if hasattr(_os, "register_at_fork"):
+    _os.register_at_fork(
+        before=_chatfold.before_fork,
+        after_in_parent=_chatfold.after_fork,
+        after_in_child=lambda: _chatfold.after_fork(True),
+    )
 
 Messages = Union[List[Mapping[str, Any]], Mapping[str, Any]]
 

@@ -53,7 +53,7 @@ impl PyOpenAi {
     /// Summarizes `request` (blocking, the GIL released).
     fn __call__(&self, py: Python<'_>, request: &Request) -> PyResult<String> {
         let request = request.inner(py)?;
-        let out = py.detach(|| {
+        let out = crate::fork::detach(py, || {
             self.inner
                 .summarize(request)
                 .map_err(|e| chatfold::Error::Summarize(e.into()))
@@ -92,7 +92,7 @@ impl PyAnthropic {
     /// Summarizes `request` (blocking, the GIL released).
     fn __call__(&self, py: Python<'_>, request: &Request) -> PyResult<String> {
         let request = request.inner(py)?;
-        let out = py.detach(|| {
+        let out = crate::fork::detach(py, || {
             self.inner
                 .summarize(request)
                 .map_err(|e| chatfold::Error::Summarize(e.into()))

@@ -11,6 +11,7 @@ use pyo3::prelude::*;
 mod compactor;
 mod counter;
 mod errors;
+mod fork;
 mod http;
 mod json;
 mod lazy;
@@ -29,8 +30,10 @@ fn count_tokens(py: Python<'_>, messages: &Bound<'_, PyAny>, tokenizer: &str) ->
     let name = pyo3::types::PyString::new(py, tokenizer).into_any();
     let counter = counter::Counter::from_py(py, Some(&name), counter::Mode::Chat)?;
     let value = json::to_value(messages, &mut String::from("messages"))?;
-    let history = py.detach(|| chatfold::History::from_json_value(value)).py(py)?;
-    Ok(py.detach(|| counter.count_messages(&history.messages)))
+    let history = crate::fork::detach(py, || chatfold::History::from_json_value(value)).py(py)?;
+    Ok(crate::fork::detach(py, || {
+        counter.count_messages(&history.messages)
+    }))
 }
 
 /// Tokens in `text` by the tokenizer `tokenizer` names (no message framing).
@@ -40,7 +43,7 @@ fn count_text(py: Python<'_>, text: &str, tokenizer: &str) -> PyResult<usize> {
     use chatfold::TokenCounter;
     use errors::IntoPy;
     let counter = tokenizer.parse::<chatfold::NamedCounter>().py(py)?;
-    Ok(py.detach(|| counter.count(text)))
+    Ok(crate::fork::detach(py, || counter.count(text)))
 }
 
 #[pymodule]
@@ -56,6 +59,8 @@ fn _chatfold(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<memory::Tiered>()?;
     m.add_function(wrap_pyfunction!(count_tokens, m)?)?;
     m.add_function(wrap_pyfunction!(count_text, m)?)?;
+    m.add_function(wrap_pyfunction!(fork::before_fork, m)?)?;
+    m.add_function(wrap_pyfunction!(fork::after_fork, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -114,8 +114,7 @@ impl SyncMemory {
                     settings = settings.low_water(low);
                 }
                 Kind::Rolling(
-                    py.detach(move || RollingMemory::from_state(restored, settings))
-                        .py(py)?,
+                    crate::fork::detach(py, move || RollingMemory::from_state(restored, settings)).py(py)?,
                 )
             }
             "buffer" => Kind::Buffer(BufferMemory::from_state(restored)),
@@ -140,44 +139,44 @@ impl SyncMemory {
     /// Adds a message dict.
     fn add_message(&self, py: Python<'_>, message: &Bound<'_, PyAny>) -> PyResult<()> {
         let message = self::message(py, message)?;
-        let done = py.detach(|| each!(&mut *lock(&self.inner), m => m.add_message(message)));
+        let done = crate::fork::detach(py, || each!(&mut *lock(&self.inner), m => m.add_message(message)));
         self.counter.check()?;
         done.py(py)
     }
 
     /// Forgets the summary and the buffer.
     fn clear(&self, py: Python<'_>) {
-        py.detach(|| each!(&mut *lock(&self.inner), m => m.clear()));
+        crate::fork::detach(py, || each!(&mut *lock(&self.inner), m => m.clear()));
     }
 
     /// The summary (as a system turn) then the buffer, as dicts.
     fn messages<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let list = py.detach(|| each!(&*lock(&self.inner), m => m.messages()));
+        let list = crate::fork::detach(py, || each!(&*lock(&self.inner), m => m.messages()));
         messages(py, &list)
     }
 
     /// `messages()` as one string of `role: content` lines.
     fn context(&self, py: Python<'_>) -> String {
-        py.detach(|| each!(&*lock(&self.inner), m => m.context()))
+        crate::fork::detach(py, || each!(&*lock(&self.inner), m => m.context()))
     }
 
     /// The running summary (`""`: none).
     #[getter]
     fn summary(&self, py: Python<'_>) -> String {
-        py.detach(|| each!(&*lock(&self.inner), m => m.summary().into_owned()))
+        crate::fork::detach(py, || each!(&*lock(&self.inner), m => m.summary().into_owned()))
     }
 
     /// The messages kept verbatim, as dicts.
     #[getter]
     fn buffer<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let list = py.detach(|| each!(&*lock(&self.inner), m => m.buffer().into_owned()));
+        let list = crate::fork::detach(py, || each!(&*lock(&self.inner), m => m.buffer().into_owned()));
         messages(py, &list)
     }
 
     /// Tokens in the buffer (rolling memories; 0 for the others).
     #[getter]
     fn buffer_tokens(&self, py: Python<'_>) -> usize {
-        py.detach(|| match &*lock(&self.inner) {
+        crate::fork::detach(py, || match &*lock(&self.inner) {
             Kind::Rolling(m) => m.buffer_tokens(),
             _ => 0,
         })
@@ -185,7 +184,7 @@ impl SyncMemory {
 
     /// The state, rollmem's JSON as a dict.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let state = py.detach(|| each!(&*lock(&self.inner), m => m.to_state()));
+        let state = crate::fork::detach(py, || each!(&*lock(&self.inner), m => m.to_state()));
         json::to_py(py, &state.to_json())
     }
 }
@@ -248,8 +247,7 @@ impl AsyncMemory {
                     settings = settings.low_water(low);
                 }
                 AsyncKind::Rolling(
-                    py.detach(|| AsyncRollingMemory::from_state(restored, settings))
-                        .py(py)?,
+                    crate::fork::detach(py, || AsyncRollingMemory::from_state(restored, settings)).py(py)?,
                 )
             }
             "summary" => AsyncKind::Summary(
@@ -368,9 +366,8 @@ impl Tiered {
         if let Some(t) = chunk_tokens {
             settings = settings.chunk_tokens(t);
         }
-        let (memory, worker) = py
-            .detach(|| TieredMemory::from_state(restored, settings, Bridge))
-            .py(py)?;
+        let (memory, worker) =
+            crate::fork::detach(py, || TieredMemory::from_state(restored, settings, Bridge)).py(py)?;
         counter.check()?;
         let future = async move {
             worker.await;
@@ -415,13 +412,13 @@ impl Tiered {
     /// The prompt: pinned system messages, the summary, the recent turns,
     /// never more than the hard limit.
     fn messages<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let list = py.detach(|| self.inner.messages());
+        let list = crate::fork::detach(py, || self.inner.messages());
         messages(py, &list)
     }
 
     /// `messages()` as one string of `role: content` lines.
     fn context(&self, py: Python<'_>) -> String {
-        py.detach(|| self.inner.context())
+        crate::fork::detach(py, || self.inner.context())
     }
 
     /// The running summary.

@@ -67,7 +67,7 @@ impl Step {
     fn poll(&self, py: Python<'_>) -> PyResult<Option<Request>> {
         let slot = self.slot.clone();
         let waker = Waker::from(self.flag.clone());
-        let finished = py.detach(|| {
+        let finished = crate::fork::detach(py, || {
             let mut future = guard(&self.future);
             let f = future.as_mut()?;
             CURRENT.with(|c| *c.borrow_mut() = Some(slot));
@@ -115,7 +115,7 @@ impl Step {
     /// ends with nothing changed.
     fn cancel(&self, py: Python<'_>) {
         let future = guard(&self.future).take();
-        py.detach(move || drop(future));
+        crate::fork::detach(py, move || drop(future));
     }
 
     /// The operation's value, or its error raised.

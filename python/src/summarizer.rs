@@ -152,7 +152,7 @@ impl Request {
         let lines = match &self.inner {
             Body::Lazy(l) if first.is_none() => return Ok(l.rendered.clone_ref(py)),
             Body::Lazy(l) => crate::utf8::str_of(l.rendered.bind(py))?.to_owned(),
-            Body::Whole(r) => py.detach(|| {
+            Body::Whole(r) => crate::fork::detach(py, || {
                 let lines: Vec<String> = r
                     .messages()
                     .map(|m| format!("{}: {}", m.role.as_str(), m.text()))
