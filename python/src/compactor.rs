@@ -9,6 +9,7 @@ use pyo3::types::{PyDict, PyList, PyString};
 
 use crate::counter::{Counter, Mode, Shared};
 use crate::errors::IntoPy;
+use crate::fork::detach;
 use crate::json;
 use crate::policy;
 use crate::step::{Finish, Step};
@@ -119,7 +120,7 @@ fn read(py: Python<'_>, messages: &Bound<'_, PyAny>, format: Option<Format>) -> 
         }
     }
     let value = json::to_value(messages, &mut String::from("messages"))?;
-    let history = crate::fork::detach(py, || {
+    let history = detach(py, || {
         let history = History::from_json_value(value)?;
         match format {
             Some(f) => history.into_format(f),
@@ -339,7 +340,7 @@ impl PyCompactor {
             inner = inner.max_fold_input_tokens(n);
         }
         // Checked now, so a bad setting fails at construction.
-        crate::fork::detach(py, || inner.plan(&[]).map(|_| ())).py(py)?;
+        detach(py, || inner.plan(&[]).map(|_| ())).py(py)?;
         Ok(PyCompactor {
             inner,
             counter,
@@ -363,7 +364,7 @@ impl PyCompactor {
     fn count(&self, py: Python<'_>, messages: &Bound<'_, PyAny>) -> PyResult<usize> {
         use chatfold::TokenCounter;
         let input = read(py, messages, self.format)?;
-        let n = crate::fork::detach(py, || self.counter.count_messages(&input.history.messages));
+        let n = detach(py, || self.counter.count_messages(&input.history.messages));
         self.counter.check()?;
         Ok(n)
     }
@@ -388,7 +389,7 @@ impl PyCompactor {
         }
         let input = read(py, messages, self.format)?;
         let compactor = self.for_input(&input);
-        let done = crate::fork::detach(py, || {
+        let done = detach(py, || {
             compactor
                 .compact(&input.history.messages, &summarizer)
                 .map(Owned::new)

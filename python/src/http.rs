@@ -8,6 +8,7 @@ use chatfold::summarize::{AnthropicSummarizer, OpenAiSummarizer};
 use pyo3::prelude::*;
 
 use crate::errors::IntoPy;
+use crate::fork::detach;
 use crate::summarizer::Request;
 
 /// Applies the settings both summarizers share.
@@ -53,7 +54,7 @@ impl PyOpenAi {
     /// Summarizes `request` (blocking, the GIL released).
     fn __call__(&self, py: Python<'_>, request: &Request) -> PyResult<String> {
         let request = request.inner(py)?;
-        let out = crate::fork::detach(py, || {
+        let out = detach(py, || {
             self.inner
                 .summarize(request)
                 .map_err(|e| chatfold::Error::Summarize(e.into()))
@@ -92,7 +93,7 @@ impl PyAnthropic {
     /// Summarizes `request` (blocking, the GIL released).
     fn __call__(&self, py: Python<'_>, request: &Request) -> PyResult<String> {
         let request = request.inner(py)?;
-        let out = crate::fork::detach(py, || {
+        let out = detach(py, || {
             self.inner
                 .summarize(request)
                 .map_err(|e| chatfold::Error::Summarize(e.into()))

@@ -21,6 +21,8 @@ mod step;
 mod summarizer;
 mod utf8;
 
+use fork::detach;
+
 /// Counts `messages` (dicts) with the tokenizer `tokenizer` names.
 #[pyfunction]
 #[pyo3(signature = (messages, tokenizer="o200k_base"))]
@@ -30,10 +32,8 @@ fn count_tokens(py: Python<'_>, messages: &Bound<'_, PyAny>, tokenizer: &str) ->
     let name = pyo3::types::PyString::new(py, tokenizer).into_any();
     let counter = counter::Counter::from_py(py, Some(&name), counter::Mode::Chat)?;
     let value = json::to_value(messages, &mut String::from("messages"))?;
-    let history = crate::fork::detach(py, || chatfold::History::from_json_value(value)).py(py)?;
-    Ok(crate::fork::detach(py, || {
-        counter.count_messages(&history.messages)
-    }))
+    let history = detach(py, || chatfold::History::from_json_value(value)).py(py)?;
+    Ok(detach(py, || counter.count_messages(&history.messages)))
 }
 
 /// Tokens in `text` by the tokenizer `tokenizer` names (no message framing).
@@ -43,7 +43,7 @@ fn count_text(py: Python<'_>, text: &str, tokenizer: &str) -> PyResult<usize> {
     use chatfold::TokenCounter;
     use errors::IntoPy;
     let counter = tokenizer.parse::<chatfold::NamedCounter>().py(py)?;
-    Ok(crate::fork::detach(py, || counter.count(text)))
+    Ok(detach(py, || counter.count(text)))
 }
 
 #[pymodule]

@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use crate::counter::{Counter, Mode, Shared};
 use crate::errors::IntoPy;
+use crate::fork::detach;
 use crate::json;
 use crate::policy;
 use crate::step::{Finish, Step};
@@ -113,9 +114,7 @@ impl SyncMemory {
                 if let Some(low) = low_water {
                     settings = settings.low_water(low);
                 }
-                Kind::Rolling(
-                    crate::fork::detach(py, move || RollingMemory::from_state(restored, settings)).py(py)?,
-                )
+                Kind::Rolling(detach(py, move || RollingMemory::from_state(restored, settings)).py(py)?)
             }
             "buffer" => Kind::Buffer(BufferMemory::from_state(restored)),
             "window" => Kind::Window(WindowMemory::from_state(restored, max_messages).py(py)?),
@@ -139,44 +138,44 @@ impl SyncMemory {
     /// Adds a message dict.
     fn add_message(&self, py: Python<'_>, message: &Bound<'_, PyAny>) -> PyResult<()> {
         let message = self::message(py, message)?;
-        let done = crate::fork::detach(py, || each!(&mut *lock(&self.inner), m => m.add_message(message)));
+        let done = detach(py, || each!(&mut *lock(&self.inner), m => m.add_message(message)));
         self.counter.check()?;
         done.py(py)
     }
 
     /// Forgets the summary and the buffer.
     fn clear(&self, py: Python<'_>) {
-        crate::fork::detach(py, || each!(&mut *lock(&self.inner), m => m.clear()));
+        detach(py, || each!(&mut *lock(&self.inner), m => m.clear()));
     }
 
     /// The summary (as a system turn) then the buffer, as dicts.
     fn messages<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let list = crate::fork::detach(py, || each!(&*lock(&self.inner), m => m.messages()));
+        let list = detach(py, || each!(&*lock(&self.inner), m => m.messages()));
         messages(py, &list)
     }
 
     /// `messages()` as one string of `role: content` lines.
     fn context(&self, py: Python<'_>) -> String {
-        crate::fork::detach(py, || each!(&*lock(&self.inner), m => m.context()))
+        detach(py, || each!(&*lock(&self.inner), m => m.context()))
     }
 
     /// The running summary (`""`: none).
     #[getter]
     fn summary(&self, py: Python<'_>) -> String {
-        crate::fork::detach(py, || each!(&*lock(&self.inner), m => m.summary().into_owned()))
+        detach(py, || each!(&*lock(&self.inner), m => m.summary().into_owned()))
     }
 
     /// The messages kept verbatim, as dicts.
     #[getter]
     fn buffer<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let list = crate::fork::detach(py, || each!(&*lock(&self.inner), m => m.buffer().into_owned()));
+        let list = detach(py, || each!(&*lock(&self.inner), m => m.buffer().into_owned()));
         messages(py, &list)
     }
 
     /// Tokens in the buffer (rolling memories; 0 for the others).
     #[getter]
     fn buffer_tokens(&self, py: Python<'_>) -> usize {
-        crate::fork::detach(py, || match &*lock(&self.inner) {
+        detach(py, || match &*lock(&self.inner) {
             Kind::Rolling(m) => m.buffer_tokens(),
             _ => 0,
         })
@@ -184,7 +183,7 @@ impl SyncMemory {
 
     /// The state, rollmem's JSON as a dict.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let state = crate::fork::detach(py, || each!(&*lock(&self.inner), m => m.to_state()));
+        let state = detach(py, || each!(&*lock(&self.inner), m => m.to_state()));
         json::to_py(py, &state.to_json())
     }
 }
@@ -246,9 +245,7 @@ impl AsyncMemory {
                 if let Some(low) = low_water {
                     settings = settings.low_water(low);
                 }
-                AsyncKind::Rolling(
-                    crate::fork::detach(py, || AsyncRollingMemory::from_state(restored, settings)).py(py)?,
-                )
+                AsyncKind::Rolling(detach(py, || AsyncRollingMemory::from_state(restored, settings)).py(py)?)
             }
             "summary" => AsyncKind::Summary(
                 AsyncSummaryMemory::from_state(restored, Bridge)
@@ -366,8 +363,7 @@ impl Tiered {
         if let Some(t) = chunk_tokens {
             settings = settings.chunk_tokens(t);
         }
-        let (memory, worker) =
-            crate::fork::detach(py, || TieredMemory::from_state(restored, settings, Bridge)).py(py)?;
+        let (memory, worker) = detach(py, || TieredMemory::from_state(restored, settings, Bridge)).py(py)?;
         counter.check()?;
         let future = async move {
             worker.await;
@@ -412,13 +408,13 @@ impl Tiered {
     /// The prompt: pinned system messages, the summary, the recent turns,
     /// never more than the hard limit.
     fn messages<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let list = crate::fork::detach(py, || self.inner.messages());
+        let list = detach(py, || self.inner.messages());
         messages(py, &list)
     }
 
     /// `messages()` as one string of `role: content` lines.
     fn context(&self, py: Python<'_>) -> String {
-        crate::fork::detach(py, || self.inner.context())
+        detach(py, || self.inner.context())
     }
 
     /// The running summary.

@@ -13,6 +13,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use pyo3::prelude::*;
 
 use crate::errors::{self, PyFailure};
+use crate::fork::detach;
 use crate::summarizer::{CURRENT, Request, Slot};
 
 /// What a finished future makes into a Python value, under the GIL.
@@ -67,7 +68,7 @@ impl Step {
     fn poll(&self, py: Python<'_>) -> PyResult<Option<Request>> {
         let slot = self.slot.clone();
         let waker = Waker::from(self.flag.clone());
-        let finished = crate::fork::detach(py, || {
+        let finished = detach(py, || {
             let mut future = guard(&self.future);
             let f = future.as_mut()?;
             CURRENT.with(|c| *c.borrow_mut() = Some(slot));
@@ -115,7 +116,7 @@ impl Step {
     /// ends with nothing changed.
     fn cancel(&self, py: Python<'_>) {
         let future = guard(&self.future).take();
-        crate::fork::detach(py, move || drop(future));
+        detach(py, move || drop(future));
     }
 
     /// The operation's value, or its error raised.

@@ -15,6 +15,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 
 use crate::errors::{IntoPy, PyFailure};
+use crate::fork::detach;
 use crate::json;
 
 /// What the summarizer is asked: the previous summary, the folded
@@ -152,7 +153,7 @@ impl Request {
         let lines = match &self.inner {
             Body::Lazy(l) if first.is_none() => return Ok(l.rendered.clone_ref(py)),
             Body::Lazy(l) => crate::utf8::str_of(l.rendered.bind(py))?.to_owned(),
-            Body::Whole(r) => crate::fork::detach(py, || {
+            Body::Whole(r) => detach(py, || {
                 let lines: Vec<String> = r
                     .messages()
                     .map(|m| format!("{}: {}", m.role.as_str(), m.text()))
