@@ -9,6 +9,10 @@
 //! peer_driver pair rolling FILE ADDS MAX_TOKENS [LOW_WATER]
 //! ```
 //!
+//! The rolling memories summarize with a fixed text, as rollmem's side of
+//! the comparison does; `CHATFOLD_SUMMARIZER=extractive` gives `pair
+//! rolling` the built-in summarizer instead (the default a user gets).
+//!
 //! `pair` times the ledger on (the default) against the ledger off in one
 //! process, interleaved: compactions alternate one by one (which goes first
 //! swapped each round), rolling memories take turns in blocks of
@@ -22,7 +26,9 @@ use std::convert::Infallible;
 use std::time::Instant;
 
 use chatfold::memory::{Memory, Remember, RollingMemory, Settings};
-use chatfold::{Compactor, FoldPolicy, Heuristic, SummaryRequest, Tiktoken, TokenCounter};
+use chatfold::{
+    Compactor, Extractive, FoldPolicy, Heuristic, Summarizer, SummaryRequest, Tiktoken, TokenCounter,
+};
 
 fn arg(args: &[String], i: usize) -> &str {
     args.get(i).map(String::as_str).unwrap_or_else(|| {
@@ -117,9 +123,14 @@ fn pair_compact<C: TokenCounter + Clone>(
 /// folds down to it (one fold per several adds).
 fn pair_rolling(h: &[chatfold::Message], adds: usize, max_tokens: usize, low_water: Option<usize>) {
     let words = |t: &str| t.split_whitespace().count();
+    let builtin = std::env::var("CHATFOLD_SUMMARIZER").is_ok_and(|s| s == "extractive");
+    let summarize = move |request: &SummaryRequest<'_>| match builtin {
+        true => Summarizer::summarize(&Extractive::new(), request),
+        false => fixed(request),
+    };
     let memory = |ledger: bool| {
         let settings = Settings::new(max_tokens)
-            .summarizer(fixed)
+            .summarizer(summarize)
             .counter(words)
             .policy(FoldPolicy::new().ledger(ledger));
         let settings = match low_water {

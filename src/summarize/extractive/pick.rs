@@ -1,6 +1,10 @@
 //! Picking: which candidate lines fit the allowance, sampled across the span, and the text they make.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+
+use crate::quick::Quick;
 
 use super::*;
 
@@ -77,46 +81,141 @@ pub(super) fn choose(
 /// `members` (the candidates of `Discussed:`, in order) less the lines that
 /// say again what a better one says (the best first, ties the earlier):
 /// two thirds of their words the same, and every word of theirs that names
-/// something exact (a digit, `.`, `/`, `:`, `@` or `\\` in it) in the
-/// better one too.
+/// something exact (a digit, `.`, `/`, `:`, `@` or `\\`) in the better one
+/// too.
 /// `The cache dashboard looks steady.` ten times, each with another name,
 /// is one line; two requests about different files are two.
+///
+/// A similarity join, exact: each word is numbered by how rare it is among
+/// the members (the rarest first), each line is its sorted numbers, and a
+/// line is compared only with the kept lines that share a word of its
+/// first ones. Two lines with two thirds of all their words in common
+/// share at least `2/3` of the longer's words, so that the first `m -
+/// ceil(2m/3) + 1` of a line of `m` words and the first ones of the other
+/// meet (a prefix filter); the rarest words first keep those lists short.
+/// A fold of thousands of turns, or a rolling summary read again at each
+/// fold, costs about a line's words a line, not a pass over all the pairs.
 fn distinct(candidates: &[Candidate], members: &[usize]) -> Vec<usize> {
     /// Lines of fewer words are too short to call the same.
     const WORDS: usize = 4;
-    let words = |k: usize| {
-        let text = &candidates[k].text;
-        // Without the speaker (`assistant: `).
-        let said = text.split_once(": ").map_or(text.as_str(), |(_, said)| said);
-        let mut words: Vec<String> = said
-            .split_whitespace()
-            .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase())
-            .filter(|w| !w.is_empty())
+    // (The words come from the caller's text: the hash is seeded.)
+    let mut numbers: HashMap<Box<str>, u32, BuildHasherDefault<Quick>> = HashMap::default();
+    let mut seen: Vec<u32> = Vec::new();
+    // Each member's words (without the speaker, `assistant: `), numbered
+    // in the order met, once each; and whether each names something exact.
+    let lines: Vec<Vec<(u32, bool)>> = members
+        .iter()
+        .map(|&k| {
+            let text = &candidates[k].text;
+            let said = text.split_once(": ").map_or(text.as_str(), |(_, said)| said);
+            let mut words = Vec::new();
+            for word in said.split_whitespace() {
+                let word = word.trim_matches(|c: char| !c.is_alphanumeric());
+                if word.is_empty() {
+                    continue;
+                }
+                // (Most words are lowercase already: no copy to look them up.)
+                let lower = match word.bytes().any(|b| !b.is_ascii() || b.is_ascii_uppercase()) {
+                    true => Cow::Owned(word.to_lowercase()),
+                    false => Cow::Borrowed(word),
+                };
+                let named = lower.contains(|c: char| c.is_ascii_digit() || "./:@\\".contains(c));
+                let n = match numbers.get(&*lower) {
+                    Some(&n) => n,
+                    None => {
+                        let n = numbers.len() as u32;
+                        numbers.insert(lower.into(), n);
+                        seen.push(0);
+                        n
+                    }
+                };
+                words.push((n, named));
+            }
+            words.sort_unstable();
+            words.dedup();
+            for &(n, _) in &words {
+                seen[n as usize] += 1;
+            }
+            words
+        })
+        .collect();
+    // Each word's rank: the rarest first (ties by first met).
+    let mut by_rarity: Vec<u32> = (0..seen.len() as u32).collect();
+    by_rarity.sort_unstable_by_key(|&n| (seen[n as usize], n));
+    let mut rank = vec![0u32; seen.len()];
+    for (r, &n) in by_rarity.iter().enumerate() {
+        rank[n as usize] = r as u32;
+    }
+    let ranked = |i: usize| {
+        let mut all: Vec<u32> = lines[i].iter().map(|&(n, _)| rank[n as usize]).collect();
+        all.sort_unstable();
+        let exact: Vec<u32> = (lines[i].iter())
+            .filter(|&&(_, named)| named)
+            .map(|&(n, _)| rank[n as usize])
             .collect();
-        words.sort_unstable();
-        words.dedup();
-        words
+        (all, exact)
     };
-    let exact = |w: &str| w.contains(|c: char| c.is_ascii_digit() || "./:@\\".contains(c));
-    let mut order = members.to_vec();
-    order.sort_by(|a, b| candidates[*b].score.cmp(&candidates[*a].score).then(a.cmp(b)));
-    let mut kept: Vec<(usize, Vec<String>)> = Vec::with_capacity(order.len());
-    for k in order {
-        let mine = words(k);
-        let again = mine.len() >= WORDS
-            && kept.iter().any(|(_, theirs)| {
-                let shared = mine.iter().filter(|w| theirs.binary_search(w).is_ok()).count();
-                let all = mine.len() + theirs.len() - shared;
-                // Two in three of their words in common, and no name of its own.
-                3 * shared >= 2 * all && mine.iter().all(|w| !exact(w) || theirs.binary_search(w).is_ok())
-            });
+    // How many of a line's first words meet another's (see above).
+    let prefix = |m: usize| m - (2 * m).div_ceil(3) + 1;
+    let mut order: Vec<usize> = (0..members.len()).collect();
+    let score = |i: usize| candidates[members[i]].score;
+    order.sort_by(|&a, &b| score(b).cmp(&score(a)).then(a.cmp(&b)));
+    // The kept lines' words, and by word (of their first ones) the kept
+    // lines that have it.
+    let mut kept: Vec<(usize, Vec<u32>)> = Vec::with_capacity(order.len());
+    let mut having: Vec<Vec<u32>> = vec![Vec::new(); seen.len()];
+    // The last line each kept one was compared with.
+    let mut asked: Vec<usize> = Vec::new();
+    for (step, i) in order.into_iter().enumerate() {
+        let (mine, exact) = ranked(i);
+        let m = mine.len();
+        let mut again = false;
+        if m >= WORDS {
+            'probe: for &w in &mine[..prefix(m).min(m)] {
+                for &j in &having[w as usize] {
+                    let j = j as usize;
+                    if std::mem::replace(&mut asked[j], step + 1) == step + 1 {
+                        continue;
+                    }
+                    let theirs = &kept[j].1;
+                    let t = theirs.len();
+                    // Two in three of all their words in common (`3 shared
+                    // >= 2 (m + t - shared)`), and no name of its own.
+                    if 5 * m.min(t) >= 2 * (m + t)
+                        && 5 * shared(&mine, theirs) >= 2 * (m + t)
+                        && exact.iter().all(|w| theirs.binary_search(w).is_ok())
+                    {
+                        again = true;
+                        break 'probe;
+                    }
+                }
+            }
+        }
         if !again {
-            kept.push((k, mine));
+            let t = mine.len();
+            for &w in &mine[..prefix(t).min(t)] {
+                having[w as usize].push(kept.len() as u32);
+            }
+            asked.push(0);
+            kept.push((members[i], mine));
         }
     }
     let mut kept: Vec<usize> = kept.into_iter().map(|(k, _)| k).collect();
     kept.sort_unstable();
     kept
+}
+
+/// How many numbers two sorted lists of distinct numbers have in common.
+fn shared(a: &[u32], b: &[u32]) -> usize {
+    let (mut i, mut j, mut n) = (0, 0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => (i, j, n) = (i + 1, j + 1, n + 1),
+        }
+    }
+    n
 }
 
 /// Chooses among `members` (a section's candidates, in order) what fits in
@@ -326,4 +425,102 @@ pub(super) fn words_within(line: &str, allowance: usize, measure: &dyn Fn(&str) 
     }
     let end = ends[lo.saturating_sub(1)];
     line[..end].trim().to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[allow(clippy::manual_contains)]
+    /// The first way of telling the distinct lines (a search of each line's
+    /// words for each word of another's), kept as the reference: `members` (the candidates of `Discussed:`, in order) less the lines that
+    /// say again what a better one says (the best first, ties the earlier):
+    /// two thirds of their words the same, and every word of theirs that names
+    /// something exact (a digit, `.`, `/`, `:`, `@` or `\\` in it) in the
+    /// better one too.
+    /// `The cache dashboard looks steady.` ten times, each with another name,
+    /// is one line; two requests about different files are two.
+    fn reference(candidates: &[Candidate], members: &[usize]) -> Vec<usize> {
+        /// Lines of fewer words are too short to call the same.
+        const WORDS: usize = 4;
+        let words = |k: usize| {
+            let text = &candidates[k].text;
+            // Without the speaker (`assistant: `).
+            let said = text.split_once(": ").map_or(text.as_str(), |(_, said)| said);
+            let mut words: Vec<String> = said
+                .split_whitespace()
+                .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase())
+                .filter(|w| !w.is_empty())
+                .collect();
+            words.sort_unstable();
+            words.dedup();
+            words
+        };
+        let exact = |w: &str| w.contains(|c: char| c.is_ascii_digit() || "./:@\\".contains(c));
+        let mut order = members.to_vec();
+        order.sort_by(|a, b| candidates[*b].score.cmp(&candidates[*a].score).then(a.cmp(b)));
+        let mut kept: Vec<(usize, Vec<String>)> = Vec::with_capacity(order.len());
+        for k in order {
+            let mine = words(k);
+            let again = mine.len() >= WORDS
+                && kept.iter().any(|(_, theirs)| {
+                    let shared = mine.iter().filter(|w| theirs.binary_search(w).is_ok()).count();
+                    let all = mine.len() + theirs.len() - shared;
+                    // Two in three of their words in common, and no name of its own.
+                    3 * shared >= 2 * all && mine.iter().all(|w| !exact(w) || theirs.binary_search(w).is_ok())
+                });
+            if !again {
+                kept.push((k, mine));
+            }
+        }
+        let mut kept: Vec<usize> = kept.into_iter().map(|(k, _)| k).collect();
+        kept.sort_unstable();
+        kept
+    }
+
+    fn line(words: &[&str], speaker: bool) -> String {
+        let said = words.join(" ");
+        match speaker {
+            true => format!("assistant: {said}"),
+            false => said,
+        }
+    }
+
+    proptest::proptest! {
+        /// Lines told apart by numbered words are the lines told apart by
+        /// their words, whatever their words, scores and repeats (drawn
+        /// from few words, so that many lines share most of theirs).
+        #[test]
+        fn numbered_words_tell_the_same_lines_apart(
+            lines in proptest::collection::vec(
+                (
+                    proptest::collection::vec(
+                        proptest::sample::select(vec![
+                            "the", "The", "cache", "queue", "steady,", "latency", "band", "is",
+                            "/srv/a.log", "/srv/b.log", "v1.2", "ÉTÉ", "été", "--", "a@b.io", "x",
+                        ]),
+                        0..12,
+                    ),
+                    0i32..4,
+                    proptest::bool::ANY,
+                ),
+                0..40,
+            ),
+        ) {
+            let candidates: Vec<Candidate> = lines
+                .iter()
+                .enumerate()
+                .map(|(i, (words, score, speaker))| Candidate {
+                    section: Section::Discussed,
+                    place: i as Place,
+                    message: Some(i),
+                    score: *score,
+                    text: line(words, *speaker),
+                    cost: std::cell::Cell::new(None),
+                })
+                .collect();
+            let members: Vec<usize> = (0..candidates.len()).collect();
+            proptest::prop_assert_eq!(distinct(&candidates, &members), reference(&candidates, &members));
+        }
+    }
 }
