@@ -1339,3 +1339,23 @@ fn anthropic_requests_never_open_on_an_assistant_turn() {
         );
     }
 }
+
+#[test]
+fn an_empty_history_over_a_tiny_budget_is_told_why() {
+    let out = run(&["compact", "--budget", "1"], b"[]");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "[]");
+    let warning = stderr(&out);
+    assert!(
+        warning.starts_with("warning: the result takes 3 tokens, over the budget of 1"),
+        "{warning}"
+    );
+    assert!(
+        warning.contains("no messages") && warning.contains("reply priming"),
+        "{warning}"
+    );
+    assert!(!warning.contains("latest turn"), "{warning}");
+    // With messages the reason is theirs.
+    let out = run(&["compact", "--budget", "20"], unreachable_input().as_bytes());
+    assert!(stderr(&out).contains("the system messages and the latest turn do not fit"));
+}

@@ -67,7 +67,7 @@ pub(crate) fn compact(all: &CompactArgs) -> Result<(), Failure> {
         // The same figure as the report's `tokens_after`.
         eprintln!(
             "warning: {}",
-            messages::over_budget(result.tokens_after, args.budget)
+            messages::over_budget(result.tokens_after, args.budget, result.messages.is_empty())
         );
     }
     io::write_stdout(&output)?;

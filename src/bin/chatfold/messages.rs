@@ -71,12 +71,14 @@ pub(crate) fn key_not_sent(scheme: &str, host: &str, var: &str, domain: &str) ->
     )
 }
 
-/// The result is over the budget (without `--strict`).
-pub(crate) fn over_budget(tokens: usize, budget: usize) -> String {
-    format!(
-        "the result takes {tokens} tokens, over the budget of {budget}: \
-         the system messages and the latest turn do not fit"
-    )
+/// The result is over the budget (without `--strict`); `empty` when it
+/// holds no message (what it takes is the request's reply priming).
+pub(crate) fn over_budget(tokens: usize, budget: usize, empty: bool) -> String {
+    let why = match empty {
+        true => "the history has no messages, and a request's reply priming alone takes that many",
+        false => "the system messages and the latest turn do not fit",
+    };
+    format!("the result takes {tokens} tokens, over the budget of {budget}: {why}")
 }
 
 /// A trailing tool result whose call is not in the history.
