@@ -182,7 +182,7 @@ fn distinct(candidates: &[Candidate], members: &[usize]) -> Vec<usize> {
                     // Two in three of all their words in common (`3 shared
                     // >= 2 (m + t - shared)`), and no name of its own.
                     if 5 * m.min(t) >= 2 * (m + t)
-                        && 5 * shared(&mine, theirs) >= 2 * (m + t)
+                        && share(&mine, theirs, (2 * (m + t)).div_ceil(5))
                         && exact.iter().all(|w| theirs.binary_search(w).is_ok())
                     {
                         again = true;
@@ -205,17 +205,19 @@ fn distinct(candidates: &[Candidate], members: &[usize]) -> Vec<usize> {
     kept
 }
 
-/// How many numbers two sorted lists of distinct numbers have in common.
-fn shared(a: &[u32], b: &[u32]) -> usize {
+/// Whether two sorted lists of distinct numbers have `need` or more in
+/// common: merged until found, or until what is left of the shorter
+/// cannot make up the rest.
+fn share(a: &[u32], b: &[u32], need: usize) -> bool {
     let (mut i, mut j, mut n) = (0, 0, 0);
-    while i < a.len() && j < b.len() {
+    while n < need && n + (a.len() - i).min(b.len() - j) >= need {
         match a[i].cmp(&b[j]) {
             std::cmp::Ordering::Less => i += 1,
             std::cmp::Ordering::Greater => j += 1,
             std::cmp::Ordering::Equal => (i, j, n) = (i + 1, j + 1, n + 1),
         }
     }
-    n
+    n >= need
 }
 
 /// Chooses among `members` (a section's candidates, in order) what fits in
