@@ -93,9 +93,18 @@ pub(super) fn choose(
 /// share at least `2/3` of the longer's words, so that the first `m -
 /// ceil(2m/3) + 1` of a line of `m` words and the first ones of the other
 /// meet (a prefix filter); the rarest words first keep those lists short.
+/// The first word two lines meet at is the first they share, so only the
+/// words after it can make up the rest (a positional filter), and the most
+/// common words, which make up most of a line, are compared as bits.
 /// A fold of thousands of turns, or a rolling summary read again at each
 /// fold, costs about a line's words a line, not a pass over all the pairs.
 fn distinct(candidates: &[Candidate], members: &[usize]) -> Vec<usize> {
+    join(candidates, members, COMMON)
+}
+
+/// [`distinct`], with the `common` (at most [`COMMON`]) most common words
+/// as bits.
+fn join(candidates: &[Candidate], members: &[usize], common: usize) -> Vec<usize> {
     /// Lines of fewer words are too short to call the same.
     const WORDS: usize = 4;
     // (The words come from the caller's text: the hash is seeded.)
@@ -146,14 +155,23 @@ fn distinct(candidates: &[Candidate], members: &[usize]) -> Vec<usize> {
     for (r, &n) in by_rarity.iter().enumerate() {
         rank[n as usize] = r as u32;
     }
+    // The most common words (the highest ranks) are also bits, so that
+    // lines made mostly of them compare in a few instructions.
+    let common = (seen.len() as u32).saturating_sub(common.min(COMMON) as u32);
     let ranked = |i: usize| {
         let mut all: Vec<u32> = lines[i].iter().map(|&(n, _)| rank[n as usize]).collect();
         all.sort_unstable();
+        let rare = all.partition_point(|&r| r < common);
+        let mut bits = [0u64; COMMON / 64];
+        for &r in &all[rare..] {
+            let b = (r - common) as usize;
+            bits[b / 64] |= 1 << (b % 64);
+        }
         let exact: Vec<u32> = (lines[i].iter())
             .filter(|&&(_, named)| named)
             .map(|&(n, _)| rank[n as usize])
             .collect();
-        (all, exact)
+        (Line { all, rare, bits }, exact)
     };
     // How many of a line's first words meet another's (see above).
     let prefix = |m: usize| m - (2 * m).div_ceil(3) + 1;
@@ -161,28 +179,48 @@ fn distinct(candidates: &[Candidate], members: &[usize]) -> Vec<usize> {
     let score = |i: usize| candidates[members[i]].score;
     order.sort_by(|&a, &b| score(b).cmp(&score(a)).then(a.cmp(&b)));
     // The kept lines' words, and by word (of their first ones) the kept
-    // lines that have it.
-    let mut kept: Vec<(usize, Vec<u32>)> = Vec::with_capacity(order.len());
-    let mut having: Vec<Vec<u32>> = vec![Vec::new(); seen.len()];
+    // lines that have it, with its place among their words.
+    let mut kept: Vec<(usize, Line)> = Vec::with_capacity(order.len());
+    let mut having: Vec<Vec<(u32, u32)>> = vec![Vec::new(); seen.len()];
     // The last line each kept one was compared with.
     let mut asked: Vec<usize> = Vec::new();
     for (step, i) in order.into_iter().enumerate() {
-        let (mine, exact) = ranked(i);
+        let (line, exact) = ranked(i);
+        let mine = &line.all;
         let m = mine.len();
         let mut again = false;
         if m >= WORDS {
-            'probe: for &w in &mine[..prefix(m).min(m)] {
-                for &j in &having[w as usize] {
-                    let j = j as usize;
+            'probe: for (p, &w) in mine[..prefix(m).min(m)].iter().enumerate() {
+                for &(j, q) in &having[w as usize] {
+                    let (j, q) = (j as usize, q as usize);
                     if std::mem::replace(&mut asked[j], step + 1) == step + 1 {
                         continue;
                     }
-                    let theirs = &kept[j].1;
+                    let other = &kept[j].1;
+                    let theirs = &other.all;
                     let t = theirs.len();
                     // Two in three of all their words in common (`3 shared
-                    // >= 2 (m + t - shared)`), and no name of its own.
+                    // >= 2 (m + t - shared)`), and no name of its own. The
+                    // first line to meet is met at the first word the two
+                    // share (an earlier one would be in both prefixes):
+                    // only the words after it can add to it: the common
+                    // ones, as bits, and the rare ones after it, if it is
+                    // rare itself (else they share no rare word).
+                    let need = (2 * (m + t)).div_ceil(5);
                     if 5 * m.min(t) >= 2 * (m + t)
-                        && share(&mine, theirs, (2 * (m + t)).div_ceil(5))
+                        && 1 + (m - p - 1).min(t - q - 1) >= need
+                        && {
+                            let both = line.bits.iter().zip(&other.bits);
+                            let bits = both.map(|(a, b)| (a & b).count_ones() as usize).sum::<usize>();
+                            match p < line.rare {
+                                true => share(
+                                    &mine[p + 1..line.rare],
+                                    &theirs[(q + 1).min(other.rare)..other.rare],
+                                    need.saturating_sub(bits + 1),
+                                ),
+                                false => bits >= need,
+                            }
+                        }
                         && exact.iter().all(|w| theirs.binary_search(w).is_ok())
                     {
                         again = true;
@@ -193,16 +231,28 @@ fn distinct(candidates: &[Candidate], members: &[usize]) -> Vec<usize> {
         }
         if !again {
             let t = mine.len();
-            for &w in &mine[..prefix(t).min(t)] {
-                having[w as usize].push(kept.len() as u32);
+            for (q, &w) in mine[..prefix(t).min(t)].iter().enumerate() {
+                having[w as usize].push((kept.len() as u32, q as u32));
             }
             asked.push(0);
-            kept.push((members[i], mine));
+            kept.push((members[i], line));
         }
     }
     let mut kept: Vec<usize> = kept.into_iter().map(|(k, _)| k).collect();
     kept.sort_unstable();
     kept
+}
+
+/// How many of the most common words a line of [`distinct`] holds as bits.
+const COMMON: usize = 256;
+
+/// A line's words for [`distinct`]: their numbers, sorted (the rarest
+/// first), how many are rare, and the common ones as bits (number less
+/// the first common one).
+struct Line {
+    all: Vec<u32>,
+    rare: usize,
+    bits: [u64; COMMON / 64],
 }
 
 /// Whether two sorted lists of distinct numbers have `need` or more in
@@ -508,6 +558,7 @@ mod tests {
                 ),
                 0..40,
             ),
+            common in 0..20usize,
         ) {
             let candidates: Vec<Candidate> = lines
                 .iter()
@@ -522,7 +573,8 @@ mod tests {
                 })
                 .collect();
             let members: Vec<usize> = (0..candidates.len()).collect();
-            proptest::prop_assert_eq!(distinct(&candidates, &members), reference(&candidates, &members));
+            // All the words as bits, none, or some.
+            proptest::prop_assert_eq!(join(&candidates, &members, common), reference(&candidates, &members));
         }
     }
 }
