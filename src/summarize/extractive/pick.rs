@@ -179,50 +179,51 @@ fn join(candidates: &[Candidate], members: &[usize], common: usize) -> Vec<usize
     let score = |i: usize| candidates[members[i]].score;
     order.sort_by(|&a, &b| score(b).cmp(&score(a)).then(a.cmp(&b)));
     // The kept lines' words, and by word (of their first ones) the kept
-    // lines that have it, with its place among their words.
+    // lines that have it, with its place among their words and their count.
     let mut kept: Vec<(usize, Line)> = Vec::with_capacity(order.len());
-    let mut having: Vec<Vec<(u32, u32)>> = vec![Vec::new(); seen.len()];
-    // The last line each kept one was compared with.
-    let mut asked: Vec<usize> = Vec::new();
+    let mut having: Vec<Vec<[u32; 3]>> = vec![Vec::new(); seen.len()];
+    // The last line each kept one was compared with (its step, from 1).
+    let mut asked: Vec<u32> = Vec::new();
     for (step, i) in order.into_iter().enumerate() {
         let (line, exact) = ranked(i);
+        let step = step as u32 + 1;
         let mine = &line.all;
         let m = mine.len();
         let mut again = false;
         if m >= WORDS {
             'probe: for (p, &w) in mine[..prefix(m).min(m)].iter().enumerate() {
-                for &(j, q) in &having[w as usize] {
-                    let (j, q) = (j as usize, q as usize);
-                    if std::mem::replace(&mut asked[j], step + 1) == step + 1 {
+                for &[j, q, t] in &having[w as usize] {
+                    let (j, q, t) = (j as usize, q as usize, t as usize);
+                    // Two in three of all their words in common (`3 shared
+                    // >= 2 (m + t - shared)`), and no name of its own. The
+                    // first time two lines meet is at the first word they
+                    // share (an earlier one would be in both prefixes):
+                    // only the words after it can add to it. At a later
+                    // meeting fewer words are left: a pair too short at
+                    // one was too short at the first too.
+                    let need = (2 * (m + t)).div_ceil(5);
+                    if 5 * m.min(t) < 2 * (m + t) || 1 + (m - p - 1).min(t - q - 1) < need {
+                        continue;
+                    }
+                    if std::mem::replace(&mut asked[j], step) == step {
                         continue;
                     }
                     let other = &kept[j].1;
                     let theirs = &other.all;
-                    let t = theirs.len();
-                    // Two in three of all their words in common (`3 shared
-                    // >= 2 (m + t - shared)`), and no name of its own. The
-                    // first line to meet is met at the first word the two
-                    // share (an earlier one would be in both prefixes):
-                    // only the words after it can add to it: the common
-                    // ones, as bits, and the rare ones after it, if it is
-                    // rare itself (else they share no rare word).
-                    let need = (2 * (m + t)).div_ceil(5);
-                    if 5 * m.min(t) >= 2 * (m + t)
-                        && 1 + (m - p - 1).min(t - q - 1) >= need
-                        && {
-                            let both = line.bits.iter().zip(&other.bits);
-                            let bits = both.map(|(a, b)| (a & b).count_ones() as usize).sum::<usize>();
-                            match p < line.rare {
-                                true => share(
-                                    &mine[p + 1..line.rare],
-                                    &theirs[(q + 1).min(other.rare)..other.rare],
-                                    need.saturating_sub(bits + 1),
-                                ),
-                                false => bits >= need,
-                            }
-                        }
-                        && exact.iter().all(|w| theirs.binary_search(w).is_ok())
-                    {
+                    // The words after the first shared: the common ones, as
+                    // bits, and the rare ones after it if it is rare itself
+                    // (else they share no rare word).
+                    let both = line.bits.iter().zip(&other.bits);
+                    let bits = both.map(|(a, b)| (a & b).count_ones() as usize).sum::<usize>();
+                    let shared = match p < line.rare {
+                        true => share(
+                            &mine[p + 1..line.rare],
+                            &theirs[(q + 1).min(other.rare)..other.rare],
+                            need.saturating_sub(bits + 1),
+                        ),
+                        false => bits >= need,
+                    };
+                    if shared && exact.iter().all(|w| theirs.binary_search(w).is_ok()) {
                         again = true;
                         break 'probe;
                     }
@@ -232,7 +233,7 @@ fn join(candidates: &[Candidate], members: &[usize], common: usize) -> Vec<usize
         if !again {
             let t = mine.len();
             for (q, &w) in mine[..prefix(t).min(t)].iter().enumerate() {
-                having[w as usize].push((kept.len() as u32, q as u32));
+                having[w as usize].push([kept.len() as u32, q as u32, t as u32]);
             }
             asked.push(0);
             kept.push((members[i], line));
