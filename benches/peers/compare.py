@@ -29,6 +29,10 @@ What is timed:
   fresh-process rows above give on / off ratios that move from run to run;
   these hold. Each is the median over processes of the ratio of medians
   (compact) or of totals (rolling).
+- chatfold at its defaults, which no peer has (they take a summarizer):
+  the whole command with the built-in summarizer (`chatfold compact
+  --budget 8000 FILE`, o200k, no `--summarize-cmd`), and the paired rolling
+  memory with the built-in summarizer (`CHATFOLD_SUMMARIZER=extractive`).
 """
 
 import glob
@@ -71,11 +75,13 @@ def tiktoken_cache(folder):
     os.environ["TIKTOKEN_CACHE_DIR"] = str(folder)
 
 
-def driver(*args, ledger=True):
+def driver(*args, ledger=True, extractive=False):
     exe = TARGET / "release/examples/peer_driver"
     env = dict(os.environ)
     if not ledger:
         env["CHATFOLD_NO_LEDGER"] = "1"
+    if extractive:
+        env["CHATFOLD_SUMMARIZER"] = "extractive"
     out = subprocess.run([str(exe), *map(str, args)], check=True, capture_output=True, text=True, env=env)
     return json.loads(out.stdout) if out.stdout.strip() else None
 
@@ -120,6 +126,14 @@ def whole_process(path):
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
         times.append(time.perf_counter() - start)
     return times
+
+
+def default_command(path):
+    """Wall time of `chatfold compact --budget 8000 FILE` at its defaults (the built-in summarizer)."""
+    command = [str(TARGET / "release/chatfold"), "compact", "--budget", "8000", str(path)]
+    start = time.perf_counter()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
 
 
 def rollmem_adds(messages, adds):
@@ -217,6 +231,13 @@ def main():
             ]:
                 rows.append((label + suffix, median([t[key] for t in theirs]), median([o[key] for o in runs])))
         paired = ledger_ratios(tmp, sizes, path, adds)
+        defaults = []
+        for n in sizes:
+            runs = [default_command(pathlib.Path(tmp) / f"history-{n}.json") for _ in range(1 if n >= 100_000 else 5)]
+            defaults.append((f"command {n:>7} msgs, built-in summarizer", median(runs)))
+        runs = [driver("pair", "rolling", path, adds, 4000, extractive=True) for _ in range(3)]
+        built_in = ("rolling 10 000 adds, built-in summarizer", median([r["on_s"] for r in runs]), median([r["off_s"] for r in runs]))
+        built_in += (median([r["on_s"] / r["off_s"] for r in runs]),)
     print(f"\n{'what':<52} {'peer (median)':>14} {'chatfold':>12} {'ratio':>9}")
     for label, peer_s, ours_s in rows:
         print(f"{label:<52} {peer_s * 1e3:>11.2f} ms {ours_s * 1e3:>9.3f} ms {peer_s / ours_s:>8.0f}x")
@@ -228,8 +249,11 @@ def main():
         f" chatfold without the ledger {flat_bare:.2f}"
     )
     print(f"\n{'ledger on / off, interleaved in one process':<52} {'on':>12} {'off':>12} {'ratio':>7}")
-    for label, on, off, ratio in paired:
+    for label, on, off, ratio in paired + [built_in]:
         print(f"{label:<52} {on * 1e3:>9.3f} ms {off * 1e3:>9.3f} ms {ratio:>6.2f}x")
+    print(f"\n{'chatfold at its defaults (no peer has a summarizer)':<52} {'chatfold':>12}")
+    for label, ours_s in defaults:
+        print(f"{label:<52} {ours_s * 1e3:>9.1f} ms")
 
 
 if __name__ == "__main__":
