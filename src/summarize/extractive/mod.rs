@@ -48,7 +48,11 @@ use crate::summarize::{Summarizer, SummaryRequest};
 /// given one).
 ///
 /// Its cost grows with the folded text (each turn's first few thousand
-/// characters are read), and the counting with the summary's size.
+/// characters are read), and the counting with the summary's size. Telling
+/// repeated `Discussed:` lines apart has a budget, a few hundred index reads
+/// a line, which prose stays far below; on text made of a few dozen words
+/// over and over it runs out, and the lines not yet compared are all kept
+/// as candidates, so that the cost stays linear.
 ///
 /// # Examples
 ///
