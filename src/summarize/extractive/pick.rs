@@ -196,8 +196,8 @@ fn join(candidates: &[Candidate], members: &[usize], common: usize, budget: usiz
     let mut asked: Vec<u32> = Vec::new();
     let mut left = budget;
     for (step, i) in order.into_iter().enumerate() {
+        // Out of budget: the rest, kept as they are (and met by none).
         if left == 0 {
-            // The rest, kept as they are.
             kept.push((members[i], Line::default()));
             continue;
         }
@@ -255,17 +255,15 @@ fn join(candidates: &[Candidate], members: &[usize], common: usize, budget: usiz
         if again {
             continue;
         }
-        if left == 0 {
-            // Compared in part, or the last compared: no more lines meet it.
-            kept.push((members[i], Line::default()));
-        } else {
+        // (Compared in part, or the last compared, it is met by none.)
+        if left > 0 {
             let t = mine.len();
             for (q, &w) in mine[..prefix(t).min(t)].iter().enumerate() {
                 having[w as usize].push([kept.len() as u32, q as u32, t as u32]);
             }
             asked.push(0);
-            kept.push((members[i], line));
         }
+        kept.push((members[i], line));
     }
     let mut kept: Vec<usize> = kept.into_iter().map(|(k, _)| k).collect();
     kept.sort_unstable();
