@@ -2,9 +2,11 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::hash::BuildHasherDefault;
 
 use super::*;
 use crate::message::Role;
+use crate::quick::Quick;
 
 /// The sections of a summary, in the order they are written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -111,7 +113,7 @@ pub(super) struct Gathered {
     pub(super) candidates: Vec<Candidate>,
     pub(super) questions: Vec<Question>,
     /// Keyword → the questions holding it (index into `questions`, bit).
-    pub(super) asked: HashMap<String, Vec<(usize, u32)>>,
+    pub(super) asked: HashMap<String, Vec<(usize, u32)>, BuildHasherDefault<Quick>>,
     /// Answers read.
     pub(super) answers: usize,
 }
@@ -153,14 +155,16 @@ impl Gathered {
     /// An answer's text: the questions before it whose words it uses.
     pub(super) fn answer(&mut self, text: &str) {
         self.answers += 1;
-        if self.asked.is_empty() {
-            return;
-        }
-        for word in words(text) {
+        let mut buf = String::new();
+        for word in raw_words(text) {
+            if self.asked.is_empty() {
+                return;
+            }
             // A word's bit, once set, stays set: the questions holding it
-            // need no second visit, so each (question, word) is visited once.
-            if let Some(holders) = self.asked.get_mut(word.as_str()) {
-                for (q, bit) in holders.drain(..) {
+            // need no second visit, so each (question, word) is visited
+            // once (and the word is asked for no more).
+            if let Some(holders) = self.asked.remove(lower(word, &mut buf)) {
+                for (q, bit) in holders {
                     self.questions[q].hit |= bit;
                 }
             }

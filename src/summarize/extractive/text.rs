@@ -183,9 +183,14 @@ pub(super) const IMPERATIVES: &[&str] = &[
 
 /// How strongly sentence `s` (said in `role`) decides something, if it does.
 pub(super) fn decision(s: &str, role: &Role) -> Option<i32> {
-    let lower = s.to_lowercase();
+    let mut buf = String::new();
+    let lower = lower(s, &mut buf);
     let marked_strength = markers(DECISION_MARKERS.iter().map(|&(m, _)| m), &DECISIONS).and_then(|set| {
-        set.matches(&lower)
+        // (Most sentences decide nothing: asked once, before which.)
+        if !set.is_match(lower) {
+            return None;
+        }
+        set.matches(lower)
             .into_iter()
             .filter_map(|i| DECISION_MARKERS.get(i).map(|&(_, k)| k))
             .max()
@@ -205,6 +210,22 @@ pub(super) fn decision(s: &str, role: &Role) -> Option<i32> {
     }
 }
 
+/// `s` lower-cased (what `str::to_lowercase` gives): `s` itself when it
+/// is already, else written into `buf`, byte by byte when it is ASCII.
+pub(super) fn lower<'a>(s: &'a str, buf: &'a mut String) -> &'a str {
+    if s.is_ascii() {
+        if !s.bytes().any(|b| b.is_ascii_uppercase()) {
+            return s;
+        }
+        buf.clear();
+        buf.push_str(s);
+        buf.make_ascii_lowercase();
+    } else {
+        *buf = s.to_lowercase();
+    }
+    buf
+}
+
 pub(super) fn is_question(s: &str) -> bool {
     s.ends_with('?') || s.ends_with('？')
 }
@@ -220,9 +241,13 @@ pub(super) const STOPWORDS: &[&str] = &[
 
 /// The words of `text`, lower-cased, of four characters or more.
 pub(super) fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    raw_words(text).map(str::to_lowercase)
+}
+
+/// [`words`] as they stand in `text`, not lower-cased.
+pub(super) fn raw_words(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| w.chars().count() >= 4)
-        .map(str::to_lowercase)
+        .filter(|w| w.len() >= 4 && (w.is_ascii() || w.chars().count() >= 4))
 }
 
 /// A question's telling words: no stop words, no repeats, the first few.
@@ -248,20 +273,7 @@ pub(super) fn sentences(text: &str) -> impl Iterator<Item = &str> {
             if rest.trim().is_empty() {
                 return None;
             }
-            let mut chars = rest.char_indices().peekable();
-            let mut end = rest.len();
-            while let Some((i, c)) = chars.next() {
-                let after = i + c.len_utf8();
-                let ends = match c {
-                    '\n' | '。' | '！' | '？' => true,
-                    '.' | '!' | '?' => chars.peek().is_none_or(|&(_, n)| n.is_whitespace()),
-                    _ => false,
-                };
-                if ends {
-                    end = after;
-                    break;
-                }
-            }
+            let end = sentence_end(rest);
             let sentence = rest[..end].trim();
             rest = &rest[end..];
             if !sentence.is_empty() {
@@ -269,6 +281,47 @@ pub(super) fn sentences(text: &str) -> impl Iterator<Item = &str> {
             }
         }
     })
+}
+
+/// Where the first sentence of `text` ends (see [`sentences`]), just after
+/// what ends it; the text's length when nothing does. The bytes that may
+/// end one (`.`, `!`, `?`, a line break, and the first bytes of `。`, `！`
+/// and `？`) are found a byte at a time, and only they are looked at
+/// closer: none of them is part of another character.
+fn sentence_end(text: &str) -> usize {
+    static MAY_END: [bool; 256] = {
+        let mut may = [false; 256];
+        may[b'.' as usize] = true;
+        may[b'!' as usize] = true;
+        may[b'?' as usize] = true;
+        may[b'\n' as usize] = true;
+        // `。` is E3 80 82, `！` EF BC 81, `？` EF BC 9F.
+        may[0xE3] = true;
+        may[0xEF] = true;
+        may
+    };
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while let Some(i) = bytes[at..].iter().position(|&b| MAY_END[usize::from(b)]) {
+        let i = at + i;
+        let ends = match bytes[i] {
+            b'\n' => Some(i + 1),
+            b'.' | b'!' | b'?' => text[i + 1..]
+                .chars()
+                .next()
+                .is_none_or(char::is_whitespace)
+                .then_some(i + 1),
+            _ => ["。", "！", "？"]
+                .iter()
+                .any(|e| text[i..].starts_with(e))
+                .then_some(i + 3),
+        };
+        if let Some(end) = ends {
+            return end;
+        }
+        at = i + 1;
+    }
+    text.len()
 }
 
 /// `text` cut to about `max` characters (at a word's end when one is near),
@@ -284,6 +337,63 @@ pub(super) fn clip(text: &str, max: usize) -> Cow<'_, str> {
                 .filter(|&at| head[..at].chars().count() >= max * 4 / 5)
                 .map_or(head, |at| &head[..at]);
             Cow::Owned(format!("{}…", cut.trim_end()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rule [`sentence_end`] keeps, read a character at a time.
+    fn end_by_chars(text: &str) -> usize {
+        let mut chars = text.char_indices().peekable();
+        while let Some((i, c)) = chars.next() {
+            let ends = match c {
+                '\n' | '。' | '！' | '？' => true,
+                '.' | '!' | '?' => chars.peek().is_none_or(|&(_, n)| n.is_whitespace()),
+                _ => false,
+            };
+            if ends {
+                return i + c.len_utf8();
+            }
+        }
+        text.len()
+    }
+
+    /// Texts of the characters that end sentences, those that look like
+    /// them (`。`'s neighbours share its first byte, `！`'s too), Unicode
+    /// spaces, and upper-case letters whose lower case is longer or not ASCII.
+    fn texts() -> impl proptest::strategy::Strategy<Value = String> {
+        let pieces = vec![
+            "a", "B", ".", "!", "?", "\n", " ", "\t", "\u{a0}", "\u{3000}", "。", "、", "！", "？", "＃",
+            "ｚ", "İ", "Σ", "ß", "K", "é", "日本", "v1.2", "...", "?!", "\u{2028}",
+        ];
+        proptest::collection::vec(proptest::sample::select(pieces), 0..40).prop_map(|p| p.concat())
+    }
+
+    use proptest::strategy::Strategy as _;
+
+    proptest::proptest! {
+        #[test]
+        fn sentence_ends_are_found_as_a_character_at_a_time(text in texts()) {
+            proptest::prop_assert_eq!(sentence_end(&text), end_by_chars(&text));
+        }
+
+        #[test]
+        fn lower_is_to_lowercase(text in texts()) {
+            let mut buf = String::from("left over");
+            proptest::prop_assert_eq!(lower(&text, &mut buf), text.to_lowercase());
+        }
+
+        #[test]
+        fn raw_words_are_the_words_before_lower_case(text in texts()) {
+            let by_chars: Vec<String> = text
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| w.chars().count() >= 4)
+                .map(str::to_lowercase)
+                .collect();
+            proptest::prop_assert_eq!(words(&text).collect::<Vec<_>>(), by_chars);
         }
     }
 }
