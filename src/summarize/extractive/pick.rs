@@ -118,46 +118,62 @@ fn join(candidates: &[Candidate], members: &[usize], common: usize, budget: usiz
     /// Lines of fewer words are too short to call the same.
     const WORDS: usize = 4;
     // (The words come from the caller's text: the hash is seeded.)
-    let mut numbers: HashMap<Box<str>, u32, BuildHasherDefault<Quick>> = HashMap::default();
+    // (A word already in lower case is its line's text, not a copy.)
+    let mut numbers: HashMap<Cow<'_, str>, u32, BuildHasherDefault<Quick>> = HashMap::default();
     let mut seen: Vec<u32> = Vec::new();
     // Each member's words (without the speaker, `assistant: `), numbered
     // in the order met, once each; and whether each names something exact.
-    let lines: Vec<Vec<(u32, bool)>> = members
-        .iter()
-        .map(|&k| {
-            let text = &candidates[k].text;
-            let said = text.split_once(": ").map_or(text.as_str(), |(_, said)| said);
-            let mut words = Vec::new();
-            for word in said.split_whitespace() {
-                let word = word.trim_matches(|c: char| !c.is_alphanumeric());
-                if word.is_empty() {
-                    continue;
+    // (All in one list: member `i`'s are `flat[ends[i - 1]..ends[i]]`.)
+    let mut flat: Vec<(u32, bool)> = Vec::new();
+    let mut ends: Vec<usize> = Vec::with_capacity(members.len());
+    for &k in members {
+        let text = &candidates[k].text;
+        let said = text.split_once(": ").map_or(text.as_str(), |(_, said)| said);
+        let from = flat.len();
+        for word in said.split_whitespace() {
+            // (Most words start and end with a letter or digit: nothing to trim.)
+            let bytes = word.as_bytes();
+            let bare = |b: Option<&u8>| b.is_some_and(u8::is_ascii_alphanumeric);
+            let word = match bare(bytes.first()) && bare(bytes.last()) {
+                true => word,
+                false => word.trim_matches(|c: char| !c.is_alphanumeric()),
+            };
+            if word.is_empty() {
+                continue;
+            }
+            // (Most words are lowercase already: no copy to look them up.)
+            let lower = match word.bytes().any(|b| !b.is_ascii() || b.is_ascii_uppercase()) {
+                true => Cow::Owned(word.to_lowercase()),
+                false => Cow::Borrowed(word),
+            };
+            let named = (lower.bytes()).any(|b| b.is_ascii_digit() || b"./:@\\".contains(&b));
+            let n = match numbers.get(&*lower) {
+                Some(&n) => n,
+                None => {
+                    let n = numbers.len() as u32;
+                    numbers.insert(lower, n);
+                    seen.push(0);
+                    n
                 }
-                // (Most words are lowercase already: no copy to look them up.)
-                let lower = match word.bytes().any(|b| !b.is_ascii() || b.is_ascii_uppercase()) {
-                    true => Cow::Owned(word.to_lowercase()),
-                    false => Cow::Borrowed(word),
-                };
-                let named = lower.contains(|c: char| c.is_ascii_digit() || "./:@\\".contains(c));
-                let n = match numbers.get(&*lower) {
-                    Some(&n) => n,
-                    None => {
-                        let n = numbers.len() as u32;
-                        numbers.insert(lower.into(), n);
-                        seen.push(0);
-                        n
-                    }
-                };
-                words.push((n, named));
+            };
+            flat.push((n, named));
+        }
+        // Sorted, each once.
+        flat[from..].sort_unstable();
+        let mut end = from;
+        for r in from..flat.len() {
+            if end == from || flat[r] != flat[end - 1] {
+                flat[end] = flat[r];
+                end += 1;
             }
-            words.sort_unstable();
-            words.dedup();
-            for &(n, _) in &words {
-                seen[n as usize] += 1;
-            }
-            words
-        })
-        .collect();
+        }
+        flat.truncate(end);
+        for &(n, _) in &flat[from..] {
+            seen[n as usize] += 1;
+        }
+        ends.push(end);
+    }
+    let words_of = |i: usize| &flat[if i == 0 { 0 } else { ends[i - 1] }..ends[i]];
     // Each word's rank: the rarest first (ties by first met).
     let mut by_rarity: Vec<u32> = (0..seen.len() as u32).collect();
     by_rarity.sort_unstable_by_key(|&n| (seen[n as usize], n));
@@ -169,7 +185,7 @@ fn join(candidates: &[Candidate], members: &[usize], common: usize, budget: usiz
     // lines made mostly of them compare in a few instructions.
     let common = (seen.len() as u32).saturating_sub(common.min(COMMON) as u32);
     let ranked = |i: usize| {
-        let mut all: Vec<u32> = lines[i].iter().map(|&(n, _)| rank[n as usize]).collect();
+        let mut all: Vec<u32> = words_of(i).iter().map(|&(n, _)| rank[n as usize]).collect();
         all.sort_unstable();
         let rare = all.partition_point(|&r| r < common);
         let mut bits = [0u64; COMMON / 64];
@@ -177,7 +193,7 @@ fn join(candidates: &[Candidate], members: &[usize], common: usize, budget: usiz
             let b = (r - common) as usize;
             bits[b / 64] |= 1 << (b % 64);
         }
-        let exact: Vec<u32> = (lines[i].iter())
+        let exact: Vec<u32> = (words_of(i).iter())
             .filter(|&&(_, named)| named)
             .map(|&(n, _)| rank[n as usize])
             .collect();
