@@ -3,6 +3,7 @@
 use crate::message::{Content, Message, Part};
 
 #[cfg(feature = "tiktoken")]
+mod ascii;
 mod bpe;
 #[cfg(feature = "tiktoken")]
 mod table;

@@ -24,8 +24,7 @@
 //!   words, not a cause. The detail's cause, when it has one (the `regex`
 //!   error of a [`ConfigError::Invalid`], the I/O error of an
 //!   [`InputError::Io`]), is the `Error`'s `source()`. A cause that is
-//!   another error value is always a `source()`; one that is only words
-//!   (tiktoken-rs's, in [`TokenizerError::Load`]) is a field, in Display.
+//!   another error value is always a `source()`.
 //!
 //! ```
 //! use chatfold::{Error, FoldPolicy};
@@ -625,14 +624,6 @@ pub enum TokenizerError {
     NeedsTiktoken {
         /// The name given.
         name: String,
-    },
-    /// The bundled vocabulary could not be loaded.
-    #[error("cannot load {name}: {reason}")]
-    Load {
-        /// The encoding.
-        name: &'static str,
-        /// tiktoken-rs's words.
-        reason: String,
     },
 }
 

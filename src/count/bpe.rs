@@ -14,12 +14,15 @@ use super::table;
 #[derive(Debug)]
 pub(crate) struct Encoding {
     vocab: Vocab,
-    /// The pre-split anchored at the text's start: it covers every
-    /// character (letters, marks, numbers, whitespace, and a class for all
-    /// else), so each piece starts where the last ended, and an anchored
-    /// search finds it with no reverse pass for its start and a smaller
-    /// automaton to build.
-    next: Regex,
+    /// The pre-split on ASCII, without a regex (see [`ascii`](super::ascii)).
+    ascii: Option<super::ascii::Split>,
+    /// The pre-split anchored at the text's start, built when a piece is
+    /// first not ASCII (or the encoding has no pre-split on ASCII): it
+    /// covers every character (letters, marks, numbers, whitespace, and a
+    /// class for all else), so each piece starts where the last ended, and
+    /// an anchored search finds it with no reverse pass for its start and a
+    /// smaller automaton to build.
+    next: std::sync::OnceLock<Option<Regex>>,
     /// The pre-split itself, built only should a piece not start where the
     /// last ended (which the pattern rules out).
     split: std::sync::OnceLock<Option<Regex>>,
@@ -154,14 +157,27 @@ pub(crate) const CL100K_SPLIT: &str = concat!(
 
 impl Encoding {
     /// The encoding over the tables of `vocab` and the pre-split `split`.
-    pub(crate) fn new(vocab: Vocab, split: &'static str) -> Result<Self, regex::Error> {
-        Ok(Encoding {
+    pub(crate) fn new(vocab: Vocab, split: &'static str) -> Self {
+        let ascii: Option<super::ascii::Split> = match split {
+            O200K_SPLIT => Some(super::ascii::o200k),
+            CL100K_SPLIT => Some(super::ascii::cl100k),
+            _ => None,
+        };
+        Encoding {
             vocab,
-            next: Regex::new(&format!("^(?:{split})"))?,
+            ascii,
+            next: std::sync::OnceLock::new(),
             split: std::sync::OnceLock::new(),
             source: split,
             memo: Memo::new(),
-        })
+        }
+    }
+
+    /// The anchored pre-split ([`Encoding::next`]), built now if not yet.
+    fn next(&self) -> Option<&Regex> {
+        (self.next)
+            .get_or_init(|| Regex::new(&format!("^(?:{})", self.source)).ok())
+            .as_ref()
     }
 
     /// Tokens in `text`, as tiktoken's `encode_ordinary(text).len()`
@@ -178,9 +194,16 @@ impl Encoding {
             // The piece at `at` (the pattern looks behind nothing, so it
             // matches in `text[at..]` as in `text`); should none start there,
             // the next one after it.
-            let found = match self.next.find(&text[at..]) {
-                Some(m) => at..at + m.end(),
-                None => {
+            let ascii = self.ascii.and_then(|piece| piece(text.as_bytes(), at));
+            let anchored = || {
+                self.next()
+                    .map(|next| next.find(&text[at..]).map(|m| at + m.end()))
+            };
+            let found = match ascii.map(|end| Some(Some(end))).unwrap_or_else(anchored) {
+                Some(Some(end)) => at..end,
+                // (The pattern is a constant, which builds: see the tests.)
+                None => at..text.len(),
+                Some(None) => {
                     let split = self.split.get_or_init(|| Regex::new(self.source).ok());
                     match split.as_ref().and_then(|s| s.find_at(text, at)) {
                         Some(m) => m.range(),

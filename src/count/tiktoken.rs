@@ -65,9 +65,10 @@ impl Tiktoken {
     ///
     /// # Errors
     ///
-    /// [`Error::Tokenizer`] if the bundled vocabulary cannot be loaded.
+    /// None: the vocabulary is built into the crate (the `Result` is
+    /// [`Tiktoken::for_model`]'s, whose names may be unknown).
     pub fn o200k_base() -> Result<Self> {
-        static CELL: OnceLock<std::result::Result<Encoding, String>> = OnceLock::new();
+        static CELL: OnceLock<Encoding> = OnceLock::new();
         Self::load(&CELL, "o200k_base", || vocab!("o200k_base"), O200K_SPLIT)
     }
 
@@ -75,9 +76,10 @@ impl Tiktoken {
     ///
     /// # Errors
     ///
-    /// [`Error::Tokenizer`] if the bundled vocabulary cannot be loaded.
+    /// None: the vocabulary is built into the crate (the `Result` is
+    /// [`Tiktoken::for_model`]'s, whose names may be unknown).
     pub fn cl100k_base() -> Result<Self> {
-        static CELL: OnceLock<std::result::Result<Encoding, String>> = OnceLock::new();
+        static CELL: OnceLock<Encoding> = OnceLock::new();
         Self::load(&CELL, "cl100k_base", || vocab!("cl100k_base"), CL100K_SPLIT)
     }
 
@@ -121,18 +123,13 @@ impl Tiktoken {
     }
 
     fn load(
-        cell: &'static OnceLock<std::result::Result<Encoding, String>>,
+        cell: &'static OnceLock<Encoding>,
         name: &'static str,
         vocab: fn() -> Vocab,
         split: &'static str,
     ) -> Result<Self> {
-        match cell.get_or_init(|| Encoding::new(vocab(), split).map_err(|e| e.to_string())) {
-            Ok(bpe) => Ok(Tiktoken { bpe, name }),
-            Err(reason) => Err(Error::Tokenizer(TokenizerError::Load {
-                name,
-                reason: reason.clone(),
-            })),
-        }
+        let bpe = cell.get_or_init(|| Encoding::new(vocab(), split));
+        Ok(Tiktoken { bpe, name })
     }
 }
 
