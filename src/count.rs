@@ -4,6 +4,7 @@ use crate::message::{Content, Message, Part};
 
 #[cfg(feature = "tiktoken")]
 mod ascii;
+#[cfg(feature = "tiktoken")]
 mod bpe;
 #[cfg(feature = "tiktoken")]
 mod table;
