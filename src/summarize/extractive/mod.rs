@@ -8,7 +8,9 @@
 //!   written otherwise), so that a summary rolled forward many times still
 //!   says how the conversation began;
 //! - `Decided:` sentences that decide or conclude ("we will", "decided",
-//!   "let's", "going with", "use X" ...) and people's imperative requests;
+//!   "let's", "going with", "use X" ...) and people's imperative requests
+//!   (those that differ only in the names in backticks they hold, one line
+//!   that lists the names: `` `socket` / `open` / `openat` ``);
 //! - `Discussed:` what else people said, once (a line with two thirds of
 //!   its words in a better one's, and no path, number or other name of its
 //!   own, is left out);
@@ -148,6 +150,7 @@ fn digest(request: &SummaryRequest<'_>, measure: &dyn Fn(&str) -> usize) -> Stri
         Some(_) => SPAN / 3 + (i as u128 * (2 * SPAN / 3) as u128 / n.max(1) as u128) as Place,
     };
     walk(request, &mut g, carried_start, &place);
+    merge_names(&mut g.candidates);
     let allowance = request.allowance();
     let chosen = choose(&g.candidates, allowance, measure);
     let text = fit(&g.candidates, chosen, allowance, measure);
@@ -329,6 +332,51 @@ mod tests {
         assert!(items.iter().any(|&i| (100..200).contains(&i)), "{summary}");
         assert!(items.iter().any(|&i| i >= 200), "{summary}");
         assert!(summary.lines().count() <= 12);
+    }
+
+    /// Decisions that differ only in the names in backticks are one line
+    /// listing the names, and stay one as the summary rolls forward; a
+    /// decision that differs in another word, or in two names, keeps its
+    /// own line.
+    #[test]
+    fn decisions_that_differ_only_in_names_are_one_line() {
+        let decide =
+            |name: &str| Message::user(format!("Let's use `{name}` for the lowest free descriptor."));
+        let mut folded = vec![Message::user("We need descriptors handled safely.")];
+        folded.extend(["socket", "open", "openat", "open"].map(decide));
+        folded.push(Message::user("Let's use `dup` for the highest free descriptor."));
+        folded.push(Message::user(
+            "Let's use `a` and `b` for the lowest free descriptor.",
+        ));
+        folded.push(Message::user(
+            "Let's use `c` and `d` for the lowest free descriptor.",
+        ));
+        folded.push(Message::assistant("Noted, thanks."));
+        folded.push(Message::user("Bye."));
+        let summary = summarize(&folded, 2_000);
+        let lowest: Vec<&str> = summary.lines().filter(|l| l.contains("lowest")).collect();
+        assert!(
+            lowest.contains(&"user: Let's use `socket` / `open` / `openat` for the lowest free descriptor."),
+            "{summary}"
+        );
+        assert_eq!(lowest.len(), 3, "{summary}");
+        assert!(summary.contains("`dup` for the highest"), "{summary}");
+        // Rolled forward, a name more joins the line.
+        let more = [
+            decide("fcntl"),
+            Message::user("That is all of them."),
+            Message::assistant("Good."),
+            Message::user("Bye again."),
+        ];
+        let request = SummaryRequest::new(Some(&summary), &more, 2_000);
+        let again = Extractive::new().summarize(&request).unwrap();
+        assert!(
+            again.contains(
+                "user: Let's use `socket` / `open` / `openat` / `fcntl` for the lowest free descriptor."
+            ),
+            "{again}"
+        );
+        assert_eq!(again.matches("for the lowest").count(), 3, "{again}");
     }
 
     #[test]
