@@ -539,6 +539,19 @@ fn count_matches_the_library() {
         assert!(out.status.success());
         assert_eq!(String::from_utf8(out.stdout).unwrap(), format!("{expected}\n"));
     }
+    // A history long enough to be counted on several threads: the same sum.
+    let long: Vec<chatfold::Message> = (0..20_000)
+        .map(|i| {
+            let mut m = input[i % input.len()].clone();
+            m.content = Some(chatfold::Content::Text(format!("{i} {}", m.text())));
+            m
+        })
+        .collect();
+    let json = serde_json::to_vec(&long).unwrap();
+    let out = run(&["count"], &json);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let expected = Tiktoken::o200k_base().unwrap().count_messages(&long);
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), format!("{expected}\n"));
 }
 
 #[test]

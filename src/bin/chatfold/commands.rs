@@ -1,7 +1,7 @@
 //! The subcommands, each from its flags to its output: `compact`, `count`
 //! and `explain`.
 
-use chatfold::{NamedCounter, Plan, TokenCounter};
+use chatfold::{Message, NamedCounter, Plan, TokenCounter};
 
 use crate::flags::{BudgetArgs, CompactArgs, InputArgs};
 use crate::io::{self, Input};
@@ -82,7 +82,31 @@ pub(crate) fn compact(all: &CompactArgs) -> Result<(), Failure> {
 pub(crate) fn count(args: &InputArgs) -> Result<(), Failure> {
     let counter = args.tokenizer.parse::<NamedCounter>()?;
     let input = io::read_input(args)?;
-    io::write_stdout(format!("{}\n", counter.count_messages(&input.history.messages)).as_bytes())
+    io::write_stdout(format!("{}\n", count_on_threads(&counter, &input.history.messages)).as_bytes())
+}
+
+/// [`TokenCounter::count_messages`] of `messages`, counted on the
+/// machine's threads, each a run of the messages (a long history; a
+/// short one on this thread).
+fn count_on_threads(counter: &NamedCounter, messages: &[Message]) -> usize {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = threads.min(messages.len() / 4096).max(1);
+    if threads == 1 {
+        return counter.count_messages(messages);
+    }
+    let part = |run: &[Message]| {
+        run.iter()
+            .fold(0usize, |sum, m| sum.saturating_add(counter.count_message(m)))
+    };
+    std::thread::scope(|scope| {
+        let runs: Vec<_> = (messages.chunks(messages.len().div_ceil(threads)))
+            .map(|run| scope.spawn(move || part(run)))
+            .collect();
+        runs.into_iter().fold(counter.reply_priming(), |sum, run| {
+            let tokens = run.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+            sum.saturating_add(tokens)
+        })
+    })
 }
 
 /// `chatfold explain`: the plan, message by message, without summarizing.
