@@ -60,6 +60,15 @@ fn run(text: &[u8], mut i: usize, class: impl Fn(u8) -> bool) -> Option<usize> {
     }
 }
 
+/// The end of the run of ASCII bytes from `i` that `class` takes: a
+/// trailing run of line breaks (or `/`), which no byte outside ASCII joins.
+fn trailing(text: &[u8], i: usize, class: impl Fn(u8) -> bool) -> usize {
+    i + text[i..]
+        .iter()
+        .take_while(|&&b| b.is_ascii() && class(b))
+        .count()
+}
+
 /// Where `\s*[\r\n]+` ends in the run of spaces `text[from..to]` (after
 /// its last line break), or `None` if it holds none.
 fn after_last_break(text: &[u8], from: usize, to: usize) -> Option<usize> {
@@ -122,11 +131,7 @@ pub(super) fn o200k(text: &[u8], i: usize) -> Option<usize> {
     let from = if first == b' ' { i + 1 } else { i };
     let marks = run(text, from, mark)?;
     if marks > from {
-        // (A byte outside ASCII is none of these: the run ends before it.)
-        let breaks = text[marks..]
-            .iter()
-            .take_while(|&&b| matches!(b, b'\r' | b'\n' | b'/'));
-        return Some(marks + breaks.count());
+        return Some(trailing(text, marks, |b| matches!(b, b'\r' | b'\n' | b'/')));
     }
     // `\s*[\r\n]+`, else `\s+`.
     let spaces = run(text, i, space)?;
@@ -160,12 +165,7 @@ pub(super) fn cl100k(text: &[u8], i: usize) -> Option<usize> {
     let from = if first == b' ' { i + 1 } else { i };
     let marks = run(text, from, mark)?;
     if marks > from {
-        return Some(
-            marks
-                + (text[marks..].iter())
-                    .take_while(|&&b| matches!(b, b'\r' | b'\n'))
-                    .count(),
-        );
+        return Some(trailing(text, marks, |b| matches!(b, b'\r' | b'\n')));
     }
     // `\s+$`, else `\s*[\r\n]`, else `\s+`.
     let spaces = run(text, i, space)?;
@@ -205,11 +205,7 @@ mod tests {
         proptest::collection::vec(proptest::sample::select(pieces), 0..24).prop_map(|p| p.concat())
     }
 
-    fn check(
-        text: &str,
-        ascii: fn(&[u8], usize) -> Option<usize>,
-        next: &regex::Regex,
-    ) -> Result<(), String> {
+    fn check(text: &str, ascii: Split, next: &regex::Regex) -> Result<(), String> {
         for i in (0..text.len()).filter(|&i| text.is_char_boundary(i)) {
             let ours = ascii(text.as_bytes(), i);
             if text.is_ascii() && ours.is_none() {

@@ -173,11 +173,19 @@ impl Encoding {
         }
     }
 
-    /// The anchored pre-split ([`Encoding::next`]), built now if not yet.
-    fn next(&self) -> Option<&Regex> {
-        (self.next)
-            .get_or_init(|| Regex::new(&format!("^(?:{})", self.source)).ok())
-            .as_ref()
+    /// Where the piece that starts at `at` ends: found on ASCII by the
+    /// encoding's pre-split there, else by the anchored regex (built now if
+    /// not yet); `None` if no piece starts there.
+    fn piece_end(&self, text: &str, at: usize) -> Option<usize> {
+        if let Some(end) = self.ascii.and_then(|piece| piece(text.as_bytes(), at)) {
+            return Some(end);
+        }
+        let next = (self.next).get_or_init(|| Regex::new(&format!("^(?:{})", self.source)).ok());
+        match next {
+            Some(next) => next.find(&text[at..]).map(|m| at + m.end()),
+            // (The pattern is a constant, which builds: see the tests.)
+            None => Some(text.len()),
+        }
     }
 
     /// Tokens in `text`, as tiktoken's `encode_ordinary(text).len()`
@@ -194,16 +202,9 @@ impl Encoding {
             // The piece at `at` (the pattern looks behind nothing, so it
             // matches in `text[at..]` as in `text`); should none start there,
             // the next one after it.
-            let ascii = self.ascii.and_then(|piece| piece(text.as_bytes(), at));
-            let anchored = || {
-                self.next()
-                    .map(|next| next.find(&text[at..]).map(|m| at + m.end()))
-            };
-            let found = match ascii.map(|end| Some(Some(end))).unwrap_or_else(anchored) {
-                Some(Some(end)) => at..end,
-                // (The pattern is a constant, which builds: see the tests.)
-                None => at..text.len(),
-                Some(None) => {
+            let found = match self.piece_end(text, at) {
+                Some(end) => at..end,
+                None => {
                     let split = self.split.get_or_init(|| Regex::new(self.source).ok());
                     match split.as_ref().and_then(|s| s.find_at(text, at)) {
                         Some(m) => m.range(),

@@ -155,7 +155,6 @@ impl Gathered {
     /// An answer's text: the questions before it whose words it uses.
     pub(super) fn answer(&mut self, text: &str) {
         self.answers += 1;
-        let mut buf = String::new();
         for word in raw_words(text) {
             if self.asked.is_empty() {
                 return;
@@ -163,7 +162,7 @@ impl Gathered {
             // A word's bit, once set, stays set: the questions holding it
             // need no second visit, so each (question, word) is visited
             // once (and the word is asked for no more).
-            if let Some(holders) = self.asked.remove(lower(word, &mut buf)) {
+            if let Some(holders) = self.asked.remove(&*lower(word)) {
                 for (q, bit) in holders {
                     self.questions[q].hit |= bit;
                 }

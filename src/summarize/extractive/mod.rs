@@ -344,15 +344,13 @@ mod tests {
             |name: &str| Message::user(format!("Let's use `{name}` for the lowest free descriptor."));
         let mut folded = vec![Message::user("We need descriptors handled safely.")];
         folded.extend(["socket", "open", "openat", "open"].map(decide));
-        folded.push(Message::user("Let's use `dup` for the highest free descriptor."));
-        folded.push(Message::user(
-            "Let's use `a` and `b` for the lowest free descriptor.",
-        ));
-        folded.push(Message::user(
-            "Let's use `c` and `d` for the lowest free descriptor.",
-        ));
-        folded.push(Message::assistant("Noted, thanks."));
-        folded.push(Message::user("Bye."));
+        folded.extend([
+            Message::user("Let's use `dup` for the highest free descriptor."),
+            Message::user("Let's use `a` and `b` for the lowest free descriptor."),
+            Message::user("Let's use `c` and `d` for the lowest free descriptor."),
+            Message::assistant("Noted, thanks."),
+            Message::user("Bye."),
+        ]);
         let summary = summarize(&folded, 2_000);
         let lowest: Vec<&str> = summary.lines().filter(|l| l.contains("lowest")).collect();
         assert!(

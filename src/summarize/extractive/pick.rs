@@ -142,10 +142,7 @@ fn join(candidates: &[Candidate], members: &[usize], common: usize, budget: usiz
                 continue;
             }
             // (Most words are lowercase already: no copy to look them up.)
-            let lower = match word.bytes().any(|b| !b.is_ascii() || b.is_ascii_uppercase()) {
-                true => Cow::Owned(word.to_lowercase()),
-                false => Cow::Borrowed(word),
-            };
+            let lower = lower(word);
             let named = (lower.bytes()).any(|b| b.is_ascii_digit() || b"./:@\\".contains(&b));
             let n = match numbers.get(&*lower) {
                 Some(&n) => n,

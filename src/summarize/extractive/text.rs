@@ -183,8 +183,7 @@ pub(super) const IMPERATIVES: &[&str] = &[
 
 /// How strongly sentence `s` (said in `role`) decides something, if it does.
 pub(super) fn decision(s: &str, role: &Role) -> Option<i32> {
-    let mut buf = String::new();
-    let lower = lower(s, &mut buf);
+    let lower = &*lower(s);
     let marked_strength = markers(DECISION_MARKERS.iter().map(|&(m, _)| m), &DECISIONS).and_then(|set| {
         // (Most sentences decide nothing: asked once, before which.)
         if !set.is_match(lower) {
@@ -211,19 +210,13 @@ pub(super) fn decision(s: &str, role: &Role) -> Option<i32> {
 }
 
 /// `s` lower-cased (what `str::to_lowercase` gives): `s` itself when it
-/// is already, else written into `buf`, byte by byte when it is ASCII.
-pub(super) fn lower<'a>(s: &'a str, buf: &'a mut String) -> &'a str {
-    if s.is_ascii() {
-        if !s.bytes().any(|b| b.is_ascii_uppercase()) {
-            return s;
-        }
-        buf.clear();
-        buf.push_str(s);
-        buf.make_ascii_lowercase();
-    } else {
-        *buf = s.to_lowercase();
+/// is already, byte by byte when it is ASCII.
+pub(super) fn lower(s: &str) -> Cow<'_, str> {
+    match s.is_ascii() {
+        true if !s.bytes().any(|b| b.is_ascii_uppercase()) => Cow::Borrowed(s),
+        true => Cow::Owned(s.to_ascii_lowercase()),
+        false => Cow::Owned(s.to_lowercase()),
     }
-    buf
 }
 
 pub(super) fn is_question(s: &str) -> bool {
@@ -382,8 +375,7 @@ mod tests {
 
         #[test]
         fn lower_is_to_lowercase(text in texts()) {
-            let mut buf = String::from("left over");
-            proptest::prop_assert_eq!(lower(&text, &mut buf), text.to_lowercase());
+            proptest::prop_assert_eq!(lower(&text), text.to_lowercase());
         }
 
         #[test]
