@@ -968,8 +968,8 @@ fn hot_spans(text: &str, mut found: impl FnMut(usize, usize)) {
 }
 
 /// Calls `found` with the start and end of each word of `bytes` that
-/// [`hot_spans`] reads, in order.
-fn hot_words(bytes: &[u8], mut found: impl FnMut(usize, usize)) {
+/// [`hot_spans`] reads, in order (the built-in summarizer's names too).
+pub(crate) fn hot_words(bytes: &[u8], mut found: impl FnMut(usize, usize)) {
     let mut from = 0;
     while let Some(at) = next_hot(bytes, from) {
         // Each word is measured once, when its first such byte is met (a

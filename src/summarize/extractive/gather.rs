@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::hash::BuildHasherDefault;
+use std::ops::ControlFlow;
 
 use super::*;
 use crate::message::Role;
@@ -94,6 +95,12 @@ pub(super) struct Question {
     pub(super) hit: u32,
     /// Answers before it.
     pub(super) after: usize,
+    /// Whether it was asked in the fold (a question carried from the
+    /// previous summary has no reply of its own in it).
+    pub(super) asked_here: bool,
+    /// Whether its reply (the first answer after it, itself no question)
+    /// used one of its words.
+    pub(super) replied: bool,
 }
 
 impl Question {
@@ -102,8 +109,8 @@ impl Question {
         if self.words.is_empty() {
             return answers > self.after;
         }
-        // Three in five of its words.
-        (self.hit.count_ones() as usize) * 5 >= self.words.len() * 3
+        // Its reply took it up, or later answers three in five of its words.
+        self.replied || (self.hit.count_ones() as usize) * 5 >= self.words.len() * 3
     }
 }
 
@@ -138,7 +145,9 @@ impl Gathered {
         self.candidates.len() - 1
     }
 
-    pub(super) fn ask(&mut self, candidate: usize, text: &str) {
+    /// A question, asked in the fold (`here`) or carried from the previous
+    /// summary.
+    pub(super) fn ask(&mut self, candidate: usize, text: &str, here: bool) {
         let words = keywords(text);
         let q = self.questions.len();
         for (bit, word) in words.iter().enumerate() {
@@ -149,23 +158,38 @@ impl Gathered {
             words,
             hit: 0,
             after: self.answers,
+            asked_here: here,
+            replied: false,
         });
     }
 
     /// An answer's text: the questions before it whose words it uses.
     pub(super) fn answer(&mut self, text: &str) {
+        // The questions it is the reply to: asked since the last answer (no
+        // answer has used their words yet), unless it asks back.
+        let awaiting = self.questions.partition_point(|q| q.after < self.answers);
         self.answers += 1;
-        for word in raw_words(text) {
-            if self.asked.is_empty() {
-                return;
-            }
+        if self.asked.is_empty() {
+            return;
+        }
+        let (asked, questions) = (&mut self.asked, &mut self.questions);
+        telling(text, |word| {
             // A word's bit, once set, stays set: the questions holding it
             // need no second visit, so each (question, word) is visited
             // once (and the word is asked for no more).
-            if let Some(holders) = self.asked.remove(&*lower(word)) {
+            if let Some(holders) = asked.remove(word) {
                 for (q, bit) in holders {
-                    self.questions[q].hit |= bit;
+                    questions[q].hit |= bit;
                 }
+            }
+            match asked.is_empty() {
+                true => ControlFlow::Break(()),
+                false => ControlFlow::Continue(()),
+            }
+        });
+        if awaiting < questions.len() && !sentences(text).last().is_some_and(is_question) {
+            for q in &mut questions[awaiting..] {
+                q.replied = q.asked_here && q.hit != 0;
             }
         }
     }
@@ -208,7 +232,7 @@ pub(super) fn carry(previous: &str, g: &mut Gathered) -> bool {
             Section::Open => {
                 let c = g.push(Section::Open, place, None, 4, text);
                 let line = g.candidates[c].text.clone();
-                g.ask(c, &line);
+                g.ask(c, &line, false);
             }
             Section::Decided => {
                 // As strong as when it was first written.
@@ -360,7 +384,7 @@ pub(super) fn walk(
             .flatten()
         {
             let c = g.push(Section::Open, at, Some(i), base + 3, line(q));
-            g.ask(c, q);
+            g.ask(c, q, true);
             c
         } else if let Some((s, strength)) = said.iter().find_map(|s| decision(s, &m.role).map(|k| (s, k))) {
             g.push(Section::Decided, at, Some(i), base + strength, line(s))

@@ -15,9 +15,13 @@
 //!   its words in a better one's, and no path, number or other name of its
 //!   own, is left out);
 //! - `Tools:` each call's name and arguments with the first sentence of its
-//!   result (or the line that says what failed);
+//!   result (or the line that says what failed; a marker's word inside an
+//!   identifier, `statement_timeout_ms`, says nothing failed);
 //! - `Open questions:` people's questions that no later answer in the fold
-//!   takes up (by their words);
+//!   takes up (by their words: the reply, the first answer after it,
+//!   unless it asks back, with one of its words or names, a word in
+//!   another form counting, `takes` for `take`; or later answers with
+//!   three in five of them);
 //! - `Recently:` the last two turns of the fold.
 //!
 //! Every candidate line gets a score (role, first or last of the span,
@@ -294,6 +298,95 @@ mod tests {
              Recently:\n\
              assistant: The config has an unknown field."
         );
+    }
+
+    /// A question is answered when its reply (the first answer after it)
+    /// takes up one of its words, in another form, or one of its names;
+    /// not when the reply asks back or speaks of something else.
+    #[test]
+    fn a_reply_that_takes_a_question_up_answers_it() {
+        let open = |folded: &[Message]| -> Vec<String> {
+            let summary = summarize(folded, 1000);
+            (summary.lines())
+                .skip_while(|l| *l != "Open questions:")
+                .skip(1)
+                .take_while(|l| l.starts_with("user: "))
+                .map(str::to_owned)
+                .collect()
+        };
+        let asked = |question: &str, reply: &str| {
+            vec![
+                Message::user("Please fix the staging deploy of ledgerd."),
+                Message::assistant("On it."),
+                Message::user(question),
+                Message::assistant_tool_calls(vec![ToolCall::new("c1", "run", "{}")]),
+                Message::tool("done", "c1"),
+                Message::assistant(reply),
+                Message::user("Thanks, next topic: the weekly report."),
+                Message::assistant("The weekly report is ready."),
+            ]
+        };
+        // A name: `stg-app-07` (its words are too short to count).
+        let q = "Is the database reachable from stg-app-07?";
+        assert!(
+            open(&asked(
+                q,
+                "db-02.internal:5432 accepts connections from stg-app-07."
+            ))
+            .is_empty()
+        );
+        // A word in another form: `take` and `takes`.
+        let q = "What format does the new field take?";
+        assert!(open(&asked(q, "It takes a duration string such as 5s.")).is_empty());
+        // A reply that asks back, or speaks of something else, leaves it open.
+        let q = "Is the Zanzibar export still nightly?";
+        assert_eq!(
+            open(&asked(q, "Which Zanzibar export do you mean?")),
+            [format!("user: {q}")]
+        );
+        assert_eq!(
+            open(&asked(q, "The config has an unknown field.")),
+            [format!("user: {q}")]
+        );
+        // A later answer that is not its reply needs three in five words.
+        let mut late = asked(q, "The config has an unknown field.");
+        late.push(Message::assistant("The export is fine."));
+        assert_eq!(open(&late), [format!("user: {q}")]);
+        late.push(Message::assistant("Zanzibar still runs nightly."));
+        assert!(open(&late).is_empty());
+    }
+
+    #[test]
+    fn words_lose_one_ending_and_names_stay_whole() {
+        assert_eq!(stem("takes"), "take");
+        assert_eq!(stem("looking"), "look");
+        assert_eq!(stem("loaded"), "load");
+        assert_eq!(stem("indexes"), "index");
+        assert_eq!(stem("process"), "process");
+        assert_eq!(stem("processes"), "process");
+        assert_eq!(stem("uses"), "uses");
+        assert_eq!(stem("being"), "being");
+        let mut words = Vec::new();
+        telling("Is db-02.internal:5432 up (from stg-app-07)? Yes.", |w| {
+            words.push(w.to_owned());
+            std::ops::ControlFlow::Continue(())
+        });
+        assert_eq!(
+            words,
+            ["internal", "5432", "from", "db-02.internal:5432", "stg-app-07"]
+        );
+    }
+
+    /// An identifier that holds a marker's word reports no failure: a
+    /// configuration with `statement_timeout_ms` read back, `error_rate`.
+    #[test]
+    fn words_inside_identifiers_are_no_markers() {
+        assert!(!is_error("statement_timeout_ms = 5000\nconnect_timeout = \"3s\""));
+        assert!(!is_error(r#"{"error_rate": 0.01, "timeout_ms": 500}"#));
+        assert!(is_error("request timeout after 30s"));
+        assert!(is_error("Error: permission denied"));
+        assert!(is_error("3 errors found"));
+        assert!(decision("We must_not change it.", &Role::Assistant).is_none());
     }
 
     #[test]

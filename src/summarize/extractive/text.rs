@@ -1,6 +1,7 @@
 //! Reading text: windows, sentences, clipping, and the phrases that mark decisions, errors and questions.
 
 use std::borrow::Cow;
+use std::ops::ControlFlow;
 
 use super::*;
 use crate::message::Role;
@@ -78,12 +79,16 @@ pub(super) fn is_error(text: &str) -> bool {
 
 /// One set of `words`, each to match at the start of a word (lower-cased
 /// text): one pass over a line finds them all. Built once per process.
+/// A word of an identifier is not one (`statement_timeout_ms` says no
+/// time-out, `error_rate` no error): no `_` joins a match to the text
+/// around it.
 pub(super) fn markers<'w>(
     words: impl Iterator<Item = &'w str>,
     cell: &'static std::sync::OnceLock<Option<regex::RegexSet>>,
 ) -> Option<&'static regex::RegexSet> {
     cell.get_or_init(|| {
-        regex::RegexSet::new(words.map(|w| format!(r"(?:^|[^[:alnum:]]){}", regex::escape(w)))).ok()
+        regex::RegexSet::new(words.map(|w| format!(r"(?:^|[^[:alnum:]_]){}(?:[^_]|$)", regex::escape(w))))
+            .ok()
     })
     .as_ref()
 }
@@ -232,28 +237,67 @@ pub(super) const STOPWORDS: &[&str] = &[
     "would", "your",
 ];
 
-/// The words of `text`, lower-cased, of four characters or more.
-pub(super) fn words(text: &str) -> impl Iterator<Item = String> + '_ {
-    raw_words(text).map(str::to_lowercase)
-}
-
-/// [`words`] as they stand in `text`, not lower-cased.
+/// The words of `text` of four characters or more, as they stand in it.
 pub(super) fn raw_words(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| w.len() >= 4 && (w.is_ascii() || w.chars().count() >= 4))
 }
 
-/// A question's telling words: no stop words, no repeats, the first few.
-pub(super) fn keywords(text: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for w in words(text) {
-        if out.len() == QUESTION_WORDS {
-            break;
-        }
-        if STOPWORDS.binary_search(&w.as_str()).is_err() && !out.contains(&w) {
-            out.push(w);
+/// Calls `each` with the words of `text` that tell whether an answer takes
+/// up a question, lower-cased, until it says to stop: each of its
+/// [`raw_words`] without a plural or verb ending ([`stem`]: `takes` is
+/// `take`), then each of its names, whole, without the punctuation around
+/// them: the words the ledger reads ([`hot_words`]: a digit, `:`, `/`,
+/// `\\`, `@` or a `.` before a letter or digit in them, such as
+/// `stg-app-07` or `staging.toml`) but those of letters and digits alone
+/// (one of the words before).
+///
+/// [`hot_words`]: crate::fold::ledger::hot_words
+pub(super) fn telling(text: &str, mut each: impl FnMut(&str) -> ControlFlow<()>) {
+    for word in raw_words(text) {
+        if each(stem(&lower(word))).is_break() {
+            return;
         }
     }
+    let mut go = true;
+    crate::fold::ledger::hot_words(text.as_bytes(), |start, end| {
+        // (A hot word starts and ends beside ASCII white space.)
+        let name = text[start..end].trim_matches(|c: char| !c.is_alphanumeric());
+        if go && !name.chars().all(char::is_alphanumeric) {
+            go = each(&lower(name)).is_continue();
+        }
+    });
+}
+
+/// `word` without one ending that makes another form of it (`-ing`, `-ed`,
+/// `-es` after `x`, `ch`, `sh` or `ss`, `-s` but not `-ss`), when four
+/// characters or more are left: `looking` and `looks` are `look`,
+/// `indexes` is `index`.
+pub(super) fn stem(word: &str) -> &str {
+    fn keep(rest: &str) -> Option<&str> {
+        (rest.chars().count() >= 4).then_some(rest)
+    }
+    let cut = |ending: &str| word.strip_suffix(ending).and_then(keep);
+    cut("ing")
+        .or_else(|| cut("ed"))
+        .or_else(|| cut("es").filter(|rest| ["x", "ch", "sh", "ss"].iter().any(|e| rest.ends_with(e))))
+        .or_else(|| cut("s").filter(|rest| !rest.ends_with('s')))
+        .unwrap_or(word)
+}
+
+/// A question's telling words ([`telling`]): no stop words, no repeats,
+/// the first few.
+pub(super) fn keywords(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    telling(text, |w| {
+        if STOPWORDS.binary_search(&w).is_err() && !out.iter().any(|o| o == w) {
+            out.push(w.to_owned());
+        }
+        match out.len() < QUESTION_WORDS {
+            true => ControlFlow::Continue(()),
+            false => ControlFlow::Break(()),
+        }
+    });
     out
 }
 
@@ -385,7 +429,8 @@ mod tests {
                 .filter(|w| w.chars().count() >= 4)
                 .map(str::to_lowercase)
                 .collect();
-            proptest::prop_assert_eq!(words(&text).collect::<Vec<_>>(), by_chars);
+            let words: Vec<String> = raw_words(&text).map(str::to_lowercase).collect();
+            proptest::prop_assert_eq!(words, by_chars);
         }
     }
 }
