@@ -95,11 +95,8 @@ pub(super) struct Question {
     pub(super) hit: u32,
     /// Answers before it.
     pub(super) after: usize,
-    /// Whether it was asked in the fold (a question carried from the
-    /// previous summary has no reply of its own in it).
-    pub(super) asked_here: bool,
-    /// Whether its reply (the first answer after it, itself no question)
-    /// used one of its words.
+    /// Whether its reply (the first answer after it that makes no tool
+    /// call; none if that one only asks back) used one of its words.
     pub(super) replied: bool,
 }
 
@@ -123,6 +120,8 @@ pub(super) struct Gathered {
     pub(super) asked: HashMap<String, Vec<(usize, u32)>, BuildHasherDefault<Quick>>,
     /// Answers read.
     pub(super) answers: usize,
+    /// The questions from here on wait for their reply.
+    pub(super) awaiting: usize,
 }
 
 impl Gathered {
@@ -145,9 +144,7 @@ impl Gathered {
         self.candidates.len() - 1
     }
 
-    /// A question, asked in the fold (`here`) or carried from the previous
-    /// summary.
-    pub(super) fn ask(&mut self, candidate: usize, text: &str, here: bool) {
+    pub(super) fn ask(&mut self, candidate: usize, text: &str) {
         let words = keywords(text);
         let q = self.questions.len();
         for (bit, word) in words.iter().enumerate() {
@@ -158,40 +155,44 @@ impl Gathered {
             words,
             hit: 0,
             after: self.answers,
-            asked_here: here,
             replied: false,
         });
     }
 
-    /// An answer's text: the questions before it whose words it uses.
-    pub(super) fn answer(&mut self, text: &str) {
-        // The questions it is the reply to: asked since the last answer (no
-        // answer has used their words yet), unless it asks back.
-        let awaiting = self.questions.partition_point(|q| q.after < self.answers);
+    /// An answer's text: the questions before it whose words it uses. One
+    /// that makes no tool call (`closes`) is the reply to the questions
+    /// still waiting for theirs, unless it only asks back.
+    pub(super) fn answer(&mut self, text: &str, closes: bool) {
         self.answers += 1;
-        if self.asked.is_empty() {
+        let waiting = self.awaiting..self.questions.len();
+        let replying = closes && !waiting.is_empty() && !sentences(text).all(is_question);
+        if closes {
+            self.awaiting = self.questions.len();
+        }
+        if self.asked.is_empty() && !replying {
             return;
         }
         let (asked, questions) = (&mut self.asked, &mut self.questions);
-        telling(text, |word| {
+        telling(text, false, |word| {
             // A word's bit, once set, stays set: the questions holding it
             // need no second visit, so each (question, word) is visited
-            // once (and the word is asked for no more).
+            // once (until a later question asks it again).
             if let Some(holders) = asked.remove(word) {
                 for (q, bit) in holders {
                     questions[q].hit |= bit;
                 }
             }
-            match asked.is_empty() {
+            // (Its own words: an earlier answer may have used them.)
+            if replying {
+                for q in &mut questions[waiting.clone()] {
+                    q.replied |= q.words.iter().any(|w| w == word);
+                }
+            }
+            match asked.is_empty() && !replying {
                 true => ControlFlow::Break(()),
                 false => ControlFlow::Continue(()),
             }
         });
-        if awaiting < questions.len() && !sentences(text).last().is_some_and(is_question) {
-            for q in &mut questions[awaiting..] {
-                q.replied = q.asked_here && q.hit != 0;
-            }
-        }
     }
 }
 
@@ -232,7 +233,7 @@ pub(super) fn carry(previous: &str, g: &mut Gathered) -> bool {
             Section::Open => {
                 let c = g.push(Section::Open, place, None, 4, text);
                 let line = g.candidates[c].text.clone();
-                g.ask(c, &line, false);
+                g.ask(c, &line);
             }
             Section::Decided => {
                 // As strong as when it was first written.
@@ -250,6 +251,8 @@ pub(super) fn carry(previous: &str, g: &mut Gathered) -> bool {
             }
         }
     }
+    // (Its questions have no reply in the fold: they were asked before it.)
+    g.awaiting = g.questions.len();
     started > 0 && structured
 }
 
@@ -384,7 +387,7 @@ pub(super) fn walk(
             .flatten()
         {
             let c = g.push(Section::Open, at, Some(i), base + 3, line(q));
-            g.ask(c, q, true);
+            g.ask(c, q);
             c
         } else if let Some((s, strength)) = said.iter().find_map(|s| decision(s, &m.role).map(|k| (s, k))) {
             g.push(Section::Decided, at, Some(i), base + strength, line(s))
@@ -394,7 +397,7 @@ pub(super) fn walk(
             g.push(Section::Discussed, at, Some(i), score, line(&opening))
         };
         if m.role != Role::User {
-            g.answer(text);
+            g.answer(text, !m.makes_calls());
         }
         recent.push(c);
         if recent.len() > RECENT_TURNS {

@@ -18,10 +18,10 @@
 //!   result (or the line that says what failed; a marker's word inside an
 //!   identifier, `statement_timeout_ms`, says nothing failed);
 //! - `Open questions:` people's questions that no later answer in the fold
-//!   takes up (by their words: the reply, the first answer after it,
-//!   unless it asks back, with one of its words or names, a word in
-//!   another form counting, `takes` for `take`; or later answers with
-//!   three in five of them);
+//!   takes up: its reply (the first answer after it that makes no tool
+//!   call, unless that one only asks back) uses one of its words (in any
+//!   form: `takes` for `take`) or names, or later answers use three in
+//!   five of them;
 //! - `Recently:` the last two turns of the fold.
 //!
 //! Every candidate line gets a score (role, first or last of the span,
@@ -300,9 +300,10 @@ mod tests {
         );
     }
 
-    /// A question is answered when its reply (the first answer after it)
-    /// takes up one of its words, in another form, or one of its names;
-    /// not when the reply asks back or speaks of something else.
+    /// A question is answered when its reply (the first answer after it
+    /// that makes no tool call) takes up one of its words, in another form,
+    /// or one of its names; not when the reply only asks back or speaks of
+    /// something else.
     #[test]
     fn a_reply_that_takes_a_question_up_answers_it() {
         let open = |folded: &[Message]| -> Vec<String> {
@@ -314,79 +315,118 @@ mod tests {
                 .map(str::to_owned)
                 .collect()
         };
-        let asked = |question: &str, reply: &str| {
+        // The question, a turn that makes a call (saying `before` too), its
+        // result, the reply.
+        let asked_with = |question: &str, before: &str, reply: &str| {
+            let mut call = Message::assistant(before);
+            call.tool_calls = vec![ToolCall::new("c1", "run", "{}")];
             vec![
                 Message::user("Please fix the staging deploy of ledgerd."),
                 Message::assistant("On it."),
                 Message::user(question),
-                Message::assistant_tool_calls(vec![ToolCall::new("c1", "run", "{}")]),
+                call,
                 Message::tool("done", "c1"),
                 Message::assistant(reply),
                 Message::user("Thanks, next topic: the weekly report."),
                 Message::assistant("The weekly report is ready."),
             ]
         };
+        let asked = |question: &str, reply: &str| asked_with(question, "", reply);
+        let still_open = |q: &str| vec![format!("user: {q}")];
         // A name: `stg-app-07` (its words are too short to count).
         let q = "Is the database reachable from stg-app-07?";
-        assert!(
-            open(&asked(
-                q,
-                "db-02.internal:5432 accepts connections from stg-app-07."
-            ))
-            .is_empty()
-        );
+        let reply = "db-02.internal:5432 accepts connections from stg-app-07.";
+        assert!(open(&asked(q, reply)).is_empty());
         // A word in another form: `take` and `takes`.
         let q = "What format does the new field take?";
         assert!(open(&asked(q, "It takes a duration string such as 5s.")).is_empty());
-        // A reply that asks back, or speaks of something else, leaves it open.
+        // A reply that only asks back, or speaks of something else, leaves
+        // it open; one that offers more after its answer does not.
         let q = "Is the Zanzibar export still nightly?";
         assert_eq!(
             open(&asked(q, "Which Zanzibar export do you mean?")),
-            [format!("user: {q}")]
+            still_open(q)
         );
+        assert_eq!(open(&asked(q, "The config has an unknown field.")), still_open(q));
+        assert!(open(&asked(q, "Yes, it runs nightly. Want me to move it?")).is_empty());
+        // What a turn that makes a call says is no reply: the reply comes
+        // after the call.
+        let before = "Let me check the Zanzibar export.";
         assert_eq!(
-            open(&asked(q, "The config has an unknown field.")),
-            [format!("user: {q}")]
+            open(&asked_with(q, before, "The config has an unknown field.")),
+            still_open(q)
         );
+        assert!(open(&asked_with(q, "Let me look.", "Yes, it runs nightly.")).is_empty());
+        // Words joined by a slash are no name.
+        let q = "Should the Zanzibar job read and/or write?";
+        assert_eq!(open(&asked(q, "That is and/or logic.")), still_open(q));
         // A later answer that is not its reply needs three in five words.
+        let q = "Is the Zanzibar export still nightly?";
         let mut late = asked(q, "The config has an unknown field.");
         late.push(Message::assistant("The export is fine."));
-        assert_eq!(open(&late), [format!("user: {q}")]);
+        assert_eq!(open(&late), still_open(q));
         late.push(Message::assistant("Zanzibar still runs nightly."));
         assert!(open(&late).is_empty());
     }
 
     #[test]
     fn words_lose_one_ending_and_names_stay_whole() {
-        assert_eq!(stem("takes"), "take");
-        assert_eq!(stem("looking"), "look");
-        assert_eq!(stem("loaded"), "load");
-        assert_eq!(stem("indexes"), "index");
-        assert_eq!(stem("process"), "process");
-        assert_eq!(stem("processes"), "process");
-        assert_eq!(stem("uses"), "uses");
-        assert_eq!(stem("being"), "being");
+        let stems = [
+            ("takes", "take"),
+            ("take", "take"),
+            ("looking", "look"),
+            ("looks", "look"),
+            ("loaded", "load"),
+            ("indexes", "index"),
+            ("cache", "cach"),
+            ("cached", "cach"),
+            ("caches", "cach"),
+            ("process", "process"),
+            ("processes", "process"),
+            ("status", "status"),
+            ("statuses", "status"),
+            ("uses", "uses"),
+            ("being", "being"),
+        ];
+        for (word, stem_of) in stems {
+            assert_eq!(stem(word), stem_of, "{word}");
+        }
         let mut words = Vec::new();
-        telling("Is db-02.internal:5432 up (from stg-app-07)? Yes.", |w| {
-            words.push(w.to_owned());
-            std::ops::ControlFlow::Continue(())
-        });
+        telling(
+            "Is db-02.internal:5432 up (from stg-app-07), e.g. at /srv/app? Yes.",
+            true,
+            |w| {
+                words.push(w.to_owned());
+                std::ops::ControlFlow::Continue(())
+            },
+        );
+        // A question's stop words are told before the stem (`users` is
+        // no `user`).
+        assert_eq!(keywords("How many users signed up?"), ["many", "user", "sign"]);
+        // Names first; `from` is a stop word, `e.g` too short a name.
         assert_eq!(
             words,
-            ["internal", "5432", "from", "db-02.internal:5432", "stg-app-07"]
+            ["db-02.internal:5432", "stg-app-07", "srv/app", "internal", "5432"]
         );
     }
 
     /// An identifier that holds a marker's word reports no failure: a
-    /// configuration with `statement_timeout_ms` read back, `error_rate`.
+    /// configuration with `statement_timeout_ms` read back, `error_rate`,
+    /// `errors_total`; an error code of capitals does.
     #[test]
     fn words_inside_identifiers_are_no_markers() {
         assert!(!is_error("statement_timeout_ms = 5000\nconnect_timeout = \"3s\""));
-        assert!(!is_error(r#"{"error_rate": 0.01, "timeout_ms": 500}"#));
+        assert!(!is_error(
+            r#"{"error_rate": 0.01, "timeout_ms": 500, "errors_total": 0}"#
+        ));
         assert!(is_error("request timeout after 30s"));
         assert!(is_error("Error: permission denied"));
         assert!(is_error("3 errors found"));
+        assert!(is_error("rpc failed: PERMISSION_DENIED"));
+        assert!(is_error("net::ERR_CONNECTION_REFUSED"));
+        assert!(!is_error("PERMISSION_GRANTED"));
         assert!(decision("We must_not change it.", &Role::Assistant).is_none());
+        assert!(decision("OK, lets go with it.", &Role::Assistant).is_some());
     }
 
     #[test]

@@ -73,22 +73,44 @@ pub(super) const ERROR_MARKERS: &[&str] = &[
     "unable to",
 ];
 
+/// Whether `text` says something failed: one of [`ERROR_MARKERS`] (not
+/// inside an identifier: see [`markers`]), or an error code of capitals
+/// that holds one (`PERMISSION_DENIED`, `ERR_CONNECTION_REFUSED`).
 pub(super) fn is_error(text: &str) -> bool {
+    static CODES: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
+    let codes = CODES.get_or_init(|| {
+        let alternatives: Vec<String> = (ERROR_MARKERS.iter())
+            .map(|m| regex::escape(&m.to_uppercase().replace(' ', "_")))
+            .collect();
+        let code = format!(
+            "(?:^|[^A-Za-z0-9_])[A-Z0-9_]*(?:{})[A-Z0-9_]*(?:[^A-Za-z0-9_]|$)",
+            alternatives.join("|")
+        );
+        regex::Regex::new(&code).ok()
+    });
     markers(ERROR_MARKERS.iter().copied(), &ERRORS).is_some_and(|set| set.is_match(&text.to_lowercase()))
+        || codes.as_ref().is_some_and(|codes| codes.is_match(text))
 }
 
 /// One set of `words`, each to match at the start of a word (lower-cased
 /// text): one pass over a line finds them all. Built once per process.
 /// A word of an identifier is not one (`statement_timeout_ms` says no
-/// time-out, `error_rate` no error): no `_` joins a match to the text
-/// around it.
+/// time-out, `error_rate` and `errors_total` no error): no `_` joins the
+/// word that holds a match to the text around it.
 pub(super) fn markers<'w>(
     words: impl Iterator<Item = &'w str>,
     cell: &'static std::sync::OnceLock<Option<regex::RegexSet>>,
 ) -> Option<&'static regex::RegexSet> {
     cell.get_or_init(|| {
-        regex::RegexSet::new(words.map(|w| format!(r"(?:^|[^[:alnum:]_]){}(?:[^_]|$)", regex::escape(w))))
-            .ok()
+        let pattern = |w: &str| {
+            // (A marker that ends a word, `lets ` or `plan:`, ends it there.)
+            let rest = match w.ends_with(|c: char| c.is_alphanumeric()) {
+                true => "[[:alnum:]]*(?:[^[:alnum:]_]|$)",
+                false => "",
+            };
+            format!(r"(?:^|[^[:alnum:]_]){}{rest}", regex::escape(w))
+        };
+        regex::RegexSet::new(words.map(pattern)).ok()
     })
     .as_ref()
 }
@@ -244,53 +266,64 @@ pub(super) fn raw_words(text: &str) -> impl Iterator<Item = &str> {
 }
 
 /// Calls `each` with the words of `text` that tell whether an answer takes
-/// up a question, lower-cased, until it says to stop: each of its
-/// [`raw_words`] without a plural or verb ending ([`stem`]: `takes` is
-/// `take`), then each of its names, whole, without the punctuation around
-/// them: the words the ledger reads ([`hot_words`]: a digit, `:`, `/`,
-/// `\\`, `@` or a `.` before a letter or digit in them, such as
-/// `stg-app-07` or `staging.toml`) but those of letters and digits alone
-/// (one of the words before).
+/// up a question, lower-cased, until it says to stop: first its names,
+/// whole, without the punctuation around them (the words the ledger reads,
+/// [`hot_words`], that hold four letters or digits and a digit, `.`, `:`,
+/// `@`, `\` or two `/`: `stg-app-07`, `staging.toml`, `/srv/app`, not
+/// `e.g.` or `and/or`), then each of its [`raw_words`] (but the stop words,
+/// with `stops`) without a plural or verb ending ([`stem`]: `takes` is
+/// `take`). (An answer's stop words match no question's words: it need not
+/// look them up.)
 ///
 /// [`hot_words`]: crate::fold::ledger::hot_words
-pub(super) fn telling(text: &str, mut each: impl FnMut(&str) -> ControlFlow<()>) {
-    for word in raw_words(text) {
-        if each(stem(&lower(word))).is_break() {
-            return;
-        }
-    }
+pub(super) fn telling(text: &str, stops: bool, mut each: impl FnMut(&str) -> ControlFlow<()>) {
     let mut go = true;
     crate::fold::ledger::hot_words(text.as_bytes(), |start, end| {
         // (A hot word starts and ends beside ASCII white space.)
-        let name = text[start..end].trim_matches(|c: char| !c.is_alphanumeric());
-        if go && !name.chars().all(char::is_alphanumeric) {
+        let word = &text[start..end];
+        let name = word.trim_matches(|c: char| !c.is_alphanumeric());
+        let marked = |b: u8| b.is_ascii_digit() || b".:@\\".contains(&b);
+        let named = name.chars().filter(|c| c.is_alphanumeric()).count() >= 4
+            && (name.bytes().any(marked) || word.bytes().filter(|&b| b == b'/').count() >= 2);
+        if go && named {
             go = each(&lower(name)).is_continue();
         }
     });
+    if !go {
+        return;
+    }
+    for word in raw_words(text) {
+        let word = lower(word);
+        let stop = stops && STOPWORDS.binary_search(&&*word).is_ok();
+        if !stop && each(stem(&word)).is_break() {
+            return;
+        }
+    }
 }
 
-/// `word` without one ending that makes another form of it (`-ing`, `-ed`,
-/// `-es` after `x`, `ch`, `sh` or `ss`, `-s` but not `-ss`), when four
-/// characters or more are left: `looking` and `looks` are `look`,
-/// `indexes` is `index`.
+/// `word` (lower-cased) without one ending that makes another form of it,
+/// and then without a final `e`, when four characters or more are left:
+/// `-ing`, `-ed`, `-es` after `x`, `ch`, `sh` or `ss`, `-s` but after `s`,
+/// `u` or `i`. `looking` and `looks` are `look`, `indexes` is `index`,
+/// `cached` and `cache` are `cach`, `status` and `statuses` are `status`.
 pub(super) fn stem(word: &str) -> &str {
     fn keep(rest: &str) -> Option<&str> {
         (rest.chars().count() >= 4).then_some(rest)
     }
     let cut = |ending: &str| word.strip_suffix(ending).and_then(keep);
-    cut("ing")
+    let base = cut("ing")
         .or_else(|| cut("ed"))
         .or_else(|| cut("es").filter(|rest| ["x", "ch", "sh", "ss"].iter().any(|e| rest.ends_with(e))))
-        .or_else(|| cut("s").filter(|rest| !rest.ends_with('s')))
-        .unwrap_or(word)
+        .or_else(|| cut("s").filter(|rest| !rest.ends_with(['s', 'u', 'i'])))
+        .unwrap_or(word);
+    base.strip_suffix('e').and_then(keep).unwrap_or(base)
 }
 
-/// A question's telling words ([`telling`]): no stop words, no repeats,
-/// the first few.
+/// A question's telling words ([`telling`]): no repeats, the first few.
 pub(super) fn keywords(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    telling(text, |w| {
-        if STOPWORDS.binary_search(&w).is_err() && !out.iter().any(|o| o == w) {
+    telling(text, true, |w| {
+        if !out.iter().any(|o| o == w) {
             out.push(w.to_owned());
         }
         match out.len() < QUESTION_WORDS {
