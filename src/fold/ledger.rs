@@ -1783,7 +1783,9 @@ impl<'m> Said<'m> {
     /// memo of texts remembers it (a stateless compactor's kept turns are
     /// the same turns request after request).
     pub(crate) fn new(messages: &'m [Message]) -> Self {
-        let pieces: Vec<&str> = messages.iter().flat_map(pieces).collect();
+        let mut all: Vec<&str> = Vec::with_capacity(messages.len());
+        all.extend(messages.iter().flat_map(pieces));
+        let pieces = all;
         let words = pieces
             .iter()
             .map(|piece| match piece.len() >= Recall::MIN {

@@ -404,10 +404,8 @@ impl FoldPolicy {
 
     /// The summary message for `text`: the prefix, then the text.
     pub fn summary_message(&self, text: &str) -> Message {
-        Message::new(
-            self.summary_role.clone(),
-            format!("{}{text}", self.summary_prefix),
-        )
+        // (Joined in one allocation of the exact size.)
+        Message::new(self.summary_role.clone(), [&*self.summary_prefix, text].concat())
     }
 
     /// A summarizer's answer as summary text: trimmed, and
@@ -663,7 +661,7 @@ impl FoldPolicy {
         } = frame;
         let tokens_of = |body: &str| counter.count_message(&self.summary_message(body));
         let mut prose = text;
-        let mut packed: Vec<usize> = Vec::new();
+        let mut packed: Vec<usize> = Vec::with_capacity(texts.len());
         let mut section = 0;
         // Which entries the kept turns hold, asked once each; which the
         // prose holds, once a prose.
