@@ -1041,7 +1041,7 @@ fn is_space(b: u8) -> bool {
 
 /// Whether `b` may make its word an identifier's: a digit, `.`, `/`, `:`
 /// (these four one range), `@` or `\\`.
-fn is_mark(b: u8) -> bool {
+pub(crate) fn is_mark(b: u8) -> bool {
     (b.wrapping_sub(b'.') <= b':' - b'.') | (b == b'@') | (b == b'\\')
 }
 
@@ -1783,9 +1783,12 @@ impl<'m> Said<'m> {
     /// memo of texts remembers it (a stateless compactor's kept turns are
     /// the same turns request after request).
     pub(crate) fn new(messages: &'m [Message]) -> Self {
-        let mut all: Vec<&str> = Vec::with_capacity(messages.len());
-        all.extend(messages.iter().flat_map(pieces));
-        let pieces = all;
+        // (Sized once: most messages are one piece.)
+        let pieces: Vec<&str> = {
+            let mut all = Vec::with_capacity(messages.len());
+            all.extend(messages.iter().flat_map(pieces));
+            all
+        };
         let words = pieces
             .iter()
             .map(|piece| match piece.len() >= Recall::MIN {

@@ -282,7 +282,8 @@ pub(super) fn telling(text: &str, stops: bool, mut each: impl FnMut(&str) -> Con
         // (A hot word starts and ends beside ASCII white space.)
         let word = &text[start..end];
         let name = word.trim_matches(|c: char| !c.is_alphanumeric());
-        let marked = |b: u8| b.is_ascii_digit() || b".:@\\".contains(&b);
+        // (A mark but a lone `/`: `and/or` is two words.)
+        let marked = |b: u8| b != b'/' && crate::fold::ledger::is_mark(b);
         let named = name.chars().filter(|c| c.is_alphanumeric()).count() >= 4
             && (name.bytes().any(marked) || word.bytes().filter(|&b| b == b'/').count() >= 2);
         if go && named {
