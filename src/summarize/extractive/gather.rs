@@ -237,7 +237,7 @@ pub(super) fn carry(previous: &str, g: &mut Gathered) -> bool {
             }
             Section::Decided => {
                 // As strong as when it was first written.
-                let (role, said) = line.split_once(": ").unwrap_or(("", line));
+                let (role, said) = speech(line).unwrap_or(("", line));
                 let score = 2 + decision(said, &Role::from(role)).unwrap_or(2);
                 g.push(Section::Decided, place, None, score, text);
             }
@@ -338,8 +338,12 @@ pub(super) fn walk(
         }
         for (id, text, flagged) in results {
             let call = id.and_then(|id| pending.remove(id));
-            let failed = flagged || is_error(&text);
-            let outcome = if failed { failure(&text) } else { opening(&text) };
+            // The call failed when its result is flagged or opens with an
+            // error; a result that only reports one further on (a search's
+            // matches, a log) is shown by that line, under no `failed`.
+            let failed = flagged || text.lines().find(|l| !l.trim().is_empty()).is_some_and(is_error);
+            let reports = failed || is_error(&text);
+            let outcome = if reports { failure(&text) } else { opening(&text) };
             let mut line = match &call {
                 Some(c) => format!("{}({})", c.name, c.args),
                 None => format!("tool [{}]", id.unwrap_or("?")),
@@ -353,7 +357,7 @@ pub(super) fn walk(
                     let _ = write!(line, " → {outcome}");
                 }
             }
-            let score = if failed { 8 } else { 1 } + if edge { 2 } else { 0 };
+            let score = if reports { 8 } else { 1 } + if edge { 2 } else { 0 };
             g.push(
                 Section::Tools,
                 place(i),
@@ -469,7 +473,7 @@ pub(super) fn merge_names(candidates: &mut Vec<Candidate>) {
         let listed: Vec<String> = all.iter().map(|n| format!("`{n}`")).collect();
         let text = format!("{before}{}{after}", listed.join(" / "));
         // Clipped as the lines were: what is said, after the speaker.
-        let text = match text.split_once(": ") {
+        let text = match speech(&text) {
             Some((role, said)) => format!("{role}: {}", clip(said, LINE_CHARS)),
             None => clip(&text, LINE_CHARS).into_owned(),
         };

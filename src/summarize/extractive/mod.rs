@@ -15,8 +15,11 @@
 //!   its words in a better one's, and no path, number or other name of its
 //!   own, is left out);
 //! - `Tools:` each call's name and arguments with the first sentence of its
-//!   result (or the line that says what failed; a marker's word inside an
-//!   identifier, `statement_timeout_ms`, says nothing failed);
+//!   result, or the first line that names an error (a marker's word inside
+//!   an identifier, `statement_timeout_ms`, names none), after `failed:`
+//!   when the result is flagged as an error or opens with that line, after
+//!   `→` when the tool ran and its output reports an error further on (a
+//!   search's matches, a log);
 //! - `Open questions:` people's questions that no later answer in the fold
 //!   takes up: its reply (the first answer after it that makes no tool
 //!   call, unless that one only asks back) uses one of its words (in any
@@ -427,6 +430,62 @@ mod tests {
         assert!(!is_error("PERMISSION_GRANTED"));
         assert!(decision("We must_not change it.", &Role::Assistant).is_none());
         assert!(decision("OK, lets go with it.", &Role::Assistant).is_some());
+    }
+
+    /// A call failed when its result is flagged or opens with an error; a
+    /// result that reports one further on (a search's matches, a log) is
+    /// shown by that line, but the call ran.
+    #[test]
+    fn only_a_failed_call_is_said_to_have_failed() {
+        let tools = |result: Message| -> String {
+            let folded = [
+                Message::user("Look into it."),
+                Message::assistant_tool_calls(vec![ToolCall::new("c1", "search_logs", "{}")]),
+                result,
+                Message::assistant("Done."),
+            ];
+            let summary = summarize(&folded, 1000);
+            let line = summary.lines().skip_while(|l| *l != "Tools:").nth(1);
+            line.unwrap_or_default().to_owned()
+        };
+        let matches = "10:00:01 rollout started\n10:00:09 health check /healthz failed, attempt 1/5\n10:00:40 rollout done";
+        assert_eq!(
+            tools(Message::tool(matches, "c1")),
+            "search_logs({}) → 10:00:09 health check /healthz failed, attempt 1/5"
+        );
+        assert_eq!(
+            tools(Message::tool(
+                "\n  \nError: index logs-2026 not found\nretry later",
+                "c1"
+            )),
+            "search_logs({}) failed: Error: index logs-2026 not found"
+        );
+        let mut flagged = Message::tool("the query took too long", "c1");
+        flagged
+            .extra_mut()
+            .insert("is_error".into(), serde_json::Value::Bool(true));
+        assert_eq!(tools(flagged), "search_logs({}) failed: the query took too long");
+        assert_eq!(
+            tools(Message::tool("3 matches, all healthy.", "c1")),
+            "search_logs({}) → 3 matches, all healthy."
+        );
+        // A result that reports an error outranks one that does not (one
+        // line fits).
+        let folded: Vec<Message> = (0..12)
+            .flat_map(|i| {
+                let id = format!("c{i}");
+                let result = match i {
+                    5 => format!("run {i} ok\nrun {i}: connection refused by db-02"),
+                    _ => format!("run {i} ok, nothing to report in this part of the log"),
+                };
+                [
+                    Message::assistant_tool_calls(vec![ToolCall::new(&id, "search_logs", "{}")]),
+                    Message::tool(result, id),
+                ]
+            })
+            .collect();
+        let summary = summarize(&folded, 22);
+        assert!(summary.contains("run 5: connection refused"), "{summary}");
     }
 
     #[test]

@@ -128,7 +128,7 @@ fn join(candidates: &[Candidate], members: &[usize], common: usize, budget: usiz
     let mut ends: Vec<usize> = Vec::with_capacity(members.len());
     for &k in members {
         let text = &candidates[k].text;
-        let said = text.split_once(": ").map_or(text.as_str(), |(_, said)| said);
+        let said = spoken(text);
         let from = flat.len();
         for word in said.split_whitespace() {
             // (Most words start and end with a letter or digit: nothing to trim.)
@@ -486,11 +486,7 @@ pub(super) fn fallback(
     let line = match best {
         // Without its role: the words matter more at this size.
         Some(c) => match c.message {
-            Some(_) => c
-                .text
-                .split_once(": ")
-                .map_or(c.text.as_str(), |(_, t)| t)
-                .to_owned(),
+            Some(_) => spoken(&c.text).to_owned(),
             None => c.text.clone(),
         },
         None => format!("{n} earlier messages without text."),
@@ -540,7 +536,7 @@ mod tests {
         let words = |k: usize| {
             let text = &candidates[k].text;
             // Without the speaker (`assistant: `).
-            let said = text.split_once(": ").map_or(text.as_str(), |(_, said)| said);
+            let said = spoken(text);
             let mut words: Vec<String> = said
                 .split_whitespace()
                 .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase())

@@ -6,6 +6,17 @@ use std::ops::ControlFlow;
 use super::*;
 use crate::message::Role;
 
+/// A line's speaker and what it says, when it names one: lines of what
+/// people said are written `role: what was said`.
+pub(super) fn speech(line: &str) -> Option<(&str, &str)> {
+    line.split_once(": ")
+}
+
+/// What a line says, less its speaker (see [`speech`]).
+pub(super) fn spoken(line: &str) -> &str {
+    speech(line).map_or(line, |(_, said)| said)
+}
+
 /// The first `WINDOW` bytes of `text`, at a character boundary.
 pub(super) fn window(text: &str) -> &str {
     if text.len() <= WINDOW {
@@ -77,6 +88,7 @@ pub(super) const ERROR_MARKERS: &[&str] = &[
 /// inside an identifier: see [`markers`]), or an error code of capitals
 /// that holds one (`PERMISSION_DENIED`, `ERR_CONNECTION_REFUSED`).
 pub(super) fn is_error(text: &str) -> bool {
+    static ERRORS: std::sync::OnceLock<Option<regex::RegexSet>> = std::sync::OnceLock::new();
     static CODES: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
     let codes = CODES.get_or_init(|| {
         let alternatives: Vec<String> = (ERROR_MARKERS.iter())
@@ -114,9 +126,6 @@ pub(super) fn markers<'w>(
     })
     .as_ref()
 }
-
-pub(super) static ERRORS: std::sync::OnceLock<Option<regex::RegexSet>> = std::sync::OnceLock::new();
-pub(super) static DECISIONS: std::sync::OnceLock<Option<regex::RegexSet>> = std::sync::OnceLock::new();
 
 /// Phrases that decide or conclude, and how strongly.
 pub(super) const DECISION_MARKERS: &[(&str, i32)] = &[
@@ -210,6 +219,7 @@ pub(super) const IMPERATIVES: &[&str] = &[
 
 /// How strongly sentence `s` (said in `role`) decides something, if it does.
 pub(super) fn decision(s: &str, role: &Role) -> Option<i32> {
+    static DECISIONS: std::sync::OnceLock<Option<regex::RegexSet>> = std::sync::OnceLock::new();
     let lower = &*lower(s);
     let marked_strength = markers(DECISION_MARKERS.iter().map(|&(m, _)| m), &DECISIONS).and_then(|set| {
         // (Most sentences decide nothing: asked once, before which.)
