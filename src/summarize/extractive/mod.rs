@@ -229,6 +229,19 @@ mod tests {
     fn word_lists_are_sorted_for_binary_search() {
         assert!(IMPERATIVES.windows(2).all(|w| w[0] < w[1]));
         assert!(STOPWORDS.windows(2).all(|w| w[0] < w[1]));
+        assert!(SHORT_FORMS.windows(2).all(|w| w[0].0 < w[1].0));
+        // Each as `stem` leaves it (else no word would find it), and its
+        // short form long enough to be told.
+        for &(long, short) in SHORT_FORMS {
+            assert_eq!(stem(long), long);
+            assert_eq!(stem(short), short);
+            assert!(short.len() >= 4, "{short}");
+            assert!(
+                long.len() < 32 && long.as_bytes()[0].is_ascii_lowercase(),
+                "{long}"
+            );
+            assert_eq!(short_form(long), short);
+        }
     }
 
     #[test]
@@ -343,6 +356,14 @@ mod tests {
         // A word in another form: `take` and `takes`.
         let q = "What format does the new field take?";
         assert!(open(&asked(q, "It takes a duration string such as 5s.")).is_empty());
+        // A word and its short form: `prod` and `production`, `config` and
+        // `configuration`; not a word and a longer one (`data`, `database`).
+        let q = "So what happens in prod after the upgrade?";
+        assert!(open(&asked(q, "In production the new release waits for the canary.")).is_empty());
+        let q = "Did you read the configuration?";
+        assert!(open(&asked(q, "Yes, the config looks right.")).is_empty());
+        let q = "Is the data stale?";
+        assert_eq!(open(&asked(q, "The database is fine.")), still_open(q));
         // A reply that only asks back, or speaks of something else, leaves
         // it open; one that offers more after its answer does not.
         let q = "Is the Zanzibar export still nightly?";

@@ -282,7 +282,8 @@ pub(super) fn raw_words(text: &str) -> impl Iterator<Item = &str> {
 /// `@`, `\` or two `/`: `stg-app-07`, `staging.toml`, `/srv/app`, not
 /// `e.g.` or `and/or`), then each of its [`raw_words`] (but the stop words,
 /// with `stops`) without a plural or verb ending ([`stem`]: `takes` is
-/// `take`). (An answer's stop words match no question's words: it need not
+/// `take`) and in its short form ([`short_form`]: `production` is
+/// `prod`). (An answer's stop words match no question's words: it need not
 /// look them up.)
 ///
 /// [`hot_words`]: crate::fold::ledger::hot_words
@@ -306,9 +307,86 @@ pub(super) fn telling(text: &str, stops: bool, mut each: impl FnMut(&str) -> Con
     for word in raw_words(text) {
         let word = lower(word);
         let stop = stops && STOPWORDS.binary_search(&&*word).is_ok();
-        if !stop && each(stem(&word)).is_break() {
+        if !stop && each(short_form(stem(&word))).is_break() {
             return;
         }
+    }
+}
+
+/// Words people shorten, as [`stem`] leaves them, each with its short form
+/// (stemmed too), sorted: `production` is `prod`, `configured` is
+/// `config`. (Only forms of four characters or more: shorter words tell
+/// nothing. A list, not a prefix rule: `data` is no `database`.)
+pub(super) const SHORT_FORMS: &[(&str, &str)] = &[
+    ("administration", "admin"),
+    ("administrator", "admin"),
+    ("argument", "args"),
+    ("asynchronous", "async"),
+    ("asynchronously", "async"),
+    ("authenticat", "auth"),
+    ("authentication", "auth"),
+    ("authoris", "auth"),
+    ("authorisation", "auth"),
+    ("authoriz", "auth"),
+    ("authorization", "auth"),
+    ("certificat", "cert"),
+    ("configur", "config"),
+    ("configuration", "config"),
+    ("credential", "cred"),
+    ("dependenci", "deps"),
+    ("dependency", "deps"),
+    ("distribution", "distro"),
+    ("documentation", "docs"),
+    ("implementation", "impl"),
+    ("information", "info"),
+    ("initialis", "init"),
+    ("initialisation", "init"),
+    ("initializ", "init"),
+    ("initialization", "init"),
+    ("librari", "libs"),
+    ("library", "libs"),
+    ("management", "mgmt"),
+    ("parameter", "param"),
+    ("performanc", "perf"),
+    ("preferenc", "pref"),
+    ("production", "prod"),
+    ("repositori", "repo"),
+    ("repository", "repo"),
+    ("specification", "spec"),
+    ("statistic", "stat"),
+    ("synchronis", "sync"),
+    ("synchronisation", "sync"),
+    ("synchroniz", "sync"),
+    ("synchronization", "sync"),
+    ("utiliti", "util"),
+    ("utility", "util"),
+];
+
+/// `stemmed` (a [`stem`]) in its short form, if people shorten it
+/// ([`SHORT_FORMS`]).
+pub(super) fn short_form(stemmed: &str) -> &str {
+    // (Most words have no listed word's first letter and length: they are
+    // not looked up.)
+    const LENGTHS: [u32; 26] = {
+        let mut lengths = [0; 26];
+        let mut i = 0;
+        while i < SHORT_FORMS.len() {
+            let long = SHORT_FORMS[i].0.as_bytes();
+            lengths[(long[0] - b'a') as usize] |= 1 << long.len();
+            i += 1;
+        }
+        lengths
+    };
+    let first = stemmed.as_bytes().first().copied().unwrap_or(0);
+    let listed = first.is_ascii_lowercase()
+        && stemmed.len() < 32
+        && LENGTHS[(first - b'a') as usize] & 1 << stemmed.len() != 0;
+    if !listed {
+        return stemmed;
+    }
+    match SHORT_FORMS.binary_search_by(|&(long, _)| long.cmp(stemmed)) {
+        Ok(i) => SHORT_FORMS[i].1,
+        Err(_) => stemmed,
     }
 }
 
