@@ -149,7 +149,7 @@ pub(crate) struct Entries {
 
 /// What [`candidates`] finds: the entries, newest first, each with its
 /// [`key_of`] and whether it is loose ([`is_loose`]), both found with it.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Candidates {
     pub texts: Vec<LedgerEntry>,
     pub keys: Vec<u64>,
@@ -1943,6 +1943,10 @@ impl Eq for LedgerPattern {}
 /// were read, or, when fewer than a quarter of `enough` were found in those
 /// (the room would go unused: the identifiers of a long history's opening
 /// turns, under turns of prose), 8 times as much.
+/// With `remember` (and no `extra` patterns), each piece's entries are
+/// found once per process ([`Recall`]), and a reading that meets the
+/// pieces of one of this thread's kept readings takes its entries
+/// ([`Reading`]).
 pub(crate) fn candidates<'m>(
     folded: impl DoubleEndedIterator<Item = &'m Message>,
     previous_prose: &str,
@@ -1952,55 +1956,37 @@ pub(crate) fn candidates<'m>(
     max_bytes: usize,
     remember: bool,
 ) -> Candidates {
-    let likely = enough.min(1 << 12);
-    let mut out = Candidates {
-        texts: Vec::with_capacity(likely),
-        keys: Vec::with_capacity(likely),
-        loose: Vec::with_capacity(likely),
-    };
-    let mut firsts = Firsts::new(enough);
-    // One entry per identifier: `key: value` and a bare `value` are the same one.
-    let mut add = |entry: &LedgerEntry, key: u64, loose: bool, out: &mut Candidates| {
-        if let Some(first) = firsts.first(key, &out.keys) {
-            // Listed already (most often as the same text), unless two
-            // identifiers share the hash.
-            let texts = &out.texts;
-            if texts[first] == **entry {
-                return;
-            }
-            let value = value_of(entry);
-            let listed = |e: &LedgerEntry| value_of(e) == value;
-            if listed(&texts[first]) || texts.iter().any(listed) {
-                return;
-            }
-        }
-        firsts.note(key, out.texts.len());
-        out.texts.push(entry.clone());
-        out.keys.push(key);
-        out.loose.push(loose);
-    };
-    // A piece's entries, in order, until `enough` (a line's taken whole).
-    let mut take = |found: &[Found], out: &mut Candidates| {
-        let mut line = None;
-        for f in found {
-            if line != Some(f.line) && out.texts.len() >= enough {
-                break;
-            }
-            line = Some(f.line);
-            add(&f.entry, f.key, f.loose, out);
-        }
-    };
+    let memo = remember && extra.is_empty();
+    // (A reading that follows another to its end gathers nothing: sized
+    // when a piece is read.)
+    let mut g = Gathering::new(if memo { 0 } else { enough });
     let (mut read, mut limit) = (0usize, max_bytes);
     let mut all = folded.rev().flat_map(pieces);
     // The older part of a piece cut at `max_bytes`, read if reading goes on.
     let mut older: Option<&str> = None;
+    // This thread's readings (see `Reading`); the one whose pieces these
+    // are so far, followed instead of read; the one this reading writes.
+    let mut readings = match memo {
+        true => readings(None),
+        false => Readings::default(),
+    };
+    let mut follow: Option<usize> = None;
+    let mut fresh: Option<Reading> = None;
+    // Whether this reading is written (its first piece was seen before).
+    let mut record = false;
+    // Pieces taken.
+    let mut k = 0;
     while let Some(piece) = older.take().or_else(|| all.next()) {
-        if out.texts.len() >= enough {
+        let found = match follow {
+            Some(r) => readings.kept[r].found_after(k),
+            None => g.out.texts.len(),
+        };
+        if found >= enough {
             break;
         }
         if read >= limit {
             // Too few found for the room: 8 times as far.
-            if limit == max_bytes && out.texts.len().saturating_mul(4) < enough {
+            if limit == max_bytes && found.saturating_mul(4) < enough {
                 limit = max_bytes.saturating_mul(8);
             } else {
                 break;
@@ -2027,20 +2013,267 @@ pub(crate) fn candidates<'m>(
             true => read.saturating_add(piece.len()),
             false => limit,
         };
+        if memo && k == 0 {
+            let same =
+                |r: &Reading| r.enough == enough && r.max_bytes == max_bytes && r.piece(0) == Some(piece);
+            follow = readings.kept.iter().position(same);
+            record = follow.is_some() || readings.sighted(piece, enough, max_bytes);
+            if follow.is_none() {
+                g = Gathering::new(enough);
+            }
+        } else if let Some(r) = follow.filter(|&r| readings.kept[r].piece(k) != Some(piece)) {
+            // Another piece: what the reading found before it, then read on.
+            (g, fresh) = readings.kept[r].up_to(k, enough);
+            follow = None;
+        }
+        k += 1;
+        if follow.is_some() {
+            continue;
+        }
         // (The newest end of a piece is the same text each time too.)
         let scan = || with_keys(newest_first(piece, extra));
-        match remember && extra.is_empty() && piece.len() >= Recall::MIN {
-            true => RECALL.with(piece, |seen| take(seen.found.get_or_init(scan), &mut out)),
-            false => take(&scan(), &mut out),
+        match memo && piece.len() >= Recall::MIN {
+            true => RECALL.with(piece, |seen| g.take(seen.found.get_or_init(scan), enough)),
+            false => g.take(&scan(), enough),
+        }
+        if record {
+            let reading = fresh.get_or_insert_with(|| Reading::new(enough, max_bytes));
+            match reading.text.len().saturating_add(piece.len()) <= Reading::BYTES {
+                true => reading.push(piece, g.out.texts.len()),
+                // Too long a reading to keep.
+                false => (fresh, record) = (None, false),
+            }
         }
     }
+    if let Some(r) = follow {
+        let reading = &readings.kept[r];
+        if k == reading.ends.len() && reading.prose == previous_prose && reading.ledger == previous_ledger {
+            // The same reading: what it found.
+            let found = reading.found.clone();
+            let reading = readings.kept.remove(r);
+            readings.kept.insert(0, reading);
+            let _ = self::readings(Some(readings));
+            return found;
+        }
+        // The same pieces, fewer of them, or another summary before them.
+        (g, fresh) = reading.up_to(k, enough);
+    }
     for &entry in previous_ledger {
-        add(&entry.into(), key_of(entry), is_loose(entry), &mut out);
+        g.add(&entry.into(), key_of(entry), is_loose(entry));
     }
     for entry in identifiers(previous_prose, extra).into_iter().rev() {
-        add(&entry, key_of(&entry), is_loose(&entry), &mut out);
+        g.add(&entry, key_of(&entry), is_loose(&entry));
     }
-    out
+    if let Some(mut reading) = fresh {
+        reading.prose = previous_prose.to_owned();
+        reading.ledger = previous_ledger.iter().map(|&e| e.to_owned()).collect();
+        reading.found = g.out.clone();
+        readings.kept.insert(0, reading);
+        readings.kept.truncate(Reading::KEPT);
+    }
+    if memo {
+        let _ = self::readings(Some(readings));
+    }
+    g.out
+}
+
+/// [`candidates`]' entries so far, one per identifier (`key: value` and a
+/// bare `value` are the same one), and where each key's first is.
+struct Gathering {
+    out: Candidates,
+    firsts: Firsts,
+}
+
+impl Gathering {
+    /// Room for `enough` entries.
+    fn new(enough: usize) -> Self {
+        let likely = enough.min(1 << 12);
+        Gathering {
+            out: Candidates {
+                texts: Vec::with_capacity(likely),
+                keys: Vec::with_capacity(likely),
+                loose: Vec::with_capacity(likely),
+            },
+            firsts: Firsts::new(enough),
+        }
+    }
+
+    /// Adds `entry`, of `key`, unless its identifier is listed.
+    fn add(&mut self, entry: &LedgerEntry, key: u64, loose: bool) {
+        let out = &mut self.out;
+        if let Some(first) = self.firsts.first(key, &out.keys) {
+            // Listed already (most often as the same text), unless two
+            // identifiers share the hash.
+            let texts = &out.texts;
+            if texts[first] == **entry {
+                return;
+            }
+            let value = value_of(entry);
+            let listed = |e: &LedgerEntry| value_of(e) == value;
+            if listed(&texts[first]) || texts.iter().any(listed) {
+                return;
+            }
+        }
+        self.firsts.note(key, out.texts.len());
+        out.texts.push(entry.clone());
+        out.keys.push(key);
+        out.loose.push(loose);
+    }
+
+    /// Adds a piece's entries, in order, until `enough` (a line's taken
+    /// whole).
+    fn take(&mut self, found: &[Found], enough: usize) {
+        let mut line = None;
+        for f in found {
+            if line != Some(f.line) && self.out.texts.len() >= enough {
+                break;
+            }
+            line = Some(f.line);
+            self.add(&f.entry, f.key, f.loose);
+        }
+    }
+}
+
+thread_local! {
+    /// This thread's readings of candidates lately (see [`Reading`]),
+    /// newest first.
+    static READINGS: std::cell::RefCell<Readings> = std::cell::RefCell::default();
+}
+
+/// This thread's readings, taken out (put back with `Some`): none while
+/// the thread ends, or while they are out.
+fn readings(back: Option<Readings>) -> Readings {
+    (READINGS.try_with(|r| {
+        let mut r = r.try_borrow_mut().ok()?;
+        Some(match back {
+            Some(back) => std::mem::replace(&mut *r, back),
+            None => std::mem::take(&mut *r),
+        })
+    }))
+    .ok()
+    .flatten()
+    .unwrap_or_default()
+}
+
+/// A thread's readings of [`candidates`] (see [`Reading`]), newest first,
+/// and the first pieces of the latest readings not kept: a reading is
+/// kept when its first piece was seen before with the same limits (a
+/// compactor whose cut stays where it was), so that a compactor whose cut
+/// moves on each request (and whose readings would never be followed)
+/// pays no copy of what it read.
+#[derive(Default)]
+struct Readings {
+    kept: Vec<Reading>,
+    /// A hash of each first piece and its limits, the latest
+    /// [`Readings::SIGHTED`] of them.
+    sighted: [u64; Readings::SIGHTED],
+    next: usize,
+}
+
+impl Readings {
+    const SIGHTED: usize = 8;
+
+    /// Whether a reading of first piece `piece` with these limits was
+    /// seen lately; noted if not. (A hash, to choose what to keep: what a
+    /// kept reading gives is always compared whole.)
+    fn sighted(&mut self, piece: &str, enough: usize, max_bytes: usize) -> bool {
+        use std::hash::{BuildHasher, Hash, Hasher};
+        let mut hasher = BuildHasherDefault::<Quick>::default().build_hasher();
+        (enough, max_bytes).hash(&mut hasher);
+        match piece.len() >= Recall::MIN {
+            true => RECALL.key(piece).hash(&mut hasher),
+            false => piece.hash(&mut hasher),
+        }
+        let sighting = hasher.finish();
+        if self.sighted.contains(&sighting) {
+            return true;
+        }
+        self.sighted[self.next] = sighting;
+        self.next = (self.next + 1) % Readings::SIGHTED;
+        false
+    }
+}
+
+/// One reading of [`candidates`]: its limits, the pieces it read (their
+/// text, whole), how many entries it had found after each, and what it
+/// found in all. A stateless compactor folds the same turns request after
+/// request (until the cut moves), and a reading that meets the same
+/// pieces in the same order, with the same limits and the same previous
+/// summary, finds the same entries: it follows this one, comparing each
+/// piece whole (so the entries are always what reading it would find),
+/// and takes its entries instead of reading and merging each piece's.
+/// A reading that parts from it takes the entries found before the piece
+/// that differs and reads on.
+#[derive(Default)]
+struct Reading {
+    enough: usize,
+    max_bytes: usize,
+    /// The pieces read, joined: piece `k` ends at `ends[k]`.
+    text: String,
+    ends: Vec<usize>,
+    /// Entries found after each piece.
+    counts: Vec<usize>,
+    prose: String,
+    ledger: Vec<String>,
+    found: Candidates,
+}
+
+impl Reading {
+    /// Readings a thread keeps.
+    const KEPT: usize = 4;
+    /// The most text a kept reading holds (a fold of 4 000 tokens reads
+    /// 32 KiB, 256 KiB when it must read 8 times as far).
+    const BYTES: usize = 1 << 18;
+
+    fn new(enough: usize, max_bytes: usize) -> Self {
+        Reading {
+            enough,
+            max_bytes,
+            ..Reading::default()
+        }
+    }
+
+    /// Piece `k`, if it read that many.
+    fn piece(&self, k: usize) -> Option<&str> {
+        let end = *self.ends.get(k)?;
+        let start = k.checked_sub(1).map_or(0, |j| self.ends[j]);
+        self.text.get(start..end)
+    }
+
+    /// Entries found after the first `k` pieces.
+    fn found_after(&self, k: usize) -> usize {
+        k.checked_sub(1).map_or(0, |j| self.counts[j])
+    }
+
+    /// Adds piece `piece`, after which `found` entries were found.
+    fn push(&mut self, piece: &str, found: usize) {
+        self.text.push_str(piece);
+        self.ends.push(self.text.len());
+        self.counts.push(found);
+    }
+
+    /// What the first `k` pieces gave (their entries, gathered for at most
+    /// `enough`), and a reading of them to go on with.
+    fn up_to(&self, k: usize, enough: usize) -> (Gathering, Option<Reading>) {
+        let n = self.found_after(k);
+        let mut g = Gathering::new(enough);
+        g.out.texts.extend_from_slice(&self.found.texts[..n]);
+        g.out.keys.extend_from_slice(&self.found.keys[..n]);
+        g.out.loose.extend_from_slice(&self.found.loose[..n]);
+        for (i, &key) in g.out.keys.iter().enumerate() {
+            g.firsts.note(key, i);
+        }
+        let end = k.checked_sub(1).map_or(0, |j| self.ends[j]);
+        let reading = Reading {
+            enough: self.enough,
+            max_bytes: self.max_bytes,
+            text: self.text[..end].to_owned(),
+            ends: self.ends[..k].to_vec(),
+            counts: self.counts[..k].to_vec(),
+            ..Reading::default()
+        };
+        (g, Some(reading))
+    }
 }
 
 /// Where the first of [`candidates`]' entries with each key is.
@@ -2556,6 +2789,52 @@ mod tests {
 
     /// This thread's front serves a piece the shards let go, the same
     /// piece each time (compared whole), and stays within its bounds.
+    /// A thread keeps [`Reading::KEPT`] readings at most, each of at most
+    /// [`Reading::BYTES`] of text, and only readings whose first piece it
+    /// saw before; what it finds is what reading afresh finds.
+    #[test]
+    fn readings_are_kept_when_seen_again_and_stay_bounded() {
+        let kept = || {
+            let all = readings(None);
+            let lens: Vec<usize> = all.kept.iter().map(|r| r.text.len()).collect();
+            let _ = readings(Some(all));
+            lens
+        };
+        let turn = |i: usize| Message::user(format!("turn {i} reads /srv/app/{i}.csv and db-{i}.internal"));
+        let folded: Vec<Message> = (0..5).map(turn).collect();
+        let read = |folded: &[Message]| candidates(folded.iter(), "", &[], &[], 40, 4000, true);
+        let afresh = candidates(folded.iter(), "", &[], &[], 40, 4000, false);
+        // Seen once: not kept. Seen again: kept, then followed.
+        assert_eq!(read(&folded), afresh);
+        assert!(kept().is_empty());
+        assert_eq!(read(&folded), afresh);
+        assert_eq!(kept().len(), 1);
+        assert_eq!(read(&folded), afresh);
+        assert_eq!(kept().len(), 1);
+        // Many others: the newest few.
+        for n in 6..20 {
+            let other: Vec<Message> = (0..n).map(turn).collect();
+            read(&other);
+            read(&other);
+            assert!(kept().len() <= Reading::KEPT);
+        }
+        // Longer than a kept reading holds: read, not kept.
+        let word = "x".repeat(999);
+        let long: Vec<Message> = (0..3)
+            .map(|i| Message::user(format!("{} /srv/{i}.csv", vec![word.as_str(); 600].join(" "))))
+            .collect();
+        let before = kept();
+        for _ in 0..2 {
+            let found = candidates(long.iter(), "", &[], &[], 40, usize::MAX / 8, true);
+            assert_eq!(
+                found,
+                candidates(long.iter(), "", &[], &[], 40, usize::MAX / 8, false)
+            );
+        }
+        assert_eq!(kept(), before);
+        assert!(before.iter().all(|&len| len <= Reading::BYTES));
+    }
+
     #[test]
     fn the_front_serves_what_it_holds_and_stays_bounded() {
         let recall = Recall::new();
@@ -3060,6 +3339,46 @@ mod tests {
             for _ in 0..2 {
                 let remembered = candidates(folded.iter(), "", &[], &[], enough, max_bytes, true);
                 proptest::prop_assert_eq!(&remembered, &afresh);
+            }
+        }
+
+        /// A reading that follows an earlier one (the same pieces, then
+        /// others, fewer, more, or another previous summary) finds what
+        /// reading afresh finds, in any order of readings.
+        #[test]
+        fn readings_followed_find_what_reading_afresh_finds(
+            texts in proptest::collection::vec(texts(), 1..6),
+            other in texts(),
+            steps in proptest::collection::vec((0usize..6, 0usize..6), 1..8),
+            enough in 1usize..40,
+            max_bytes in 1usize..4000,
+        ) {
+            let base: Vec<Message> = texts.into_iter().map(Message::user).collect();
+            let ledger = ["/srv/kept.csv", "10.1.2.3"];
+            for (change, at) in steps {
+                let mut folded = base.clone();
+                let at = at % folded.len();
+                match change {
+                    // A turn after them (read first), before them, in place
+                    // of one, or one fewer.
+                    0 => folded.push(Message::user(other.clone())),
+                    1 => folded.insert(0, Message::user(other.clone())),
+                    2 => folded[at] = Message::user(other.clone()),
+                    3 if folded.len() > 1 => {
+                        folded.remove(at);
+                    }
+                    _ => {}
+                }
+                let (prose, listed): (&str, &[&str]) = match change {
+                    4 => ("see db-9.internal", &ledger),
+                    _ => ("", &[]),
+                };
+                let afresh = candidates(folded.iter(), prose, listed, &[], enough, max_bytes, false);
+                let followed = candidates(folded.iter(), prose, listed, &[], enough, max_bytes, true);
+                proptest::prop_assert_eq!(&followed, &afresh);
+                let other_limits = candidates(folded.iter(), prose, listed, &[], enough + 1, max_bytes, true);
+                let afresh_other = candidates(folded.iter(), prose, listed, &[], enough + 1, max_bytes, false);
+                proptest::prop_assert_eq!(&other_limits, &afresh_other);
             }
         }
 
