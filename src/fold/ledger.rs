@@ -1789,15 +1789,42 @@ impl<'m> Said<'m> {
             all.extend(messages.iter().flat_map(pieces));
             all
         };
-        let words = pieces
-            .iter()
-            .map(|piece| match piece.len() >= Recall::MIN {
-                true => RECALL.with(piece, |seen| {
-                    seen.words.get_or_init(|| Arc::new(Words::of(piece))).clone()
-                }),
-                false => Arc::new(Words::of(piece)),
-            })
-            .collect();
+        // The pieces this thread's last `Said` held, in order: a stateless
+        // compactor keeps the same turns again (with new ones after them,
+        // or the oldest gone), and a piece met where it was, or the first
+        // one anywhere among them, is compared whole instead of looked up.
+        let mut last = said_last(None);
+        let (mut next, mut bytes) = (Vec::with_capacity(pieces.len()), 0usize);
+        let mut at = 0;
+        let mut words = Vec::with_capacity(pieces.len());
+        for &piece in &pieces {
+            if piece.len() < Recall::MIN {
+                words.push(Arc::new(Words::of(piece)));
+                continue;
+            }
+            let is = |s: &Option<Arc<Seen>>| s.as_ref().is_some_and(|s| *s.text == *piece);
+            let hit = match last.get(at).is_some_and(is) {
+                true => Some(at),
+                false if next.is_empty() => last.iter().position(is),
+                false => None,
+            };
+            let seen = match hit.and_then(|i| last[i].take().map(|seen| (i, seen))) {
+                Some((i, seen)) => {
+                    at = i + 1;
+                    seen
+                }
+                None => RECALL.shared(piece),
+            };
+            words.push(Arc::clone(seen.words.get_or_init(|| Arc::new(Words::of(piece)))));
+            bytes = bytes.saturating_add(seen.text.len());
+            next.push(Some(seen));
+        }
+        // (Bounded as a thread's front is.)
+        if bytes > Front::BYTES || next.len() > Front::PIECES {
+            next.clear();
+        }
+        drop(last);
+        said_last(Some(next));
         Said::of(pieces, words)
     }
 
@@ -2418,6 +2445,26 @@ struct Seen {
 }
 
 thread_local! {
+    /// The pieces this thread's last [`Said::new`] held, in order.
+    static SAID_LAST: std::cell::RefCell<Vec<Option<Arc<Seen>>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// This thread's [`SAID_LAST`], taken out (put back with `Some`): none
+/// while the thread ends, or while they are out.
+fn said_last(back: Option<Vec<Option<Arc<Seen>>>>) -> Vec<Option<Arc<Seen>>> {
+    (SAID_LAST.try_with(|last| {
+        let mut last = last.try_borrow_mut().ok()?;
+        Some(match back {
+            Some(back) => std::mem::replace(&mut *last, back),
+            None => std::mem::take(&mut *last),
+        })
+    }))
+    .ok()
+    .flatten()
+    .unwrap_or_default()
+}
+
+thread_local! {
     /// This thread's pieces read lately (see [`Front`]).
     static FRONT: std::cell::RefCell<Front> = std::cell::RefCell::default();
 }
@@ -2444,7 +2491,12 @@ impl Front {
 
     /// The piece `text` of key `key`, held, else from `shared` (then held,
     /// unless it is not to be: `Err`).
-    fn find(&mut self, key: u64, text: &str, shared: impl Fn() -> Arc<Seen>) -> Result<&Seen, Arc<Seen>> {
+    fn find(
+        &mut self,
+        key: u64,
+        text: &str,
+        shared: impl Fn() -> Arc<Seen>,
+    ) -> Result<&Arc<Seen>, Arc<Seen>> {
         if self.pieces.get(&key).is_none_or(|seen| *seen.text != *text) {
             let seen = shared();
             // (The shards keep no copy of a text longer than a shard.)
@@ -2461,7 +2513,7 @@ impl Front {
             self.bytes += seen.text.len();
             return Ok(self.pieces.entry(key).insert_entry(seen).into_mut());
         }
-        self.pieces.get(&key).map(|seen| &**seen).ok_or_else(shared)
+        self.pieces.get(&key).ok_or_else(shared)
     }
 }
 
@@ -2503,6 +2555,23 @@ impl Recall {
         match front {
             Ok(Some(r)) => r,
             _ => f(&self.get(key, text)),
+        }
+    }
+
+    /// The remembered piece `text` (of [`Recall::MIN`] bytes or more),
+    /// remembered now if it was not: as [`with`](Self::with) finds it.
+    fn shared(&self, text: &str) -> Arc<Seen> {
+        let key = self.key(text);
+        let front = FRONT.try_with(|front| {
+            let mut front = front.try_borrow_mut().ok()?;
+            Some(match front.find(key, text, || self.get(key, text)) {
+                Ok(seen) => Arc::clone(seen),
+                Err(seen) => seen,
+            })
+        });
+        match front {
+            Ok(Some(seen)) => seen,
+            _ => self.get(key, text),
         }
     }
 
@@ -3469,6 +3538,50 @@ mod tests {
                         let alone = text.split([' ', '\t', '\r', '\n']).any(|w| w == entry);
                         proptest::prop_assert!(!alone || said.holds(&entry), "{entry:?} not held in {text:?}");
                     }
+                }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Kept turns that follow the last ones a thread held (the same
+        /// again, with turns after them, the oldest gone, one changed, or
+        /// others) hold what they hold read afresh.
+        #[test]
+        fn said_after_said_holds_what_said_afresh_holds(
+            texts in proptest::collection::vec(texts(), 1..6),
+            other in texts(),
+            steps in proptest::collection::vec((0usize..5, 0usize..6), 1..8),
+        ) {
+            fn afresh(messages: &[Message]) -> Said<'_> {
+                let pieces: Vec<&str> = messages.iter().flat_map(pieces).collect();
+                let words = pieces.iter().map(|p| Arc::new(Words::of(p))).collect();
+                Said::of(pieces, words)
+            }
+            let entries: Vec<LedgerEntry> = std::iter::once(&other)
+                .chain(&texts)
+                .flat_map(|t| identifiers(t, &[]))
+                .collect();
+            let mut kept: Vec<Message> = texts.iter().cloned().map(Message::user).collect();
+            for (change, at) in steps {
+                match change {
+                    0 => kept.push(Message::user(other.clone())),
+                    1 if kept.len() > 1 => {
+                        kept.remove(0);
+                    }
+                    2 => {
+                        let at = at % kept.len();
+                        kept[at] = Message::user(format!("{other} {at}"));
+                    }
+                    3 => {
+                        let by = at % kept.len();
+                        kept.rotate_left(by);
+                    }
+                    _ => {}
+                }
+                let (said, fresh) = (Said::new(&kept), afresh(&kept));
+                for entry in &entries {
+                    proptest::prop_assert_eq!(said.holds(entry), fresh.holds(entry), "{:?}", entry);
                 }
             }
         }

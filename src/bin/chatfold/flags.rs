@@ -263,7 +263,7 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "SECS", default_value_t = 30.0)]
     pub(crate) shutdown_timeout: f64,
     /// Most requests folded at once (each on a thread of its own, with
-    /// its memos of what it read, up to about 3 MiB); more wait their turn.
+    /// its memos of what it read, up to about 4 MiB); more wait their turn.
     #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..))]
     pub(crate) fold_threads: u16,
     /// No log line per request.
