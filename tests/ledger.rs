@@ -395,3 +395,26 @@ fn request_has(folded: &str, previous: &str, entry: &str) -> bool {
     let exact = |s: &str| folded.contains(s) || previous.contains(s);
     exact(entry) || entry.split_once(": ").is_some_and(|(k, v)| exact(k) && exact(v))
 }
+
+/// A summary allowed no tokens leaves the ledger no room to read: the
+/// compaction ends (it once read the same piece forever) and folds.
+#[test]
+fn a_summary_allowed_no_tokens_still_compacts() {
+    let history: Vec<Message> = (0..40)
+        .map(|i| match i % 2 {
+            0 => Message::user(format!(
+                "Turn {i}: check /srv/app/{i}.log on db-{i}.internal please."
+            )),
+            _ => Message::assistant(format!("Turn {i}: done, /srv/app/{i}.log is clean.")),
+        })
+        .collect();
+    let compactor = Compactor::new(200)
+        .keep_recent(40)
+        .policy(FoldPolicy::new().max_summary_tokens(0));
+    let summarize = |_: &SummaryRequest<'_>| Ok::<_, Infallible>("Checked the logs.".to_owned());
+    for _ in 0..2 {
+        let result = compactor.compact(&history, &summarize).unwrap();
+        assert!(result.summarized);
+        assert!(result.messages.len() < history.len());
+    }
+}

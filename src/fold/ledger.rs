@@ -1816,8 +1816,10 @@ impl<'m> Said<'m> {
                 None => RECALL.shared(piece),
             };
             words.push(Arc::clone(seen.words.get_or_init(|| Arc::new(Words::of(piece)))));
-            bytes = bytes.saturating_add(seen.text.len());
-            next.push(Some(seen));
+            // (A piece too long for the memo has no text to compare: not
+            // held.)
+            bytes = bytes.saturating_add(piece.len());
+            next.push(Some(seen).filter(|seen| !seen.text.is_empty()));
         }
         // (Bounded as a thread's front is.)
         if bytes > Front::BYTES || next.len() > Front::PIECES {
@@ -1987,7 +1989,7 @@ pub(crate) fn candidates<'m>(
     // (A reading that follows another to its end gathers nothing: sized
     // when a piece is read.)
     let mut g = Gathering::new(if memo { 0 } else { enough });
-    let (mut read, mut limit) = (0usize, max_bytes);
+    let (mut read, mut limit, mut extended) = (0usize, max_bytes, false);
     let mut all = folded.rev().flat_map(pieces);
     // The older part of a piece cut at `max_bytes`, read if reading goes on.
     let mut older: Option<&str> = None;
@@ -2012,9 +2014,9 @@ pub(crate) fn candidates<'m>(
             break;
         }
         if read >= limit {
-            // Too few found for the room: 8 times as far.
-            if limit == max_bytes && found.saturating_mul(4) < enough {
-                limit = max_bytes.saturating_mul(8);
+            // Too few found for the room: 8 times as far (once).
+            if !extended && found.saturating_mul(4) < enough {
+                (limit, extended) = (max_bytes.saturating_mul(8), true);
             } else {
                 break;
             }
@@ -2084,6 +2086,10 @@ pub(crate) fn candidates<'m>(
         }
         // The same pieces, fewer of them, or another summary before them.
         (g, fresh) = reading.up_to(k, enough);
+    }
+    if k == 0 {
+        // (No piece read: sized for the previous ledger now.)
+        g = Gathering::new(enough);
     }
     for &entry in previous_ledger {
         g.add(&entry.into(), key_of(entry), is_loose(entry));
@@ -3633,6 +3639,17 @@ mod tests {
             .map(|(_, e)| e)
             .collect();
         assert_eq!(found, ["/srv/a.csv", "run-7", "id: run-7"]);
+    }
+
+    /// No room to read: nothing is read (and reading ends), remembered or
+    /// not; the previous ledger is still listed.
+    #[test]
+    fn no_room_reads_nothing() {
+        let folded = [Message::user("see /srv/a.csv and 10.0.0.1")];
+        for remember in [false, true, true] {
+            let found = candidates(folded.iter(), "", &["/srv/kept.csv"], &[], 40, 0, remember);
+            assert_eq!(found.texts, ["/srv/kept.csv"]);
+        }
     }
 
     #[test]

@@ -364,6 +364,9 @@ mod tests {
         assert!(open(&asked(q, "Yes, the config looks right.")).is_empty());
         let q = "Is the data stale?";
         assert_eq!(open(&asked(q, "The database is fine.")), still_open(q));
+        // (`stats` is `stat`, as `state` is: no short form of `statistics`.)
+        let q = "What do the statistics show?";
+        assert_eq!(open(&asked(q, "The state is unchanged.")), still_open(q));
         // A reply that only asks back, or speaks of something else, leaves
         // it open; one that offers more after its answer does not.
         let q = "Is the Zanzibar export still nightly?";

@@ -353,7 +353,6 @@ pub(super) const SHORT_FORMS: &[(&str, &str)] = &[
     ("repositori", "repo"),
     ("repository", "repo"),
     ("specification", "spec"),
-    ("statistic", "stat"),
     ("synchronis", "sync"),
     ("synchronisation", "sync"),
     ("synchroniz", "sync"),
