@@ -2097,7 +2097,16 @@ pub(crate) fn candidates<'m>(
     for entry in identifiers(previous_prose, extra).into_iter().rev() {
         g.add(&entry, key_of(&entry), is_loose(&entry));
     }
-    if let Some(mut reading) = fresh {
+    // (Kept within its bound whole: its text, the previous summary, and
+    // about what an entry's place takes, its text shared.)
+    let size = |r: &Reading| {
+        let ledger: usize = previous_ledger.iter().map(|e| e.len()).sum();
+        (r.text.len())
+            .saturating_add(previous_prose.len())
+            .saturating_add(ledger)
+            .saturating_add(g.out.texts.len().saturating_mul(32))
+    };
+    if let Some(mut reading) = fresh.filter(|r| size(r) <= Reading::BYTES) {
         reading.prose = previous_prose.to_owned();
         reading.ledger = previous_ledger.iter().map(|&e| e.to_owned()).collect();
         reading.found = g.out.clone();
@@ -2254,8 +2263,9 @@ struct Reading {
 impl Reading {
     /// Readings a thread keeps.
     const KEPT: usize = 4;
-    /// The most text a kept reading holds (a fold of 4 000 tokens reads
-    /// 32 KiB, 256 KiB when it must read 8 times as far).
+    /// The most a kept reading holds: the text read (a fold of 4 000
+    /// tokens reads 32 KiB, 256 KiB when it must read 8 times as far), the
+    /// previous summary, and its entries' places.
     const BYTES: usize = 1 << 18;
 
     fn new(enough: usize, max_bytes: usize) -> Self {
@@ -2908,6 +2918,16 @@ mod tests {
         }
         assert_eq!(kept(), before);
         assert!(before.iter().all(|&len| len <= Reading::BYTES));
+        // A previous summary too long to keep with it: read, not kept.
+        let prose = format!("{} see /srv/p.csv", "word ".repeat(Reading::BYTES / 5));
+        for _ in 0..2 {
+            let found = candidates(folded.iter(), &prose, &[], &[], 40, 4000, true);
+            assert_eq!(
+                found,
+                candidates(folded.iter(), &prose, &[], &[], 40, 4000, false)
+            );
+        }
+        assert_eq!(kept(), before);
     }
 
     #[test]
