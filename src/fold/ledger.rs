@@ -2182,14 +2182,20 @@ thread_local! {
     static READINGS: std::cell::RefCell<Readings> = std::cell::RefCell::default();
 }
 
-/// This thread's readings, taken out (put back with `Some`): none while
-/// the thread ends, or while they are out.
+/// This thread's readings, taken out (put back with `Some`).
 fn readings(back: Option<Readings>) -> Readings {
-    (READINGS.try_with(|r| {
-        let mut r = r.try_borrow_mut().ok()?;
+    swap_local(&READINGS, back)
+}
+
+/// The value of this thread's `cell`, taken out (the cell holds `back`
+/// then, or the default): the default while the thread ends, or while the
+/// value is out.
+fn swap_local<T: Default>(cell: &'static std::thread::LocalKey<std::cell::RefCell<T>>, back: Option<T>) -> T {
+    (cell.try_with(|value| {
+        let mut value = value.try_borrow_mut().ok()?;
         Some(match back {
-            Some(back) => std::mem::replace(&mut *r, back),
-            None => std::mem::take(&mut *r),
+            Some(back) => std::mem::replace(&mut *value, back),
+            None => std::mem::take(&mut *value),
         })
     }))
     .ok()
@@ -2465,19 +2471,9 @@ thread_local! {
     static SAID_LAST: std::cell::RefCell<Vec<Option<Arc<Seen>>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// This thread's [`SAID_LAST`], taken out (put back with `Some`): none
-/// while the thread ends, or while they are out.
+/// This thread's [`SAID_LAST`], taken out (put back with `Some`).
 fn said_last(back: Option<Vec<Option<Arc<Seen>>>>) -> Vec<Option<Arc<Seen>>> {
-    (SAID_LAST.try_with(|last| {
-        let mut last = last.try_borrow_mut().ok()?;
-        Some(match back {
-            Some(back) => std::mem::replace(&mut *last, back),
-            None => std::mem::take(&mut *last),
-        })
-    }))
-    .ok()
-    .flatten()
-    .unwrap_or_default()
+    swap_local(&SAID_LAST, back)
 }
 
 thread_local! {

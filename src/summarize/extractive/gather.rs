@@ -341,9 +341,10 @@ pub(super) fn walk(
             // The call failed when its result is flagged or opens with an
             // error; a result that only reports one further on (a search's
             // matches, a log) is shown by that line, under no `failed`.
-            let failed = flagged || text.lines().find(|l| !l.trim().is_empty()).is_some_and(is_error);
-            let reports = failed || is_error(&text);
-            let outcome = if reports { failure(&text) } else { opening(&text) };
+            let error = error_line(&text);
+            let failed = flagged || error.is_some_and(|(_, opens)| opens);
+            let reports = flagged || error.is_some();
+            let outcome = error.map_or_else(|| opening(&text), |(line, _)| line.to_owned());
             let mut line = match &call {
                 Some(c) => format!("{}({})", c.name, c.args),
                 None => format!("tool [{}]", id.unwrap_or("?")),

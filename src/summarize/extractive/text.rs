@@ -54,13 +54,13 @@ pub(super) fn opening_of(said: &[&str]) -> String {
     out
 }
 
-/// What a failed tool result says: its first line that names the error,
-/// else its opening.
-pub(super) fn failure(text: &str) -> String {
-    text.lines()
-        .map(str::trim)
-        .find(|l| is_error(l))
-        .map_or_else(|| opening(text), str::to_owned)
+/// The first line of a tool result that names an error (trimmed), and
+/// whether it opens the result (no line but blank ones before it).
+pub(super) fn error_line(text: &str) -> Option<(&str, bool)> {
+    (text.lines().map(str::trim).filter(|l| !l.is_empty()))
+        .enumerate()
+        .find(|(_, l)| is_error(l))
+        .map(|(at, line)| (line, at == 0))
 }
 
 /// Words that say a tool failed.
