@@ -266,15 +266,16 @@ proptest! {
     }
 
     /// Ledger entries are exact: each is a substring of the folded messages
-    /// (a `key: value` entry's key and value both are).
+    /// as they say it (a JSON string unescaped; a `key: value` entry's key
+    /// and value both are).
     #[test]
     fn entries_are_exact_substrings_of_the_folded_turns(h in common::history(40), budget in 40usize..300) {
         let c = Compactor::new(budget);
         let plan = c.plan(&h).unwrap();
         let Some(request) = plan.folded() else { return Ok(()); };
         let folded = request.messages().map(|m| {
-            let mut t = m.text().into_owned();
-            for call in &m.tool_calls { t.push('\n'); t.push_str(&call.arguments); }
+            let mut t = said(&m.text());
+            for call in &m.tool_calls { t.push('\n'); t.push_str(&said(&call.arguments)); }
             t
         }).collect::<Vec<_>>().join("\n");
         let previous = request.previous_summary().unwrap_or("").to_owned();
@@ -327,7 +328,9 @@ proptest! {
             match (i % 3, anthropic) {
                 (0, _) => history.push(Message::user(format!("Please look at {id} first."))),
                 (1, false) => {
-                    history.push(Message::assistant_tool_calls(vec![ToolCall::new(call.clone(), "open", format!(r#"{{"target": "{id}"}}"#))]));
+                    // Arguments as a client writes them: JSON, escapes and all.
+                    let arguments = serde_json::json!({"target": id}).to_string();
+                    history.push(Message::assistant_tool_calls(vec![ToolCall::new(call.clone(), "open", arguments)]));
                     history.push(Message::tool("opened", call));
                 }
                 (_, false) => {
@@ -389,6 +392,32 @@ proptest! {
         h.push(Message::user("end"));
         let _ = common::check_rules(&Compactor::new(50), &h, "summary");
     }
+}
+
+/// What `text` says: itself, and when it is JSON, each of its strings as
+/// it reads unescaped (the ledger reads `"C:\\\\x.log"` as `C:\\x.log`).
+fn said(text: &str) -> String {
+    fn strings(value: &serde_json::Value, out: &mut String) {
+        match value {
+            serde_json::Value::String(s) => {
+                out.push('\n');
+                out.push_str(s);
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| strings(v, out)),
+            serde_json::Value::Object(members) => members.iter().for_each(|(k, v)| {
+                strings(&serde_json::Value::String(k.clone()), out);
+                strings(v, out);
+            }),
+            _ => {}
+        }
+    }
+    let mut out = text.to_owned();
+    for line in std::iter::once(text).chain(text.lines()) {
+        if let Ok(value) = serde_json::from_str::<serde_json::Value>(line) {
+            strings(&value, &mut out);
+        }
+    }
+    out
 }
 
 fn request_has(folded: &str, previous: &str, entry: &str) -> bool {

@@ -482,6 +482,7 @@ enum Class {
     AbsolutePath,
     WindowsPath,
     RelativePath,
+    HostPath,
     FileName,
     Host,
     HexHash,
@@ -570,7 +571,11 @@ const SPEC: &[(Class, &str)] = &[
         r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+\b",
     ),
     (Class::Ipv6, r"\[[0-9A-Fa-f:.]+\](?::[0-9]{1,5})?"),
-    (Class::Ipv4, r"\b(?:[0-9]{1,3}\.){3}[0-9]{1,3}(?::[0-9]{1,5})?\b"),
+    // With a port, or a CIDR block's prefix length (`10.0.0.0/16`).
+    (
+        Class::Ipv4,
+        r"\b(?:[0-9]{1,3}\.){3}[0-9]{1,3}(?::[0-9]{1,5}|/[0-9]{1,2})?\b",
+    ),
     (Class::Cve, r"\bCVE-[0-9]{4}-[0-9]{4,7}\b"),
     (
         Class::WindowsPath,
@@ -584,13 +589,22 @@ const SPEC: &[(Class, &str)] = &[
         Class::RelativePath,
         r"\b[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)+\.[A-Za-z0-9]{1,8}\b",
     ),
+    // A host (ending in one of the `TLDS`, put in for `{tlds}`, or
+    // localhost) and a path:
+    // a URL without its scheme (`github.com/acme/payments`) or a container
+    // image with its tag and digest (`ghcr.io/acme/api:1.4.2`,
+    // `quay.io/org/app@sha256:...`).
+    (
+        Class::HostPath,
+        r"\b(?:(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+(?i-u:{tlds})|localhost)(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~%+-]+)+(?::[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?(?:@[A-Za-z0-9]+:[0-9a-fA-F]{32,128})?",
+    ),
     (
         Class::FileName,
         r"\b[A-Za-z0-9_-][A-Za-z0-9._-]*\.(?:rs|py|js|mjs|ts|tsx|jsx|json|jsonl|yaml|yml|toml|md|txt|csv|tsv|log|sh|go|java|kt|c|h|cc|cpp|hpp|cs|rb|php|html|css|scss|sql|xml|ini|cfg|conf|lock|env|pdf|png|jpg|jpeg|gif|svg|zip|gz|tgz|tar|parquet|ipynb|proto|tf|wasm|so|dll|exe)\b",
     ),
     (
         Class::Version,
-        r"\bv[0-9]+(?:\.[0-9]+){1,3}(?:-[0-9A-Za-z.]+)?\b|\b[0-9]+\.[0-9]+\.[0-9]+(?:-[0-9A-Za-z.]+)?\b",
+        r"\bv[0-9]+(?:\.[0-9]+){1,3}(?:-[0-9A-Za-z.]+)?(?:\+[0-9A-Za-z.-]+)?\b|\b[0-9]+\.[0-9]+\.[0-9]+(?:-[0-9A-Za-z.]+)?(?:\+[0-9A-Za-z.-]+)?\b",
     ),
     (
         Class::Host,
@@ -632,6 +646,7 @@ impl Patterns {
             Class::Cve => found.starts_with(b"CVE-"),
             Class::WindowsPath => found.get(1..3) == Some(b":\\"),
             Class::AbsolutePath | Class::RelativePath => has(b'/'),
+            Class::HostPath => has(b'/') && (has(b'.') || found.starts_with(b"localhost")),
             Class::FileName => has(b'.'),
             Class::Version => (first == b'v' || first.is_ascii_digit()) && has(b'.'),
             Class::Host => has(b'.') || found.starts_with(b"localhost:"),
@@ -660,7 +675,7 @@ fn patterns() -> Option<&'static Patterns> {
     static PATTERNS: OnceLock<Option<Patterns>> = OnceLock::new();
     PATTERNS
         .get_or_init(|| {
-            let ascii: Vec<String> = SPEC.iter().map(|(_, p)| format!("(?-u){p}")).collect();
+            let ascii: Vec<String> = SPEC.iter().map(|(_, p)| format!("(?-u){}", source(p))).collect();
             let all = ascii
                 .iter()
                 .map(|p| format!("(?:{p})"))
@@ -675,6 +690,11 @@ fn patterns() -> Option<&'static Patterns> {
             })
         })
         .as_ref()
+}
+
+/// A class's pattern as it is compiled: [`TLDS`] put in for `{tlds}`.
+fn source(pattern: &str) -> String {
+    pattern.replace("{tlds}", &TLDS.join("|"))
 }
 
 /// `found` without the punctuation that ends a sentence or closes a bracket
@@ -704,10 +724,12 @@ fn trim_end(found: &str) -> &str {
 /// pattern without lookaround cannot make).
 fn accept(class: Class, found: &str) -> bool {
     match class {
-        Class::Ipv4 => found
-            .split(':')
-            .next()
-            .is_some_and(|ip| ip.parse::<Ipv4Addr>().is_ok()),
+        Class::Ipv4 => match found.split_once('/') {
+            Some((ip, bits)) => ip.parse::<Ipv4Addr>().is_ok() && bits.parse::<u8>().is_ok_and(|b| b <= 32),
+            None => (found.split(':').next()).is_some_and(|ip| ip.parse::<Ipv4Addr>().is_ok()),
+        },
+        // A drive alone (`C:\`) names nothing.
+        Class::WindowsPath => found.len() > 3,
         Class::Ipv6 => {
             // `[addr]:port` or a bare address.
             let ip = found
@@ -937,6 +959,44 @@ fn json_entries(value: &Json<'_>, out: &mut Vec<LedgerEntry>, values: &mut Set<S
     }
 }
 
+/// Every string of `value`, keys and values, in the text's order, added
+/// to `out`; whether one of them was written with an escape (`\\`, `\/`,
+/// `\"`, `\u00e9`): only then does what they say differ from the text.
+fn json_strings<'v>(value: &'v Json<'_>, out: &mut Vec<&'v str>) -> bool {
+    let string = |s: &'v Key<'_>, out: &mut Vec<&'v str>| {
+        out.push(s.as_str());
+        matches!(s, Key::Owned(_))
+    };
+    match value {
+        Json::Str(s) => string(s, out),
+        Json::Arr(items) => items
+            .iter()
+            .fold(false, |escaped, v| json_strings(v, out) | escaped),
+        Json::Obj(members) => (members.iter()).fold(false, |escaped, (key, v)| {
+            let key = string(key, out);
+            json_strings(v, out) | key | escaped
+        }),
+        Json::Other => false,
+    }
+}
+
+/// The built-in patterns' identifiers in a JSON value whose strings have
+/// escapes, read in each string as it says it (`C:\\srv\\a.log` is
+/// `C:\srv\a.log`), none equal to one of `values` (its `key: value`
+/// entries' values); `None` when no string has an escape (its text reads
+/// the same).
+fn json_matched(value: &Json<'_>, values: &Set<String>) -> Option<Vec<LedgerEntry>> {
+    let mut strings = Vec::new();
+    if !json_strings(value, &mut strings) {
+        return None;
+    }
+    let mut out = Vec::new();
+    for s in strings {
+        matched(s, &|found| values.contains(found), &mut out);
+    }
+    Some(out.into_iter().map(|(_, entry)| entry).collect())
+}
+
 /// A value short enough and on one line, fit for a ledger entry.
 fn usable(s: &str) -> bool {
     !s.trim().is_empty() && s.len() <= 300 && !s.contains('\n')
@@ -1087,9 +1147,12 @@ fn pattern_entry<'t>(patterns: &Patterns, text: &'t str, start: usize, end: usiz
     }
     let class = patterns.class_of(found.as_bytes())?;
     let found = match class {
-        Class::Url | Class::Cloud | Class::AbsolutePath | Class::RelativePath | Class::WindowsPath => {
-            trim_end(found)
-        }
+        Class::Url
+        | Class::Cloud
+        | Class::AbsolutePath
+        | Class::RelativePath
+        | Class::HostPath
+        | Class::WindowsPath => trim_end(found),
         _ => found,
     };
     // A bare IPv6 address stands alone, not inside a word (`std::fs`).
@@ -1110,16 +1173,21 @@ pub(crate) fn identifiers(text: &str, extra: &[LedgerPattern]) -> Vec<LedgerEntr
 /// [`identifiers`], each with where it starts (JSON entries at 0).
 fn placed(text: &str, extra: &[LedgerPattern]) -> Vec<(usize, LedgerEntry)> {
     let mut out = Vec::new();
-    let mut json_values = Set::default();
     let trimmed = text.trim_start();
     if (trimmed.starts_with('{') || trimmed.starts_with('[')) && text.len() <= 1 << 20 {
         if let Some(value) = parse_json(text) {
-            let mut entries = Vec::new();
-            json_entries(&value, &mut entries, &mut json_values);
+            let (mut entries, mut values) = (Vec::new(), Set::default());
+            json_entries(&value, &mut entries, &mut values);
             out.extend(entries.into_iter().map(|e| (0, e)));
+            match json_matched(&value, &values) {
+                Some(found) => out.extend(found.into_iter().map(|e| (0, e))),
+                None => matched(text, &|found| values.contains(found), &mut out),
+            }
+            extra_matched(text, extra, &mut out);
+            return out;
         }
     }
-    matched(text, &|found| json_values.contains(found), &mut out);
+    matched(text, &|_| false, &mut out);
     extra_matched(text, extra, &mut out);
     out
 }
@@ -1555,6 +1623,9 @@ fn by_line_from_end(text: &str, extra: &[LedgerPattern]) -> Vec<(usize, LedgerEn
     // Lines that parse as JSON (a brace or bracket opens them): their
     // entries, and the values they name.
     let mut json: Vec<(usize, Vec<LedgerEntry>, Set<String>)> = Vec::new();
+    // Those whose strings have escapes: where they are, and what the
+    // patterns find in their strings (instead of in their text).
+    let mut unescaped: Vec<(std::ops::Range<usize>, usize, Vec<LedgerEntry>)> = Vec::new();
     // The line the last brace was on (each line is looked at once), and
     // how far newlines were looked for.
     let (mut decided, mut start, mut from) = (None, 0, 0);
@@ -1576,7 +1647,11 @@ fn by_line_from_end(text: &str, extra: &[LedgerPattern]) -> Vec<(usize, LedgerEn
         if let Some(value) = parse_json(line) {
             let (mut entries, mut values) = (Vec::new(), Set::default());
             json_entries(&value, &mut entries, &mut values);
-            json.push((line_of(start), entries, values));
+            let n = line_of(start);
+            if let Some(found) = json_matched(&value, &values) {
+                unescaped.push((start..end, n, found));
+            }
+            json.push((n, entries, values));
         }
     }
     let mut found: Vec<(usize, LedgerEntry)> = Vec::new();
@@ -1594,9 +1669,13 @@ fn by_line_from_end(text: &str, extra: &[LedgerPattern]) -> Vec<(usize, LedgerEn
     let mut line_of = lines();
     for (at, entry) in matches {
         let n = line_of(at);
-        if json.is_empty() || !json_value(n, &entry) {
+        let read_unescaped = || unescaped.iter().any(|(lines, _, _)| lines.contains(&at));
+        if json.is_empty() || !(json_value(n, &entry) || read_unescaped()) {
             found.push((n, entry));
         }
+    }
+    for (_, n, entries) in unescaped {
+        found.extend(entries.into_iter().map(|e| (n, e)));
     }
     // The user's patterns read each line alone, as they may match across
     // lines or anchor at one.
@@ -3026,11 +3105,64 @@ mod tests {
             ("ticket PROJ-1234 opened", "PROJ-1234"),
             ("upgrade to v2.14.0-rc.1 soon", "v2.14.0-rc.1"),
             ("version 1.85.0 required", "1.85.0"),
+            ("built 1.4.2+build.57 today", "1.4.2+build.57"),
+            ("subnet 10.20.0.0/16 routes", "10.20.0.0/16"),
+            ("pull ghcr.io/acme/api:1.4.2.", "ghcr.io/acme/api:1.4.2"),
+            (
+                "pinned quay.io/org/app@sha256:0123456789abcdef0123456789abcdef",
+                "quay.io/org/app@sha256:0123456789abcdef0123456789abcdef",
+            ),
+            ("see github.com/acme/payments for it", "github.com/acme/payments"),
+            (
+                "push to localhost:5000/team/app:dev now",
+                "localhost:5000/team/app:dev",
+            ),
         ];
         for (text, expected) in cases {
             let found = ids(text);
             assert!(found.iter().any(|f| f == expected), "{text:?}: {found:?}");
         }
+    }
+
+    /// A host and a path are one entry, not the host and the tag apart;
+    /// a drive alone and a prefix past 32 bits are none.
+    #[test]
+    fn whole_forms_leave_no_fragments() {
+        assert_eq!(
+            ids("image ghcr.io/acme/search:3.10.4 pulled"),
+            ["ghcr.io/acme/search:3.10.4"]
+        );
+        assert_eq!(
+            ids("pkg.go.dev/net/http and notes.md/x"),
+            ["pkg.go.dev/net/http", "notes.md"]
+        );
+        assert!(ids(r"drive C:\ only").is_empty());
+        assert_eq!(ids("10.0.0.0/33 and 10.0.0.0/32"), ["10.0.0.0/32"]);
+    }
+
+    /// In JSON, identifiers are read as the strings say them, not as
+    /// their escapes are written: a Windows path, escaped slashes, a
+    /// `\u` letter.
+    #[test]
+    fn json_strings_are_read_unescaped() {
+        let text = r#"{"file": "C:\\srv\\app.log", "link": "https:\/\/x.example.com\/a", "note": "caf\u00e9 at 10.1.2.3"}"#;
+        let expected = ["file: C:\\srv\\app.log", "https://x.example.com/a", "10.1.2.3"];
+        assert_eq!(ids(text), expected);
+        // A JSON line among other lines reads the same.
+        let lines = format!("log follows\n{text}\nthen /var/log/x.log");
+        let found: Vec<String> = by_line_from_end(&lines, &[])
+            .into_iter()
+            .map(|(_, e)| e.into())
+            .collect();
+        assert_eq!(
+            found,
+            [
+                "/var/log/x.log",
+                "10.1.2.3",
+                "https://x.example.com/a",
+                "file: C:\\srv\\app.log"
+            ]
+        );
     }
 
     #[test]
@@ -3301,6 +3433,12 @@ mod tests {
             Just("deadbeef12".to_owned()),
             Just("550e8400-e29b-41d4-a716-446655440000".to_owned()),
             Just(r#"{"id": "run-7", "path": "/tmp/x"}"#.to_owned()),
+            Just(r#"{"p": "C:\\x\\y.txt", "u": "https:\/\/x.io\/p"}"#.to_owned()),
+            Just("ghcr.io/a/b:1.2".to_owned()),
+            Just("github.com/x/y.".to_owned()),
+            Just("10.0.0.0/16".to_owned()),
+            Just("1.2.3+b.4".to_owned()),
+            Just("localhost:5000/a@sha256:0123456789abcdef0123456789abcdef".to_owned()),
             Just("Mr. Smith".to_owned()),
             Just("end.Next".to_owned()),
             "[a-z./:@0-9-]{1,12}",
@@ -3383,7 +3521,7 @@ mod tests {
         fn byte_patterns_match_as_unicode_ones(text in texts()) {
             let unicode = SPEC
                 .iter()
-                .map(|(_, p)| format!("(?:{})", p.replace(r"\b", r"(?-u:\b)")))
+                .map(|(_, p)| format!("(?:{})", source(p).replace(r"\b", r"(?-u:\b)")))
                 .collect::<Vec<_>>()
                 .join("|");
             let unicode = Regex::new(&unicode).unwrap();

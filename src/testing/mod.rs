@@ -318,9 +318,10 @@ pub fn histories(max_turns: usize) -> BoxedStrategy<Vec<Message>> {
     Histories::new().max_turns(max_turns).strategy()
 }
 
-/// An identifier of one of the ledger's classes: a path, a UUID, a URL
-/// (of the web or a database's), a ticket key, an address with a port, a
-/// version, an email, a hash, a code (a prefixed key, an order number).
+/// An identifier of one of the ledger's classes: a path (Windows' too), a
+/// UUID, a URL (of the web or a database's), a ticket key, an address with
+/// a port, a CIDR block, a version (with build metadata too), an email, a
+/// hash, a code (a prefixed key, an order number), a container image.
 pub fn identifier() -> impl Strategy<Value = String> {
     prop_oneof![
         "/[a-z]{1,6}/[a-z]{1,6}/[a-z]{1,6}\\.(log|csv|json)",
@@ -337,6 +338,10 @@ pub fn identifier() -> impl Strategy<Value = String> {
         "conn_[0-9]{3}[a-f][0-9a-f]{2}",
         "ORD-20[0-9]{2}-[0-9]{5}",
         "txn_[0-9]{6}_[a-z]{3,8}",
+        "(ghcr|quay)\\.io/[a-z]{3,8}/[a-z]{3,8}:[1-9]\\.[0-9]{1,2}\\.[0-9]{1,2}",
+        "10\\.[1-9][0-9]?\\.0\\.0/(8|16|24)",
+        "[1-9]\\.[0-9]{1,2}\\.[0-9]{1,2}\\+build\\.[0-9]{1,3}",
+        r"[CD]:\\[a-z]{3,8}\\[a-z]{3,8}\.log",
     ]
 }
 
