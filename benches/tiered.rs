@@ -14,7 +14,7 @@ use chatfold::{AsyncSummarizer, Message, SummaryRequest};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 /// A summarizer that takes 50 ms, like a fast LLM call.
-async fn slow(request: SummaryRequest<'static>) -> Result<String, &'static str> {
+async fn slow(request: SummaryRequest<'_>) -> Result<String, &'static str> {
     tokio::time::sleep(Duration::from_millis(50)).await;
     Ok(format!("{} turns folded", request.messages().len()))
 }

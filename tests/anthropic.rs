@@ -538,7 +538,7 @@ fn memories_place_their_summary_as_anthropic_needs_it() {
             .policy(policy.clone()),
     )
     .unwrap();
-    let summarize = |r: SummaryRequest<'static>| async move {
+    let summarize = async |r: SummaryRequest<'_>| {
         Ok::<_, std::convert::Infallible>(format!("{} steps ran.", r.messages().len()))
     };
     let (tiered, _worker) =

@@ -250,7 +250,7 @@ fn async_compaction_matches_sync() {
     let summarizer = chatfold::Ready(Extractive::new());
     let r#async = pollster::block_on(c.compact_async(&h, &summarizer)).unwrap();
     assert_eq!(sync.messages, r#async.messages);
-    let failing = |_: SummaryRequest<'static>| async { Err::<String, _>("down") };
+    let failing = |_: SummaryRequest<'_>| async { Err::<String, _>("down") };
     assert!(matches!(
         pollster::block_on(c.compact_async(&h, &failing)),
         Err(Error::Summarize(_))
@@ -360,44 +360,58 @@ fn tiktoken_lower_bound_changes_nothing_but_the_work() {
     );
 }
 
-/// `summarize::borrowing`: an async closure reads the folded messages where
-/// they are (the same addresses as the caller's), and the compaction's future
-/// stays `Send` inside an owned task, as a server spawns it.
+/// An async closure is a summarizer that reads the folded messages where
+/// they are (the same addresses as the caller's), holding them across its
+/// awaits; it may borrow what is around it; an `async fn` is one too; and
+/// the compaction's future is `Send`, spawned on a multi-threaded runtime as
+/// a server spawns it.
 #[test]
-fn a_borrowing_closure_reads_the_callers_messages_in_place() {
+fn an_async_closure_reads_the_callers_messages_in_place() {
     let history: Vec<Message> = (0..60)
         .map(|i| Message::user(format!("turn number {i}")))
         .collect();
     let first = std::sync::atomic::AtomicUsize::new(0);
-    let summarizer = chatfold::summarize::borrowing(|request| {
+    let unit = String::from("turns");
+    let summarizer = async |request: SummaryRequest<'_>| {
+        std::future::ready(()).await;
         let at = request
             .messages()
             .next()
             .map_or(0, |m| m as *const Message as usize);
         first.store(at, std::sync::atomic::Ordering::Relaxed);
-        Box::pin(async move { Ok::<_, Infallible>(format!("{} turns", request.messages().len())) })
-    });
+        Ok::<_, Infallible>(format!("{} {unit}", request.messages().len()))
+    };
     let result = pollster::block_on(Compactor::new(120).compact_async(&history, &summarizer)).unwrap();
     assert!(result.summarized && result.tokens_after <= 120);
+    assert!(result.messages.iter().any(|m| m.text().contains(" turns")));
     assert_eq!(
         first.into_inner(),
         &history[0] as *const Message as usize,
         "not a copy"
     );
 
-    fn is_send<T: Send>(_: &T) {}
+    async fn count(request: SummaryRequest<'_>) -> Result<String, Infallible> {
+        tokio::task::yield_now().await;
+        Ok(format!("{} turns", request.messages().len()))
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let owned = history.clone();
-    let task = async move {
-        let summarizer = chatfold::summarize::borrowing(|request| {
-            Box::pin(async move { Ok::<_, Infallible>(format!("{} turns", request.messages().len())) })
-        });
-        Compactor::new(120)
-            .compact_async(&owned, &summarizer)
-            .await
-            .map(|r| r.tokens_after)
-    };
-    is_send(&task);
-    assert!(pollster::block_on(task).unwrap() <= 120);
+    let task = runtime.spawn(async move {
+        let summarizer = async |request: SummaryRequest<'_>| {
+            tokio::task::yield_now().await;
+            Ok::<_, Infallible>(format!("{} turns", request.messages().len()))
+        };
+        let compactor = Compactor::new(120);
+        let by_closure = compactor.compact_async(&owned, &summarizer).await.unwrap();
+        let by_fn = compactor.compact_async(&owned, &count).await.unwrap();
+        (by_closure.messages.into_owned(), by_fn.messages.into_owned())
+    });
+    let (by_closure, by_fn) = runtime.block_on(task).unwrap();
+    assert_eq!(by_closure, by_fn);
+    assert!(by_closure.len() < history.len());
 }
 
 /// A compaction's requests carry its counter when it is a built-in one, so

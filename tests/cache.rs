@@ -241,7 +241,9 @@ fn async_compaction_uses_the_cache_too() {
     let compactor = Compactor::new(400).cache(cache(), "counting");
     let calls = Arc::new(Mutex::new(0));
     let c = calls.clone();
-    let summarizer = move |r: SummaryRequest<'static>| {
+    let summarizer = move |r: SummaryRequest<'_>| {
+        // The future outlives the call's borrow: it owns its request.
+        let r = r.into_owned();
         *c.lock().unwrap() += 1;
         async move { counting(&r) }
     };

@@ -149,7 +149,7 @@ fn async_faults_and_deadlines_leave_the_memory_as_it_was() {
     assert_eq!(memory.buffer().len(), 1);
 
     let summary_memory =
-        AsyncSummaryMemory::new(move |_: SummaryRequest<'static>| async { Err::<String, _>("down") });
+        AsyncSummaryMemory::new(move |_: SummaryRequest<'_>| async { Err::<String, _>("down") });
     assert!(pollster::block_on(summary_memory.add_user("kept")).is_err());
     assert_eq!(summary_memory.buffer().len(), 1);
 }
@@ -165,7 +165,9 @@ fn concurrent_adds_with_a_slow_flaky_summarizer_lose_nothing() {
     const LAST: usize = 16;
     let calls = Arc::new(AtomicUsize::new(0));
     let c = calls.clone();
-    let summarizer = move |r: SummaryRequest<'static>| {
+    let summarizer = move |r: SummaryRequest<'_>| {
+        // The future outlives the call's borrow: it owns its request.
+        let r = r.into_owned();
         let call = c.fetch_add(1, Ordering::SeqCst);
         async move {
             std::thread::sleep(std::time::Duration::from_micros(200));

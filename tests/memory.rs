@@ -748,7 +748,9 @@ proptest! {
     fn async_rolling_memory_loses_nothing(ops in prop::collection::vec(op(), 1..40), max in 5usize..80) {
         let failing = Arc::new(AtomicBool::new(false));
         let f = failing.clone();
-        let summarize = move |r: SummaryRequest<'static>| {
+        let summarize = move |r: SummaryRequest<'_>| {
+            // The future outlives the call's borrow: it owns its request.
+            let r = r.into_owned();
             let fail = f.load(Ordering::SeqCst);
             async move {
                 if fail { return Err("down"); }
@@ -853,11 +855,8 @@ fn tiered_op() -> impl Strategy<Value = TieredOp> {
 fn tiered_summarizer(
     failing: Arc<AtomicBool>,
     last_chunk: Arc<std::sync::Mutex<Vec<String>>>,
-) -> impl Fn(SummaryRequest<'static>) -> std::future::Ready<Result<String, &'static str>>
-+ Clone
-+ Send
-+ Sync
-+ 'static {
+) -> impl Fn(SummaryRequest<'_>) -> std::future::Ready<Result<String, &'static str>> + Clone + Send + Sync + 'static
+{
     move |r| {
         *last_chunk.lock().unwrap() = tags(&r.messages().cloned().collect::<Vec<_>>());
         if failing.load(Ordering::SeqCst) {

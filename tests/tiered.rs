@@ -40,8 +40,8 @@ fn logging(
     gate: Arc<AtomicBool>,
     failing: Arc<AtomicBool>,
 ) -> impl Fn(
-    SummaryRequest<'static>,
-) -> std::pin::Pin<Box<dyn Future<Output = Result<String, &'static str>> + Send>>
+    SummaryRequest<'_>,
+) -> std::pin::Pin<Box<dyn Future<Output = Result<String, &'static str>> + Send + '_>>
 + Send
 + Clone
 + Sync
@@ -208,7 +208,9 @@ async fn failures_stay_inside_back_off_and_recover() {
     let calls = Arc::new(AtomicUsize::new(0));
     let counted = {
         let (inner, calls) = (logging(log.clone(), gate, failing.clone()), calls.clone());
-        move |r: SummaryRequest<'static>| {
+        move |r: SummaryRequest<'_>| {
+            // The future outlives the call's borrow: it owns its request.
+            let r = r.into_owned();
             calls.fetch_add(1, Ordering::SeqCst);
             inner(r)
         }
@@ -453,7 +455,9 @@ async fn stress_eight_tasks_of_a_thousand_adds() {
     let calls = Arc::new(AtomicUsize::new(0));
     let summarizer = {
         let (log, calls) = (log.clone(), calls.clone());
-        move |r: SummaryRequest<'static>| {
+        move |r: SummaryRequest<'_>| {
+            // The future outlives the call's borrow: it owns its request.
+            let r = r.into_owned();
             let (log, n) = (log.clone(), calls.fetch_add(1, Ordering::SeqCst));
             async move {
                 tokio::time::sleep(Duration::from_millis(1 + (n * 7 % 5) as u64)).await;
@@ -514,7 +518,9 @@ async fn a_panicking_summarizer_is_a_failed_fold_and_the_worker_goes_on() {
     let calls = Arc::new(AtomicUsize::new(0));
     let summarizer = {
         let calls = calls.clone();
-        move |r: SummaryRequest<'static>| {
+        move |r: SummaryRequest<'_>| {
+            // The future outlives the call's borrow: it owns its request.
+            let r = r.into_owned();
             let n = calls.fetch_add(1, Ordering::SeqCst);
             async move {
                 assert!(n > 0, "the first call panics");

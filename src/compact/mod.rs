@@ -378,11 +378,9 @@ impl<C: TokenCounter> Compactor<C> {
     /// compaction and changes nothing.
     ///
     /// The summarizer's requests borrow `messages`: a summarizer type (an
-    /// HTTP summarizer, [`Ready`](crate::Ready)) or a closure made by
-    /// [`summarize::borrowing`](crate::summarize::borrowing) reads them in
-    /// place, and this costs what [`compact`](Self::compact) does. A plain
-    /// `|request: SummaryRequest<'static>| async move { .. }` closure works
-    /// too, on a copy of the folded messages.
+    /// HTTP summarizer, [`Ready`](crate::Ready)), an async closure or an
+    /// `async fn` reads them in place, and this costs what
+    /// [`compact`](Self::compact) does.
     ///
     /// # Errors
     ///
@@ -391,15 +389,13 @@ impl<C: TokenCounter> Compactor<C> {
     /// # Examples
     ///
     /// ```
-    /// use chatfold::summarize::borrowing;
-    /// use chatfold::{Compactor, Message};
+    /// use chatfold::{Compactor, Message, SummaryRequest};
     ///
     /// let history: Vec<Message> = (0..50).map(|i| Message::user(format!("turn {i}"))).collect();
-    /// let summarizer = borrowing(|request| {
-    ///     Box::pin(async move {
-    ///         Ok::<_, std::convert::Infallible>(format!("{} turns happened", request.messages().len()))
-    ///     })
-    /// });
+    /// let summarizer = async |request: SummaryRequest<'_>| {
+    ///     // await an LLM call here
+    ///     Ok::<_, std::convert::Infallible>(format!("{} turns happened", request.messages().len()))
+    /// };
     /// let result = pollster::block_on(Compactor::new(100).compact_async(&history, &summarizer))?;
     /// assert!(result.summarized && result.tokens_after <= 100);
     /// # Ok::<(), Box<dyn std::error::Error>>(())

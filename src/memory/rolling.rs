@@ -174,7 +174,7 @@ impl<S: Summarizer, C: TokenCounter> Remember for RollingMemory<S, C> {
 /// use chatfold::memory::{AsyncRollingMemory, Memory, AsyncRemember, Settings};
 /// use chatfold::SummaryRequest;
 ///
-/// let summarize = |request: SummaryRequest<'static>| async move {
+/// let summarize = async |request: SummaryRequest<'_>| {
 ///     Ok::<_, std::convert::Infallible>(format!("{} older turns", request.messages().len()))
 /// };
 /// let memory = AsyncRollingMemory::new(Settings::new(20).summarizer(summarize))?;

@@ -193,7 +193,7 @@ impl<S: Summarizer, C: TokenCounter> Remember for SummaryMemory<S, C> {
 /// use chatfold::memory::{AsyncSummaryMemory, Memory, AsyncRemember};
 /// use chatfold::SummaryRequest;
 ///
-/// let summarize = |request: SummaryRequest<'static>| async move {
+/// let summarize = async |request: SummaryRequest<'_>| {
 ///     let last = request.messages().last().map(|m| m.text().into_owned()).unwrap_or_default();
 ///     Ok::<_, std::convert::Infallible>(format!("last said: {last}"))
 /// };

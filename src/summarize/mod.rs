@@ -382,29 +382,29 @@ where
 /// The future is `Send` and chatfold needs no runtime: run it on any. The
 /// request borrows the caller's messages for the life of the future, so
 /// [`Compactor::compact_async`](crate::Compactor::compact_async) copies
-/// nothing: a type that implements this trait reads the folded messages
-/// where they are.
+/// nothing: a summarizer reads the folded messages where they are.
 ///
-/// A plain closure gets an owned copy instead, because an `async move` block
-/// cannot borrow its closure's argument: `|request: SummaryRequest<'static>|
-/// async move { ... }` is a summarizer, and the blanket implementation calls
-/// [`SummaryRequest::into_owned`] for it (one deep copy of the folded
-/// messages per call: 28 ms instead of 1.5 ms for a compaction of 100 000
-/// messages). A closure whose future is boxed borrows instead: make it with
-/// [`borrowing`]. A synchronous summarizer becomes one through [`Ready`],
-/// without a copy.
+/// An async closure is one, `async |request: SummaryRequest<'_>| { .. }`,
+/// and so is an `async fn` of a `SummaryRequest<'_>`, or any function of a
+/// request whose future is `Send` (see [`SummarizeFn`]). A closure's
+/// future may borrow what the closure borrows, but not what an `async
+/// move` closure owns (the compiler says "async closure does not implement
+/// `Fn` because it captures state from its environment": borrow it, or
+/// clone it inside). A future that must outlive the call (spawned on a
+/// runtime) owns its request: [`SummaryRequest::into_owned`]. A synchronous
+/// summarizer becomes one through [`Ready`].
 ///
 /// # Examples
 ///
 /// ```
 /// use chatfold::{AsyncSummarizer, Message, SummaryRequest};
 ///
-/// let summarizer = |request: SummaryRequest<'static>| async move {
-///     // await an LLM call here
+/// let summarizer = async |request: SummaryRequest<'_>| {
+///     // await an LLM call here, reading `request` where it is
 ///     Ok::<_, std::convert::Infallible>(format!("{} messages", request.messages().len()))
 /// };
 /// let folded = [Message::user("hi")];
-/// let request = SummaryRequest::new(None, &folded, 50).into_owned();
+/// let request = SummaryRequest::new(None, &folded, 50);
 /// let summary = pollster::block_on(summarizer.summarize(request))?;
 /// assert_eq!(summary, "1 messages");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -425,74 +425,36 @@ pub trait AsyncSummarizer {
     ) -> impl Future<Output = Result<String, Self::Error>> + Send;
 }
 
-impl<F, Fut, E> AsyncSummarizer for F
+/// A function that is an [`AsyncSummarizer`]: it takes a request of any
+/// lifetime and returns a `Send` future of the summary, which may borrow
+/// the request. Every such function has it (async closures, `async fn`s,
+/// closures returning a future); name it only in bounds.
+pub trait SummarizeFn<'r>: Fn(SummaryRequest<'r>) -> <Self as SummarizeFn<'r>>::Future {
+    /// What the summarizer can fail with.
+    type Error;
+    /// What a call returns.
+    type Future: Future<Output = Result<String, Self::Error>> + Send;
+}
+
+impl<'r, F, Fut, E> SummarizeFn<'r> for F
 where
-    F: Fn(SummaryRequest<'static>) -> Fut,
+    F: Fn(SummaryRequest<'r>) -> Fut,
     Fut: Future<Output = Result<String, E>> + Send,
+{
+    type Error = E;
+    type Future = Fut;
+}
+
+impl<F, E> AsyncSummarizer for F
+where
+    F: for<'r> SummarizeFn<'r, Error = E>,
     E: Into<BoxError>,
 {
     type Error = E;
 
-    /// Calls the closure with an owned copy of the request.
+    /// Calls the function with the request as it is: nothing is copied.
     fn summarize(&self, request: SummaryRequest<'_>) -> impl Future<Output = Result<String, E>> + Send {
-        self(request.into_owned())
-    }
-}
-
-/// The future a [`Borrowing`] summarizer returns: boxed, `Send`, and
-/// borrowing its request for as long as it runs.
-pub type BorrowingFuture<'r, E> = std::pin::Pin<Box<dyn Future<Output = Result<String, E>> + Send + 'r>>;
-
-/// An async closure summarizer that reads the request where it is, with no
-/// copy of the folded messages: [`borrowing`] makes one.
-///
-/// A plain `|request: SummaryRequest<'static>| async move { .. }` closure
-/// gets its own copy of the request (see [`AsyncSummarizer`]); this one's
-/// closure returns its future boxed (`Box::pin(async move { .. })`), which
-/// lets the future borrow the request, and the box costs one allocation per
-/// summarizer call.
-#[derive(Clone, Copy, Debug)]
-pub struct Borrowing<F>(F);
-
-/// An [`AsyncSummarizer`] of `f`, a closure whose future borrows its request:
-/// `borrowing(|request| Box::pin(async move { .. }))`. Nothing is copied, so
-/// [`Compactor::compact_async`](crate::Compactor::compact_async) costs what
-/// [`compact`](crate::Compactor::compact) does, whatever the history's size.
-///
-/// # Examples
-///
-/// ```
-/// use chatfold::summarize::borrowing;
-/// use chatfold::{Compactor, Message};
-///
-/// let history: Vec<Message> = (0..50).map(|i| Message::user(format!("turn {i}"))).collect();
-/// let summarizer = borrowing(|request| {
-///     Box::pin(async move {
-///         // await an LLM call here, reading `request` where it is
-///         Ok::<_, std::convert::Infallible>(format!("{} turns happened", request.messages().len()))
-///     })
-/// });
-/// let result = pollster::block_on(Compactor::new(100).compact_async(&history, &summarizer))?;
-/// assert!(result.summarized && result.tokens_after <= 100);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub fn borrowing<F, E>(f: F) -> Borrowing<F>
-where
-    F: for<'r> Fn(SummaryRequest<'r>) -> BorrowingFuture<'r, E>,
-{
-    Borrowing(f)
-}
-
-impl<F, E> AsyncSummarizer for Borrowing<F>
-where
-    F: for<'r> Fn(SummaryRequest<'r>) -> BorrowingFuture<'r, E>,
-    E: Into<BoxError>,
-{
-    type Error = E;
-
-    /// Calls the closure with the request as it is.
-    fn summarize(&self, request: SummaryRequest<'_>) -> impl Future<Output = Result<String, E>> + Send {
-        (self.0)(request)
+        self(request)
     }
 }
 

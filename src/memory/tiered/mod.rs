@@ -64,7 +64,7 @@ const PROFILE_LEN: usize = 256;
 /// use chatfold::memory::{Memory, TieredMemory, TieredSettings};
 /// use chatfold::{Message, SummaryRequest};
 ///
-/// let summarize = |request: SummaryRequest<'static>| async move {
+/// let summarize = async |request: SummaryRequest<'_>| {
 ///     Ok::<_, std::convert::Infallible>(format!("{} earlier turns", request.messages().len()))
 /// };
 /// let settings = TieredSettings::new(40, 80).chunk_size(4);
