@@ -242,7 +242,7 @@ fn async_compaction_uses_the_cache_too() {
     let calls = Arc::new(Mutex::new(0));
     let c = calls.clone();
     let summarizer = move |r: SummaryRequest<'_>| {
-        // The future outlives the call's borrow: it owns its request.
+        // A closure's future cannot borrow its argument: it owns a copy.
         let r = r.into_owned();
         *c.lock().unwrap() += 1;
         async move { counting(&r) }

@@ -166,7 +166,7 @@ fn concurrent_adds_with_a_slow_flaky_summarizer_lose_nothing() {
     let calls = Arc::new(AtomicUsize::new(0));
     let c = calls.clone();
     let summarizer = move |r: SummaryRequest<'_>| {
-        // The future outlives the call's borrow: it owns its request.
+        // A closure's future cannot borrow its argument: it owns a copy.
         let r = r.into_owned();
         let call = c.fetch_add(1, Ordering::SeqCst);
         async move {

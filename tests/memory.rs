@@ -749,7 +749,7 @@ proptest! {
         let failing = Arc::new(AtomicBool::new(false));
         let f = failing.clone();
         let summarize = move |r: SummaryRequest<'_>| {
-            // The future outlives the call's borrow: it owns its request.
+            // A closure's future cannot borrow its argument: it owns a copy.
             let r = r.into_owned();
             let fail = f.load(Ordering::SeqCst);
             async move {

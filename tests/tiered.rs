@@ -209,7 +209,7 @@ async fn failures_stay_inside_back_off_and_recover() {
     let counted = {
         let (inner, calls) = (logging(log.clone(), gate, failing.clone()), calls.clone());
         move |r: SummaryRequest<'_>| {
-            // The future outlives the call's borrow: it owns its request.
+            // A closure's future cannot borrow its argument: it owns a copy.
             let r = r.into_owned();
             calls.fetch_add(1, Ordering::SeqCst);
             inner(r)
@@ -456,7 +456,7 @@ async fn stress_eight_tasks_of_a_thousand_adds() {
     let summarizer = {
         let (log, calls) = (log.clone(), calls.clone());
         move |r: SummaryRequest<'_>| {
-            // The future outlives the call's borrow: it owns its request.
+            // A closure's future cannot borrow its argument: it owns a copy.
             let r = r.into_owned();
             let (log, n) = (log.clone(), calls.fetch_add(1, Ordering::SeqCst));
             async move {
@@ -519,7 +519,7 @@ async fn a_panicking_summarizer_is_a_failed_fold_and_the_worker_goes_on() {
     let summarizer = {
         let calls = calls.clone();
         move |r: SummaryRequest<'_>| {
-            // The future outlives the call's borrow: it owns its request.
+            // A closure's future cannot borrow its argument: it owns a copy.
             let r = r.into_owned();
             let n = calls.fetch_add(1, Ordering::SeqCst);
             async move {

@@ -11,8 +11,9 @@ use regex::Regex;
 use crate::message::{Key, KeyVisitor, Message};
 use crate::quick::{Quick, memo_lock};
 
-/// One ledger entry: an identifier as the folded turns hold it
-/// (`/srv/app/config.toml`, `ORD-2024-00123`), or a JSON `key: value`
+/// One ledger entry: an identifier as the folded turns say it
+/// (`/srv/app/config.toml`, `ORD-2024-00123`; in JSON, as its string
+/// reads unescaped), or a JSON `key: value`
 /// (`connection_id: conn_994a82`). It reads as the `str` it holds and
 /// compares equal to one; a clone shares the text (the memo of texts read,
 /// a [`SummaryRequest`](crate::SummaryRequest) and a
@@ -585,18 +586,19 @@ const SPEC: &[(Class, &str)] = &[
         Class::AbsolutePath,
         r#"(?:^|[ \t\r\n"'(\[=,:])~?/[A-Za-z0-9._-]+(?:/[A-Za-z0-9._@+-]+)*/?"#,
     ),
-    (
-        Class::RelativePath,
-        r"\b[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)+\.[A-Za-z0-9]{1,8}\b",
-    ),
-    // A host (ending in one of the `TLDS`, put in for `{tlds}`, or
-    // localhost) and a path:
+    // A host (ending in one of the `TLDS`, or localhost) and a path:
     // a URL without its scheme (`github.com/acme/payments`) or a container
     // image with its tag and digest (`ghcr.io/acme/api:1.4.2`,
     // `quay.io/org/app@sha256:...`).
     (
         Class::HostPath,
-        r"\b(?:(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+(?i-u:{tlds})|localhost)(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~%+-]+)+(?::[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?(?:@[A-Za-z0-9]+:[0-9a-fA-F]{32,128})?",
+        r"\b(?:{host}(?i-u:{tlds})|localhost)(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~%+-]+)+(?::[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?(?:@[A-Za-z0-9]+:[0-9a-fA-F]{32,128})?",
+    ),
+    // With an extension, or of three parts at least (`src/components/Button`,
+    // `refs/heads/main`; one with a letter: not a date).
+    (
+        Class::RelativePath,
+        r"\b[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)+\.[A-Za-z0-9]{1,8}\b|\b[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+){2,}",
     ),
     (
         Class::FileName,
@@ -608,9 +610,13 @@ const SPEC: &[(Class, &str)] = &[
     ),
     (
         Class::Host,
-        r"\b(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?::[0-9]{1,5})?\b|\blocalhost:[0-9]{1,5}\b",
+        r"\b{host}[A-Za-z]{2,24}(?::[0-9]{1,5})?\b|\blocalhost:[0-9]{1,5}\b",
     ),
-    (Class::HexHash, r"\b[0-9a-fA-F]{7,64}\b"),
+    // With the name of its algorithm, when written (`sha256:9f86d0...`).
+    (
+        Class::HexHash,
+        r"\b(?:(?:sha(?:1|224|256|384|512)|md5):)?[0-9a-fA-F]{7,64}\b",
+    ),
     (
         Class::Ipv6,
         r"(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}|(?:[0-9A-Fa-f]{1,4}:){0,6}[0-9A-Fa-f]{0,4}::(?:[0-9A-Fa-f]{1,4}:){0,6}[0-9A-Fa-f]{0,4}",
@@ -650,7 +656,10 @@ impl Patterns {
             Class::FileName => has(b'.'),
             Class::Version => (first == b'v' || first.is_ascii_digit()) && has(b'.'),
             Class::Host => has(b'.') || found.starts_with(b"localhost:"),
-            Class::HexHash => (7..=64).contains(&found.len()) && found.iter().all(u8::is_ascii_hexdigit),
+            Class::HexHash => {
+                let hex = digest(found);
+                (7..=64).contains(&hex.len()) && hex.iter().all(u8::is_ascii_hexdigit)
+            }
             // In brackets, or bare.
             Class::Ipv6 => first == b'[' || has(b':'),
             Class::Ticket => first.is_ascii_uppercase() && has(b'-'),
@@ -692,9 +701,18 @@ fn patterns() -> Option<&'static Patterns> {
         .as_ref()
 }
 
-/// A class's pattern as it is compiled: [`TLDS`] put in for `{tlds}`.
+/// A hash's hex digits, without the name of its algorithm (`sha256:`).
+fn digest(found: &[u8]) -> &[u8] {
+    memchr::memchr(b':', found).map_or(found, |at| &found[at + 1..])
+}
+
+/// A host name's labels, each with the dot after it (`api.`, `eu-west-1.`).
+const HOST_LABELS: &str = r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+";
+
+/// A class's pattern as it is compiled: [`HOST_LABELS`] put in for
+/// `{host}`, [`TLDS`] for `{tlds}`.
 fn source(pattern: &str) -> String {
-    pattern.replace("{tlds}", &TLDS.join("|"))
+    (pattern.replace("{host}", HOST_LABELS)).replace("{tlds}", &TLDS.join("|"))
 }
 
 /// `found` without the punctuation that ends a sentence or closes a bracket
@@ -741,9 +759,14 @@ fn accept(class: Class, found: &str) -> bool {
             ip.parse::<Ipv6Addr>().is_ok() && (groups >= 2 || ip == "::1")
         }
         Class::HexHash => {
-            found.bytes().any(|b| b.is_ascii_digit())
-                && found.bytes().any(|b| b.is_ascii_alphabetic())
-                && !NOT_CODES.iter().any(|n| n.eq_ignore_ascii_case(found))
+            let hex = digest(found.as_bytes());
+            hex.iter().any(u8::is_ascii_digit)
+                && hex.iter().any(u8::is_ascii_alphabetic)
+                && !NOT_CODES.iter().any(|n| n.as_bytes().eq_ignore_ascii_case(hex))
+        }
+        // A word in it: not a date (`11/30/2026`), nor arithmetic (`a/b/c`).
+        Class::RelativePath => {
+            (found.split('/')).any(|part| part.bytes().filter(u8::is_ascii_alphabetic).count() >= 2)
         }
         Class::Url => !url_holds_secret(found),
         Class::Host => {
@@ -1162,34 +1185,41 @@ fn pattern_entry<'t>(patterns: &Patterns, text: &'t str, start: usize, end: usiz
     (!found.is_empty() && !inside_word && accept(class, found)).then_some(found)
 }
 
-/// The identifiers in one text, in order of position: JSON `key: value`
-/// entries first when the text is a JSON object or array, then pattern
-/// matches (those inside a longer match, or equal to a JSON value, left out),
-/// then the matches of `extra` patterns (each whole match an entry).
+/// The identifiers in one text, in order: when the text is one JSON value,
+/// its [`whole_json`] entries; else the pattern matches (those inside a
+/// longer match left out), in order of position, then the matches of
+/// `extra` patterns (each whole match an entry).
 pub(crate) fn identifiers(text: &str, extra: &[LedgerPattern]) -> Vec<LedgerEntry> {
-    placed(text, extra).into_iter().map(|(_, found)| found).collect()
-}
-
-/// [`identifiers`], each with where it starts (JSON entries at 0).
-fn placed(text: &str, extra: &[LedgerPattern]) -> Vec<(usize, LedgerEntry)> {
-    let mut out = Vec::new();
-    let trimmed = text.trim_start();
-    if (trimmed.starts_with('{') || trimmed.starts_with('[')) && text.len() <= 1 << 20 {
-        if let Some(value) = parse_json(text) {
-            let (mut entries, mut values) = (Vec::new(), Set::default());
-            json_entries(&value, &mut entries, &mut values);
-            out.extend(entries.into_iter().map(|e| (0, e)));
-            match json_matched(&value, &values) {
-                Some(found) => out.extend(found.into_iter().map(|e| (0, e))),
-                None => matched(text, &|found| values.contains(found), &mut out),
-            }
-            extra_matched(text, extra, &mut out);
-            return out;
-        }
+    if let Some(found) = whole_json(text, extra) {
+        return found;
     }
+    let mut out = Vec::new();
     matched(text, &|_| false, &mut out);
     extra_matched(text, extra, &mut out);
-    out
+    out.into_iter().map(|(_, found)| found).collect()
+}
+
+/// The identifiers of `text` read as the one JSON object or array it is
+/// (`None` when it is not one): its `key: value` entries first, then the
+/// built-in patterns' matches in its strings as they read unescaped (those
+/// equal to one of its values left out), then the `extra` patterns'
+/// matches in its text.
+fn whole_json(text: &str, extra: &[LedgerPattern]) -> Option<Vec<LedgerEntry>> {
+    let trimmed = text.trim_start();
+    if !(trimmed.starts_with('{') || trimmed.starts_with('[')) || text.len() > 1 << 20 {
+        return None;
+    }
+    let value = parse_json(text)?;
+    let (mut out, mut values) = (Vec::new(), Set::default());
+    json_entries(&value, &mut out, &mut values);
+    let mut found = Vec::new();
+    match json_matched(&value, &values) {
+        Some(unescaped) => out.extend(unescaped),
+        None => matched(text, &|found| values.contains(found), &mut found),
+    }
+    extra_matched(text, extra, &mut found);
+    out.extend(found.into_iter().map(|(_, entry)| entry));
+    Some(out)
 }
 
 /// Adds the built-in patterns' identifiers in `text` (less those `skip`
@@ -1607,7 +1637,8 @@ fn extra_matched(text: &str, extra: &[LedgerPattern], out: &mut Vec<(usize, Ledg
 /// each with its line: what [`identifiers`] finds in each line read alone,
 /// from the last line, in one pass of the patterns over the whole text (no
 /// match spans lines). A line that is a JSON value gives its `key: value`
-/// entries first, and its matches equal to one of its values are left out.
+/// entries first, and its matches equal to one of its values are left out;
+/// one whose strings have escapes is read string by string, unescaped.
 fn by_line_from_end(text: &str, extra: &[LedgerPattern]) -> Vec<(usize, LedgerEntry)> {
     let bytes = text.as_bytes();
     // The line of each position asked for, in order: newlines counted on.
@@ -2010,12 +2041,16 @@ fn word_spans(piece: &str) -> Vec<(usize, usize)> {
 /// A set hashed with [`Quick`].
 type Set<T> = HashSet<T, BuildHasherDefault<Quick>>;
 
-/// Every string inside `value`, in order.
+/// Every string inside `value`, keys and values, in order (as
+/// [`json_strings`] reads a JSON text's).
 fn strings_in<'v>(value: &'v serde_json::Value, out: &mut Vec<&'v str>) {
     match value {
         serde_json::Value::String(s) => out.push(s),
         serde_json::Value::Array(items) => items.iter().for_each(|v| strings_in(v, out)),
-        serde_json::Value::Object(map) => map.values().for_each(|v| strings_in(v, out)),
+        serde_json::Value::Object(map) => map.iter().for_each(|(key, v)| {
+            out.push(key);
+            strings_in(v, out);
+        }),
         _ => {}
     }
 }
@@ -2499,15 +2534,12 @@ fn newest_first(piece: &str, extra: &[LedgerPattern]) -> Vec<(usize, LedgerEntry
     if extra.is_empty() && next_hot(bytes, 0).is_none() && memchr::memchr2(b'{', b'[', bytes).is_none() {
         return Vec::new();
     }
-    let trimmed = piece.trim_start();
-    if trimmed.starts_with('{') || trimmed.starts_with('[') {
-        return identifiers(piece, extra)
-            .into_iter()
-            .rev()
-            .map(|e| (0, e))
-            .collect();
+    // A piece that is one JSON value is one line; any other (JSON Lines
+    // too) is read by line.
+    match whole_json(piece, extra) {
+        Some(found) => found.into_iter().rev().map(|e| (0, e)).collect(),
+        None => by_line_from_end(piece, extra),
     }
-    by_line_from_end(piece, extra)
 }
 
 /// The pieces read lately, process-wide: a stateless compactor reads the
@@ -3117,6 +3149,12 @@ mod tests {
                 "push to localhost:5000/team/app:dev now",
                 "localhost:5000/team/app:dev",
             ),
+            ("in src/components/Button.", "src/components/Button"),
+            ("pushed to refs/heads/main today", "refs/heads/main"),
+            (
+                "digest sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 ok",
+                "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+            ),
         ];
         for (text, expected) in cases {
             let found = ids(text);
@@ -3138,6 +3176,12 @@ mod tests {
         );
         assert!(ids(r"drive C:\ only").is_empty());
         assert_eq!(ids("10.0.0.0/33 and 10.0.0.0/32"), ["10.0.0.0/32"]);
+        // A date is no path; a path of two parts needs an extension.
+        assert!(ids("on 11/30/2026 and/or later, x/y/z too").is_empty());
+        assert_eq!(
+            ids("ghcr.io/acme/team/app:1.2 pulled"),
+            ["ghcr.io/acme/team/app:1.2"]
+        );
     }
 
     /// In JSON, identifiers are read as the strings say them, not as
@@ -3163,6 +3207,13 @@ mod tests {
                 "file: C:\\srv\\app.log"
             ]
         );
+        // JSON Lines (a tool's output): each line read so, newest first.
+        let jsonl = r#"{"f": "C:\\a\\b.log"}
+{"f": "C:\\c\\d.log"}"#;
+        let found: Vec<String> = (newest_first(jsonl, &[]).into_iter())
+            .map(|(_, e)| e.into())
+            .collect();
+        assert_eq!(found, ["C:\\c\\d.log", "C:\\a\\b.log"]);
     }
 
     #[test]

@@ -385,14 +385,17 @@ where
 /// nothing: a summarizer reads the folded messages where they are.
 ///
 /// An async closure is one, `async |request: SummaryRequest<'_>| { .. }`,
-/// and so is an `async fn` of a `SummaryRequest<'_>`, or any function of a
-/// request whose future is `Send` (see [`SummarizeFn`]). A closure's
-/// future may borrow what the closure borrows, but not what an `async
-/// move` closure owns (the compiler says "async closure does not implement
-/// `Fn` because it captures state from its environment": borrow it, or
-/// clone it inside). A future that must outlive the call (spawned on a
-/// runtime) owns its request: [`SummaryRequest::into_owned`]. A synchronous
-/// summarizer becomes one through [`Ready`].
+/// and so is an `async fn` of a `SummaryRequest<'_>`: their futures borrow
+/// the request, and what the closure borrows, but not what an `async move`
+/// closure owns (the compiler says "async closure does not implement `Fn`
+/// because it captures state from its environment": borrow it, or clone it
+/// inside). Any other function of a request whose future is `Send` is one
+/// too (see [`SummarizeFn`]), but a closure that returns a future
+/// (`|request| async move { .. }`) cannot lend it the request (its future's
+/// type cannot depend on the request's lifetime): it takes what it needs
+/// first, or a copy, [`SummaryRequest::into_owned`], as a future spawned
+/// on a runtime must. A synchronous summarizer becomes one through
+/// [`Ready`].
 ///
 /// # Examples
 ///
@@ -426,9 +429,9 @@ pub trait AsyncSummarizer {
 }
 
 /// A function that is an [`AsyncSummarizer`]: it takes a request of any
-/// lifetime and returns a `Send` future of the summary, which may borrow
-/// the request. Every such function has it (async closures, `async fn`s,
-/// closures returning a future); name it only in bounds.
+/// lifetime and returns a `Send` future of the summary (which, for an async
+/// closure or an `async fn`, borrows the request). Every such function has
+/// it; name it only in bounds.
 pub trait SummarizeFn<'r>: Fn(SummaryRequest<'r>) -> <Self as SummarizeFn<'r>>::Future {
     /// What the summarizer can fail with.
     type Error;
