@@ -1633,6 +1633,16 @@ fn extra_matched(text: &str, extra: &[LedgerPattern], out: &mut Vec<(usize, Ledg
     }
 }
 
+/// A line of a text that is a JSON value, as [`by_line_from_end`] reads it.
+struct JsonLine {
+    line: usize,
+    /// Its `key: value` entries, and the values they name.
+    entries: Vec<LedgerEntry>,
+    values: Set<String>,
+    /// When its strings have escapes, what the patterns find in them.
+    unescaped: Option<Vec<LedgerEntry>>,
+}
+
 /// The identifiers of a text that is not JSON, newest (last) line first,
 /// each with its line: what [`identifiers`] finds in each line read alone,
 /// from the last line, in one pass of the patterns over the whole text (no
@@ -1651,12 +1661,8 @@ fn by_line_from_end(text: &str, extra: &[LedgerPattern]) -> Vec<(usize, LedgerEn
         }
     };
     let mut line_of = lines();
-    // Lines that parse as JSON (a brace or bracket opens them): their
-    // entries, and the values they name.
-    let mut json: Vec<(usize, Vec<LedgerEntry>, Set<String>)> = Vec::new();
-    // Those whose strings have escapes: where they are, and what the
-    // patterns find in their strings (instead of in their text).
-    let mut unescaped: Vec<(std::ops::Range<usize>, usize, Vec<LedgerEntry>)> = Vec::new();
+    // Lines that parse as JSON (a brace or bracket opens them), in order.
+    let mut json: Vec<JsonLine> = Vec::new();
     // The line the last brace was on (each line is looked at once), and
     // how far newlines were looked for.
     let (mut decided, mut start, mut from) = (None, 0, 0);
@@ -1678,35 +1684,39 @@ fn by_line_from_end(text: &str, extra: &[LedgerPattern]) -> Vec<(usize, LedgerEn
         if let Some(value) = parse_json(line) {
             let (mut entries, mut values) = (Vec::new(), Set::default());
             json_entries(&value, &mut entries, &mut values);
-            let n = line_of(start);
-            if let Some(found) = json_matched(&value, &values) {
-                unescaped.push((start..end, n, found));
-            }
-            json.push((n, entries, values));
+            let unescaped = json_matched(&value, &values);
+            json.push(JsonLine {
+                line: line_of(start),
+                entries,
+                values,
+                unescaped,
+            });
         }
     }
     let mut found: Vec<(usize, LedgerEntry)> = Vec::new();
-    for (n, entries, _) in &json {
-        found.extend(entries.iter().map(|e| (*n, e.clone())));
+    for j in &json {
+        found.extend(j.entries.iter().map(|e| (j.line, e.clone())));
     }
-    // A JSON line's matches equal to one of its values are left out (its
-    // extra patterns' are not).
-    let json_value = |n: usize, e: &str| {
-        json.iter()
-            .any(|(line, _, values)| *line == n && values.contains(e))
-    };
     let mut matches = Vec::new();
     matched(text, &|_| false, &mut matches);
     let mut line_of = lines();
+    // The JSON line at or after the match's (matches come in order).
+    let mut next = 0;
     for (at, entry) in matches {
         let n = line_of(at);
-        let read_unescaped = || unescaped.iter().any(|(lines, _, _)| lines.contains(&at));
-        if json.is_empty() || !(json_value(n, &entry) || read_unescaped()) {
+        while json.get(next).is_some_and(|j| j.line < n) {
+            next += 1;
+        }
+        // A JSON line's matches equal to one of its values are left out
+        // (its extra patterns' are not), and all of one read unescaped.
+        let json_line = json.get(next).filter(|j| j.line == n);
+        if !json_line.is_some_and(|j| j.unescaped.is_some() || j.values.contains(entry.as_str())) {
             found.push((n, entry));
         }
     }
-    for (_, n, entries) in unescaped {
-        found.extend(entries.into_iter().map(|e| (n, e)));
+    let any_json = !json.is_empty();
+    for j in json {
+        found.extend(j.unescaped.into_iter().flatten().map(|e| (j.line, e)));
     }
     // The user's patterns read each line alone, as they may match across
     // lines or anchor at one.
@@ -1717,10 +1727,11 @@ fn by_line_from_end(text: &str, extra: &[LedgerPattern]) -> Vec<(usize, LedgerEn
             found.extend(extras.into_iter().map(|(_, e)| (n, e)));
         }
     }
-    // Each line's JSON entries, its matches, the extra patterns' (a stable
+    // Each line's JSON entries, its matches (its strings', when read
+    // unescaped), the extra patterns' (a stable
     // sort keeps each group's order; matches alone are in order), all
     // reversed: newest first.
-    if !(json.is_empty() && extra.is_empty()) {
+    if any_json || !extra.is_empty() {
         found.sort_by_key(|&(line, _)| line);
     }
     found.reverse();
