@@ -484,6 +484,8 @@ enum Class {
     WindowsPath,
     RelativePath,
     HostPath,
+    K8sObject,
+    ImageTag,
     FileName,
     Host,
     HexHash,
@@ -595,10 +597,24 @@ const SPEC: &[(Class, &str)] = &[
         r"\b(?:{host}(?i-u:{tlds})|localhost)(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~%+-]+)+(?::[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?(?:@[A-Za-z0-9]+:[0-9a-fA-F]{32,128})?",
     ),
     // With an extension, or of three parts at least (`src/components/Button`,
-    // `refs/heads/main`; one with a letter: not a date).
+    // `refs/heads/main`; with a word in it: not a date).
     (
         Class::RelativePath,
         r"\b[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)+\.[A-Za-z0-9]{1,8}\b|\b[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+){2,}",
+    ),
+    // A Kubernetes object as kubectl names it: one of the `KINDS`, maybe
+    // with its group, then its name (`deploy/ledgerd`,
+    // `deployment.apps/ledgerd`).
+    (
+        Class::K8sObject,
+        r"\b(?:{kinds})(?:\.[a-z0-9-]+)*/[a-z0-9](?:[a-z0-9.-]{0,251}[a-z0-9])?\b",
+    ),
+    // One of the well-known `IMAGES` with its tag, or a service of that
+    // name with its port (`postgres:16`, `bitnami/redis:7.2-alpine`,
+    // `postgres:5432`).
+    (
+        Class::ImageTag,
+        r"\b(?:[a-z0-9][a-z0-9._-]*/)*(?:{images}):[A-Za-z0-9_][A-Za-z0-9._-]{0,127}",
     ),
     (
         Class::FileName,
@@ -633,7 +649,8 @@ const SPEC: &[(Class, &str)] = &[
 /// stay small (the first search in a process builds far fewer states).
 struct Patterns {
     all: regex::bytes::Regex,
-    each: Vec<regex::bytes::Regex>,
+    /// Compiled when first asked (most processes ask a few classes).
+    each: Vec<OnceLock<Option<regex::bytes::Regex>>>,
 }
 
 impl Patterns {
@@ -653,6 +670,8 @@ impl Patterns {
             Class::WindowsPath => found.get(1..3) == Some(b":\\"),
             Class::AbsolutePath | Class::RelativePath => has(b'/'),
             Class::HostPath => has(b'/') && (has(b'.') || found.starts_with(b"localhost")),
+            Class::K8sObject => has(b'/'),
+            Class::ImageTag => has(b':'),
             Class::FileName => has(b'.'),
             Class::Version => (first == b'v' || first.is_ascii_digit()) && has(b'.'),
             Class::Host => has(b'.') || found.starts_with(b"localhost:"),
@@ -666,10 +685,16 @@ impl Patterns {
         };
         // A hash's look is its whole pattern: no need to ask it.
         let exact = |class: Class| class == Class::HexHash;
-        SPEC.iter()
-            .zip(&self.each)
-            .find(|((class, _), each)| possible(*class) && (exact(*class) || each.is_match(found)))
-            .map(|((class, _), _)| *class)
+        let whole = |i: usize| self.each(i).is_some_and(|each| each.is_match(found));
+        (SPEC.iter().enumerate())
+            .find(|&(i, (class, _))| possible(*class) && (exact(*class) || whole(i)))
+            .map(|(_, (class, _))| *class)
+    }
+
+    /// The `i`th class's pattern, anchored at both ends.
+    fn each(&self, i: usize) -> Option<&regex::bytes::Regex> {
+        let compile = || regex::bytes::Regex::new(&format!("^(?:{})$", ascii(SPEC[i].1))).ok();
+        self.each.get(i)?.get_or_init(compile).as_ref()
     }
 }
 
@@ -684,18 +709,10 @@ fn patterns() -> Option<&'static Patterns> {
     static PATTERNS: OnceLock<Option<Patterns>> = OnceLock::new();
     PATTERNS
         .get_or_init(|| {
-            let ascii: Vec<String> = SPEC.iter().map(|(_, p)| format!("(?-u){}", source(p))).collect();
-            let all = ascii
-                .iter()
-                .map(|p| format!("(?:{p})"))
-                .collect::<Vec<_>>()
-                .join("|");
-            let each = ascii
-                .iter()
-                .map(|p| regex::bytes::Regex::new(&format!("^(?:{p})$")));
+            let all: Vec<String> = SPEC.iter().map(|(_, p)| format!("(?:{})", ascii(p))).collect();
             Some(Patterns {
-                all: regex::bytes::Regex::new(&all).ok()?,
-                each: each.collect::<Result<_, _>>().ok()?,
+                all: regex::bytes::Regex::new(&all.join("|")).ok()?,
+                each: SPEC.iter().map(|_| OnceLock::new()).collect(),
             })
         })
         .as_ref()
@@ -706,13 +723,120 @@ fn digest(found: &[u8]) -> &[u8] {
     memchr::memchr(b':', found).map_or(found, |at| &found[at + 1..])
 }
 
+/// Kinds of Kubernetes object, as kubectl names them (less the short
+/// names that are words: `no`, `cm`, `ds` ...).
+const KINDS: &[&str] = &[
+    "deployments",
+    "deployment",
+    "deploy",
+    "pods",
+    "pod",
+    "services",
+    "service",
+    "svc",
+    "statefulsets",
+    "statefulset",
+    "sts",
+    "daemonsets",
+    "daemonset",
+    "cronjobs",
+    "cronjob",
+    "jobs",
+    "job",
+    "configmaps",
+    "configmap",
+    "secrets",
+    "secret",
+    "namespaces",
+    "namespace",
+    "ingresses",
+    "ingress",
+    "pvc",
+    "replicasets",
+    "replicaset",
+    "hpa",
+    "rollouts",
+    "rollout",
+];
+
+/// Container images and services well known enough that `name:tag` (or
+/// `name:port`) names one.
+const IMAGES: &[&str] = &[
+    "postgresql",
+    "postgres",
+    "mysql",
+    "mariadb",
+    "redis",
+    "valkey",
+    "mongodb",
+    "mongo",
+    "memcached",
+    "nginx",
+    "httpd",
+    "haproxy",
+    "traefik",
+    "envoy",
+    "caddy",
+    "node",
+    "python",
+    "golang",
+    "rust",
+    "ruby",
+    "php",
+    "openjdk",
+    "eclipse-temurin",
+    "amazoncorretto",
+    "alpine",
+    "ubuntu",
+    "debian",
+    "busybox",
+    "centos",
+    "fedora",
+    "rockylinux",
+    "amazonlinux",
+    "rabbitmq",
+    "kafka",
+    "zookeeper",
+    "elasticsearch",
+    "opensearch",
+    "kibana",
+    "logstash",
+    "grafana",
+    "prometheus",
+    "alertmanager",
+    "loki",
+    "jaeger",
+    "vault",
+    "consul",
+    "etcd",
+    "minio",
+    "clickhouse",
+    "cassandra",
+    "cockroachdb",
+    "jenkins",
+    "localstack",
+    "nats",
+    "pulsar",
+    "keycloak",
+];
+
 /// A host name's labels, each with the dot after it (`api.`, `eu-west-1.`).
 const HOST_LABELS: &str = r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+";
 
-/// A class's pattern as it is compiled: [`HOST_LABELS`] put in for
-/// `{host}`, [`TLDS`] for `{tlds}`.
+/// A class's pattern as it is compiled, its classes and word boundaries
+/// ASCII (see [`Patterns`]).
+fn ascii(pattern: &str) -> String {
+    format!("(?-u){}", source(pattern))
+}
+
+/// A class's pattern with its lists: [`HOST_LABELS`] put in for
+/// `{host}`, [`TLDS`] for `{tlds}`, [`KINDS`] for `{kinds}`, [`IMAGES`]
+/// for `{images}`.
 fn source(pattern: &str) -> String {
-    (pattern.replace("{host}", HOST_LABELS)).replace("{tlds}", &TLDS.join("|"))
+    (pattern.replace("{host}", HOST_LABELS))
+        .replace("{tlds}", &TLDS.join("|"))
+        .replace("{kinds}", &KINDS.join("|"))
+        .replace("{images}", &IMAGES.join("|"))
 }
 
 /// `found` without the punctuation that ends a sentence or closes a bracket
@@ -1175,6 +1299,7 @@ fn pattern_entry<'t>(patterns: &Patterns, text: &'t str, start: usize, end: usiz
         | Class::AbsolutePath
         | Class::RelativePath
         | Class::HostPath
+        | Class::ImageTag
         | Class::WindowsPath => trim_end(found),
         _ => found,
     };
@@ -1182,7 +1307,11 @@ fn pattern_entry<'t>(patterns: &Patterns, text: &'t str, start: usize, end: usiz
     let word = |c: char| c.is_alphanumeric() || c == '_';
     let inside_word =
         class == Class::Ipv6 && (text[..start].ends_with(word) || text[end..].starts_with(word));
-    (!found.is_empty() && !inside_word && accept(class, found)).then_some(found)
+    // A kind or an image named inside a longer name (`my-redis:6379`,
+    // `old-deploy/x`) is that name's, not one of ours.
+    let glued = matches!(class, Class::K8sObject | Class::ImageTag)
+        && text[..start].ends_with(|c: char| word(c) || "-./:@".contains(c));
+    (!found.is_empty() && !inside_word && !glued && accept(class, found)).then_some(found)
 }
 
 /// The identifiers in one text, in order: when the text is one JSON value,
@@ -3103,7 +3232,8 @@ mod tests {
 
     #[test]
     fn every_pattern_compiles() {
-        assert_eq!(patterns().map(|p| p.each.len()), Some(SPEC.len()));
+        let patterns = patterns().unwrap();
+        assert!((0..SPEC.len()).all(|i| patterns.each(i).is_some()));
     }
 
     #[test]
@@ -3163,6 +3293,14 @@ mod tests {
             ("in src/components/Button.", "src/components/Button"),
             ("pushed to refs/heads/main today", "refs/heads/main"),
             (
+                "kubectl rollout restart deploy/ledgerd -n payments",
+                "deploy/ledgerd",
+            ),
+            ("scaled deployment.apps/api-gw-2 up", "deployment.apps/api-gw-2"),
+            ("base image python:3.11-slim.", "python:3.11-slim"),
+            ("runs bitnami/redis:7.2-alpine here", "bitnami/redis:7.2-alpine"),
+            ("connect to postgres:5432 first", "postgres:5432"),
+            (
                 "digest sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 ok",
                 "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
             ),
@@ -3189,6 +3327,8 @@ mod tests {
         assert_eq!(ids("10.0.0.0/33 and 10.0.0.0/32"), ["10.0.0.0/32"]);
         // A date is no path; a path of two parts needs an extension.
         assert!(ids("on 11/30/2026 and/or later, x/y/z too").is_empty());
+        // A kind or an image inside a longer name is not one.
+        assert!(ids("my-redis:6379 and old-deploy/x and service: up").is_empty());
         assert_eq!(
             ids("ghcr.io/acme/team/app:1.2 pulled"),
             ["ghcr.io/acme/team/app:1.2"]
@@ -3285,8 +3425,9 @@ mod tests {
                 &["api-v2.example.com", "v2.14.0-rc1"],
             ),
             (
+                // (The code is the Kubernetes object's name: no entry alone.)
                 "see deploy/ledgerd-2a and user_1a2b3c@example.com",
-                &["user_1a2b3c@example.com"],
+                &["deploy/ledgerd-2a", "user_1a2b3c@example.com"],
             ),
             (
                 "key sk-proj-abcdef1234567890abcdef12 and ghp_a1b2c3d4e5f6a7b8c9d0",
@@ -3306,8 +3447,9 @@ mod tests {
                 &[],
             ),
             (
+                // (An image's tag is no code; the image is an entry whole.)
                 "RFC9110 ISO8601 IEEE754 wasm32 linux-amd64 crate::v2_api node:18-alpine",
-                &[],
+                &["node:18-alpine"],
             ),
             // Not AWS's key shape: a name.
             ("region ASIA_SOUTHEAST_1 is up", &["ASIA_SOUTHEAST_1"]),

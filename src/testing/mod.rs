@@ -321,7 +321,8 @@ pub fn histories(max_turns: usize) -> BoxedStrategy<Vec<Message>> {
 /// An identifier of one of the ledger's classes: a path (Windows' too), a
 /// UUID, a URL (of the web or a database's), a ticket key, an address with
 /// a port, a CIDR block, a version (with build metadata too), an email, a
-/// hash, a code (a prefixed key, an order number), a container image.
+/// hash, a code (a prefixed key, an order number), a container image, a
+/// Kubernetes object.
 pub fn identifier() -> impl Strategy<Value = String> {
     prop_oneof![
         "/[a-z]{1,6}/[a-z]{1,6}/[a-z]{1,6}\\.(log|csv|json)",
@@ -344,6 +345,8 @@ pub fn identifier() -> impl Strategy<Value = String> {
         r"[CD]:\\[a-z]{3,8}\\[a-z]{3,8}\.log",
         "(src|app|lib)/[a-z]{3,8}/[A-Z][a-z]{3,8}",
         "sha256:[0-9a-f]{60}[0-9][a-f][0-9a-f]{2}",
+        "(postgres|redis|python):[1-9][0-9]?(-alpine)?",
+        "(deploy|sts|svc)/[a-z]{3,8}-[0-9]",
     ]
 }
 
