@@ -412,6 +412,12 @@ where
 /// assert_eq!(summary, "1 messages");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an async summarizer",
+    label = "not an `AsyncSummarizer`",
+    note = "an async closure is one: `async |request: SummaryRequest<'_>| {{ .. }}`; a closure that takes `SummaryRequest<'static>` no longer is (write it as an async closure, or take `request.into_owned()` inside a `|request: SummaryRequest<'_>|` closure)",
+    note = "a sync `Summarizer` becomes one through `Ready(..)`"
+)]
 pub trait AsyncSummarizer {
     /// The error the summarizer can fail with.
     type Error: Into<BoxError>;
@@ -432,6 +438,11 @@ pub trait AsyncSummarizer {
 /// lifetime and returns a `Send` future of the summary (which, for an async
 /// closure or an `async fn`, borrows the request). Every such function has
 /// it; name it only in bounds.
+///
+/// A closure that takes `SummaryRequest<'static>` has it for `'static`
+/// alone, and the compiler says "implementation of `SummarizeFn` is not
+/// general enough": write it as an async closure,
+/// `async |request: SummaryRequest<'_>| { .. }`.
 pub trait SummarizeFn<'r>: Fn(SummaryRequest<'r>) -> <Self as SummarizeFn<'r>>::Future {
     /// What the summarizer can fail with.
     type Error;
