@@ -1303,15 +1303,17 @@ fn pattern_entry<'t>(patterns: &Patterns, text: &'t str, start: usize, end: usiz
         | Class::WindowsPath => trim_end(found),
         _ => found,
     };
-    // A bare IPv6 address stands alone, not inside a word (`std::fs`).
+    // Some classes stand alone: a bare IPv6 address not inside a word
+    // (`std::fs`), a kind or an image not inside a longer name
+    // (`my-redis:6379`, `old-deploy/x`, which are that name's).
     let word = |c: char| c.is_alphanumeric() || c == '_';
-    let inside_word =
-        class == Class::Ipv6 && (text[..start].ends_with(word) || text[end..].starts_with(word));
-    // A kind or an image named inside a longer name (`my-redis:6379`,
-    // `old-deploy/x`) is that name's, not one of ours.
-    let glued = matches!(class, Class::K8sObject | Class::ImageTag)
-        && text[..start].ends_with(|c: char| word(c) || "-./:@".contains(c));
-    (!found.is_empty() && !inside_word && !glued && accept(class, found)).then_some(found)
+    let (before, after) = (&text[..start], &text[end..]);
+    let tied = match class {
+        Class::Ipv6 => before.ends_with(word) || after.starts_with(word),
+        Class::K8sObject | Class::ImageTag => before.ends_with(|c: char| word(c) || "-./:@".contains(c)),
+        _ => false,
+    };
+    (!found.is_empty() && !tied && accept(class, found)).then_some(found)
 }
 
 /// The identifiers in one text, in order: when the text is one JSON value,

@@ -415,7 +415,7 @@ where
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an async summarizer",
     label = "not an `AsyncSummarizer`",
-    note = "an async closure is one: `async |request: SummaryRequest<'_>| {{ .. }}`; a closure that takes `SummaryRequest<'static>` no longer is (write it as an async closure, or take `request.into_owned()` inside a `|request: SummaryRequest<'_>|` closure)",
+    note = "an async closure is one: `async |request: SummaryRequest<'_>| {{ .. }}`",
     note = "a sync `Summarizer` becomes one through `Ready(..)`"
 )]
 pub trait AsyncSummarizer {
