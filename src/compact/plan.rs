@@ -219,7 +219,7 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
         S: Summarizer + ?Sized,
     {
         let mut folding = self.folding();
-        while let Some(request) = folding.request() {
+        while let Some(request) = folding.next_request() {
             let summary = summarizer
                 .summarize(&request)
                 .map_err(|e| Error::Summarize(e.into()))?;
@@ -240,7 +240,7 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
         S: AsyncSummarizer + ?Sized,
     {
         let mut folding = self.folding();
-        while let Some(request) = folding.request() {
+        while let Some(request) = folding.next_request() {
             let summary = summarizer
                 .summarize(request)
                 .await
@@ -356,6 +356,34 @@ pub(super) struct Folding<'p, 'a, C> {
 }
 
 impl<C: TokenCounter> Folding<'_, '_, C> {
+    /// The next call, if any, past the chunks that hold no conversation
+    /// (only hoisted messages and previous summaries): those make no call,
+    /// the summary so far carries over them, so that no summarizer is ever
+    /// sent an empty conversation.
+    pub(super) fn next_request(&mut self) -> Option<SummaryRequest<'_>> {
+        let plan = self.plan;
+        let report = &plan.report;
+        let empty = |chunk: &Range<usize>| {
+            chunk
+                .clone()
+                .all(|i| report.hoisted.contains(&i) || report.previous.contains(&i))
+        };
+        while let Some(chunk) = plan.chunks.get(self.next).filter(|c| empty(c)) {
+            let carried = match (&self.summary, &plan.reuse) {
+                (Some(text), _) | (None, Some(Reuse { text, .. })) => Some(text.clone()),
+                (None, None) => plan.fold().prose.as_deref().map(str::to_owned),
+            };
+            match carried.filter(|text| !text.trim().is_empty()) {
+                Some(text) => self.summary = Some(text),
+                // Nothing to carry: the summarizer is asked after all.
+                None => break,
+            }
+            plan.remember(chunk.end, self.summary.as_deref().unwrap_or_default());
+            self.next += 1;
+        }
+        self.request()
+    }
+
     /// The next call, if any.
     pub(super) fn request(&self) -> Option<SummaryRequest<'_>> {
         let plan = self.plan;

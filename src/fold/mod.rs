@@ -13,6 +13,7 @@
 
 pub(crate) mod clear;
 pub(crate) mod engine;
+pub(crate) mod hot;
 pub(crate) mod ledger;
 pub(crate) mod policy;
 pub(crate) mod units;

@@ -329,8 +329,9 @@ pub fn identifier() -> impl Strategy<Value = String> {
         "[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}",
         "https://[a-z]{3,8}\\.example\\.com/[a-z]{1,6}/[0-9]{1,4}",
         // Ticket keys; not a standard's name (SHA-1, UTF-8, RFC-9110 ...),
-        // which the ledger rightly leaves out.
-        "[JKPQ][A-Z]{1,4}-[0-9]{2,5}",
+        // nor a name with a small number (COVID-19, GPT-4), which the
+        // ledger rightly leaves out.
+        "[JKPQ][A-Z]{1,4}-[0-9]{3,5}",
         "10\\.[1-9][0-9]?\\.[1-9][0-9]?\\.[1-9][0-9]?:[1-9][0-9]{3}",
         "v[0-9]\\.[0-9]{1,2}\\.[0-9]{1,2}",
         "[a-z]{3,8}@[a-z]{3,8}\\.io",
@@ -347,6 +348,20 @@ pub fn identifier() -> impl Strategy<Value = String> {
         "sha256:[0-9a-f]{60}[0-9][a-f][0-9a-f]{2}",
         "(postgres|redis|python):[1-9][0-9]?(-alpine)?",
         "(deploy|sts|svc)/[a-z]{3,8}-[0-9]",
+        // Forms of other domains: support, data, code, science, chat.
+        "#[1-9][0-9]{5,7}",
+        "\\+[1-9][0-9] [1-9][0-9] [0-9]{4} [0-9]{4}",
+        "20[0-9]{2}-0[1-9]-[12][0-9]T[01][0-9]:[0-5][0-9]:[0-5][0-9]Z",
+        "[0-9A-F]{2}(:[0-9A-F]{2}){5}",
+        "(validate|fetch|emit)[A-Z][a-z]{2,6}[A-Z][a-z]{2,6}\\(\\)",
+        "(com|org)\\.[a-z]{3,8}\\.[a-z]{3,8}\\.[A-Z][a-z]{3,8}",
+        "[A-Z]{3,8}_[A-Z]{3,8}_[A-Z]{3,8}",
+        "feature/[A-Z]{2,4}-[0-9]{3,4}-[a-z]{3,8}",
+        "[a-z]{3,8}_[a-z]{3,8}\\.rs:[1-9][0-9]{1,3}",
+        "@[a-z]{3,8}/[a-z]{3,8}-kit@[1-9]\\.[0-9]{1,2}\\.[0-9]{1,2}",
+        "97[89]-[0-9]-[0-9]{3}-[0-9]{5}-[0-9]",
+        "[A-Za-z0-9]{30,40}",
+        "\\$[1-9][0-9]{0,2},[0-9]{3}\\.[0-9]{2}",
     ]
 }
 

@@ -143,7 +143,7 @@ fn join(candidates: &[Candidate], members: &[usize], common: usize, budget: usiz
             }
             // (Most words are lowercase already: no copy to look them up.)
             let lower = lower(word);
-            let named = lower.bytes().any(crate::fold::ledger::is_mark);
+            let named = lower.bytes().any(crate::fold::hot::is_mark);
             let n = match numbers.get(&*lower) {
                 Some(&n) => n,
                 None => {

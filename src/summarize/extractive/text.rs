@@ -286,15 +286,15 @@ pub(super) fn raw_words(text: &str) -> impl Iterator<Item = &str> {
 /// `prod`). (An answer's stop words match no question's words: it need not
 /// look them up.)
 ///
-/// [`hot_words`]: crate::fold::ledger::hot_words
+/// [`hot_words`]: crate::fold::hot::hot_words
 pub(super) fn telling(text: &str, stops: bool, mut each: impl FnMut(&str) -> ControlFlow<()>) {
     let mut go = true;
-    crate::fold::ledger::hot_words(text.as_bytes(), |start, end| {
+    crate::fold::hot::hot_words(text.as_bytes(), |start, end| {
         // (A hot word starts and ends beside ASCII white space.)
         let word = &text[start..end];
         let name = word.trim_matches(|c: char| !c.is_alphanumeric());
         // (A mark but a lone `/`: `and/or` is two words.)
-        let marked = |b: u8| b != b'/' && crate::fold::ledger::is_mark(b);
+        let marked = |b: u8| b != b'/' && crate::fold::hot::is_mark(b);
         let named = name.chars().filter(|c| c.is_alphanumeric()).count() >= 4
             && (name.bytes().any(marked) || word.bytes().filter(|&b| b == b'/').count() >= 2);
         if go && named {

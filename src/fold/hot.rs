@@ -1,0 +1,152 @@
+//! The hot-word scanner: the words of a text that may hold an identifier,
+//! found without reading prose byte by byte. The ledger reads only these
+//! words; the built-in summarizer uses them to find the names a line says.
+
+/// Whether `b` may make its word a name's (the built-in summarizer's
+/// marks): a digit, `.`, `/`, `:` (these four one range), `@` or `\\`.
+pub(crate) fn is_mark(b: u8) -> bool {
+    (b.wrapping_sub(b'.') <= b':' - b'.') | (b == b'@') | (b == b'\\')
+}
+
+/// Whether `b`, followed by `next`, makes its word hot for the summarizer:
+/// a mark, but a `.` only when a letter or digit follows (not the end of a
+/// sentence).
+fn mark_hot(b: u8, next: u8) -> bool {
+    is_mark(b) & ((b != b'.') | next.is_ascii_alphanumeric())
+}
+
+/// Whether `b`, followed by `next`, makes its word hot for the ledger: a
+/// summarizer's mark, or what else an identifier's shape or context may
+/// hold (`_`, `#`, `$`, a backtick, a table's `|`, a lowercase letter
+/// before a capital), and the lead bytes of typographic quotes and CJK
+/// punctuation (`„…“`, `«…»`, `「…」`), which mark what they hold.
+pub(crate) fn ledger_hot(b: u8, next: u8) -> bool {
+    mark_hot(b, next)
+        | (b == 0xE2)
+        | (b == 0xC2)
+        | (b == 0xE3)
+        | (b == b'_')
+        | (b == b'#')
+        | (b == b'$')
+        | (b == b'`')
+        | (b == b'|')
+        | (b.is_ascii_lowercase() & next.is_ascii_uppercase())
+}
+
+/// The spaces that end a word.
+pub(crate) fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\r' | b'\n')
+}
+
+/// The position of the first byte at or after `from` that `hot` (given
+/// the byte and the next one) says makes its word hot. Blocks without one
+/// are skipped whole, each byte read with the next, in a loop the compiler
+/// vectorizes.
+fn next_hot(bytes: &[u8], from: usize, hot: impl Fn(u8, u8) -> bool) -> Option<usize> {
+    let mut at = from;
+    while let Some(block) = (bytes.get(at..at + 33)).and_then(|b| <&[u8; 33]>::try_from(b).ok()) {
+        if (0..32).fold(false, |any, i| any | hot(block[i], block[i + 1])) {
+            break;
+        }
+        at += 32;
+    }
+    (at..bytes.len()).find(|&i| hot(bytes[i], bytes.get(i + 1).copied().unwrap_or(b' ')))
+}
+
+/// Calls `found` with the start and end of each word (split at ASCII
+/// space, tab, CR and LF) of `bytes` that `hot` makes hot, in order.
+fn hot_words_by(bytes: &[u8], hot: impl Fn(u8, u8) -> bool + Copy, mut found: impl FnMut(usize, usize)) {
+    let mut from = 0;
+    while let Some(at) = next_hot(bytes, from, hot) {
+        // Each word is measured once, when its first such byte is met.
+        let start = bytes[..at]
+            .iter()
+            .rposition(|&b| is_space(b))
+            .map_or(0, |i| i + 1);
+        let end = bytes[at..]
+            .iter()
+            .position(|&b| is_space(b))
+            .map_or(bytes.len(), |i| at + i);
+        found(start, end);
+        from = end;
+    }
+}
+
+/// The summarizer's hot words of `bytes` (see [`is_mark`]).
+pub(crate) fn hot_words(bytes: &[u8], found: impl FnMut(usize, usize)) {
+    hot_words_by(bytes, mark_hot, found);
+}
+
+/// The ledger's hot words of `bytes` (see [`ledger_hot`]).
+pub(crate) fn ledger_words(bytes: &[u8], found: impl FnMut(usize, usize)) {
+    hot_words_by(bytes, ledger_hot, found);
+}
+
+/// Whether `text` holds a ledger's hot word.
+pub(crate) fn has_ledger_word(text: &str) -> bool {
+    next_hot(text.as_bytes(), 0, ledger_hot).is_some()
+}
+
+/// Spans of [`ledger_spans`] closer than this are read as one (one search
+/// costs more than reading a few words).
+const SPAN_GAP: usize = 48;
+
+/// Calls `found` with each span of `text` that may hold an identifier, in
+/// order: the ledger's hot words, those less than [`SPAN_GAP`] bytes apart
+/// read as one (a phone number's or an IBAN's groups, a user agent). A span
+/// starts and ends beside whitespace, so what it holds depends on its bytes
+/// alone.
+pub(crate) fn ledger_spans(text: &str, mut found: impl FnMut(usize, usize)) {
+    // Each span with the words beside it: a label's value (`ref: QX7PLM`),
+    // a currency's code (`USD 12,500.00`).
+    let bytes = text.as_bytes();
+    let mut found = |first: usize, last: usize| {
+        let gap = bytes[last..].iter().take_while(|&&b| is_space(b)).count();
+        let word = bytes[last + gap..].iter().take_while(|&&b| !is_space(b)).count();
+        let before = bytes[..first].iter().rev().take_while(|&&b| is_space(b)).count();
+        let word_before = bytes[..first - before]
+            .iter()
+            .rev()
+            .take_while(|&&b| !is_space(b))
+            .count();
+        let first = if word_before > 0 {
+            first - before - word_before
+        } else {
+            first
+        };
+        found(first, if word > 0 { last + gap + word } else { last });
+    };
+    let mut span: Option<(usize, usize)> = None;
+    ledger_words(text.as_bytes(), |start, end| {
+        span = match span {
+            Some((first, last)) if start <= last + SPAN_GAP => Some((first, end)),
+            // (A word after the span is read with it.)
+            Some((first, last)) => {
+                found(first, last);
+                Some((start, end))
+            }
+            None => Some((start, end)),
+        };
+    });
+    if let Some((first, last)) = span {
+        found(first, last);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hot_words_are_found_whole_and_prose_is_passed_over() {
+        let text =
+            "Plain prose here. Deploy build 4f9c2a1 to /srv/app now, then validatePaymentBatch and x_y.";
+        let mut words = Vec::new();
+        ledger_words(text.as_bytes(), |s, e| words.push(&text[s..e]));
+        assert_eq!(words, ["4f9c2a1", "/srv/app", "validatePaymentBatch", "x_y."]);
+        let mut marks = Vec::new();
+        hot_words(text.as_bytes(), |s, e| marks.push(&text[s..e]));
+        assert_eq!(marks, ["4f9c2a1", "/srv/app"]);
+        assert!(!has_ledger_word("Nothing to see here. Really."));
+    }
+}

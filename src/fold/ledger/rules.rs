@@ -1,0 +1,382 @@
+//! The rule table: the well-known structured forms that shape alone reads
+//! wrong (spaces inside a phone number or an IBAN, a URL's query, a date's
+//! month), one row each with its pattern, its check and its examples.
+//!
+//! Everything else is recognised by its shape ([`super::shape`]). A row's
+//! match is an entry when it stands apart (no letter, digit or joining mark
+//! right before or after it) and its check passes; a row whose [`Rule::keep`]
+//! is false hides what it matches (a browser's user agent, a URL with a
+//! password), so that nothing inside it becomes an entry.
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::OnceLock;
+
+use super::lists::SECRET_NAMES;
+use super::shape::is_secret;
+
+/// One structured form.
+pub(super) struct Rule {
+    /// What the form is.
+    pub name: &'static str,
+    /// Its pattern, read over bytes, classes and word boundaries ASCII.
+    pub pattern: &'static str,
+    /// Whether a match, checked, is an entry (`false`: it hides its text).
+    pub keep: bool,
+    /// Whether the match's last byte may be punctuation to trim (a URL's
+    /// sentence-ending `.`, an unbalanced `)`).
+    pub trim: bool,
+    /// The check a pattern without lookaround cannot make.
+    pub check: fn(&str) -> bool,
+    /// Found whole in a sentence (the table test runs them).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub examples: &'static [&'static str],
+    /// Never an entry (the table test runs them).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub near_misses: &'static [&'static str],
+}
+
+/// The rows, in the order a match is tried at one position (longer or more
+/// specific forms first).
+pub(super) const RULES: &[Rule] = &[
+    Rule {
+        name: "user agent",
+        pattern: r"[A-Za-z][A-Za-z0-9.-]*/[0-9][A-Za-z0-9._]*(?:[ ]+\([^()\n]*\))?(?:[ ]+[A-Za-z][A-Za-z0-9.-]*/[0-9][A-Za-z0-9._]*(?:[ ]+\([^()\n]*\))?)+",
+        keep: false,
+        trim: false,
+        check: |_| true,
+        examples: &[],
+        near_misses: &[
+            "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/121.0.6167.85 Safari/537.36",
+            "curl/8.5.0 libcurl/8.5.0",
+        ],
+    },
+    Rule {
+        name: "url",
+        pattern: r#"\b(?:jdbc:)?[A-Za-z][A-Za-z0-9+.-]{0,31}://[^ \t\r\n<>"'`|\x80-\xFF]+"#,
+        keep: true,
+        trim: true,
+        check: |url| !url_holds_secret(url),
+        examples: &[
+            "https://grafana.acme.io/d/x1/edge?orgId=1&from=now-6h",
+            "postgres://db.internal:5432/orders",
+            "s3://exports/2026/orders.csv",
+            "mongodb+srv://cluster0.mongodb.net/app",
+        ],
+        near_misses: &[
+            "postgres://app:hunter2@db/orders",
+            "https://api.acme.io/x?token=abc123",
+        ],
+    },
+    Rule {
+        name: "email",
+        pattern: r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24}\b",
+        keep: true,
+        trim: false,
+        check: |_| true,
+        examples: &["billing.ops@acme-corp.com", "j.doe+alerts@mail.example.org"],
+        near_misses: &[],
+    },
+    Rule {
+        name: "uuid",
+        pattern: r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",
+        keep: true,
+        trim: false,
+        check: |_| true,
+        examples: &["3f2504e0-4f89-11d3-9a0c-0305e82c3301"],
+        near_misses: &[],
+    },
+    Rule {
+        name: "timestamp",
+        pattern: r"\b[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:[.,][0-9]{1,9})?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?",
+        keep: true,
+        trim: false,
+        check: |t| is_date(&t[..10]),
+        examples: &[
+            "2026-03-14T09:30:00Z",
+            "2026-03-14 09:30:00.250+01:00",
+            "2025-11-02T23:59",
+        ],
+        near_misses: &[],
+    },
+    Rule {
+        name: "date",
+        pattern: r"\b(?:[0-9]{4}-[0-9]{2}-[0-9]{2}|[0-9]{1,2}[/.][0-9]{1,2}[/.][0-9]{4})\b",
+        keep: true,
+        trim: false,
+        check: is_date,
+        examples: &["2025-10-14", "11/30/2026", "14.03.2026"],
+        near_misses: &["1/2/3"],
+    },
+    Rule {
+        name: "mac address",
+        pattern: r"\b[0-9A-Fa-f]{2}(?:([:-])[0-9A-Fa-f]{2}){5}\b",
+        keep: true,
+        trim: false,
+        check: |mac| mac.as_bytes()[2] == mac.as_bytes()[5],
+        examples: &["00:1A:2B:3C:4D:5E", "00-11-22-33-44-55", "00:11:22:33:44:55"],
+        near_misses: &[],
+    },
+    Rule {
+        name: "ipv6",
+        pattern: r"\[[0-9A-Fa-f:.]+\](?::[0-9]{1,5})?|(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}|(?:[0-9A-Fa-f]{1,4}:){0,6}[0-9A-Fa-f]{0,4}::(?:[0-9A-Fa-f]{1,4}:){0,6}[0-9A-Fa-f]{0,4}",
+        keep: true,
+        trim: false,
+        check: is_ipv6,
+        examples: &["2001:db8:3c4d::1a2f", "[2001:db8::1]:8443", "fe80::1"],
+        near_misses: &[],
+    },
+    Rule {
+        name: "ipv4",
+        pattern: r"\b(?:[0-9]{1,3}\.){3}[0-9]{1,3}(?::[0-9]{1,5}|/[0-9]{1,2})?\b",
+        keep: true,
+        trim: false,
+        check: is_ipv4,
+        examples: &["192.168.4.20", "10.20.0.0/16", "10.0.3.7:8080"],
+        near_misses: &[],
+    },
+    Rule {
+        name: "iban",
+        pattern: r"\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b",
+        keep: true,
+        trim: false,
+        check: is_iban,
+        examples: &["DE89 3704 0044 0532 0130 00", "GB82WEST12345698765432"],
+        near_misses: &["DE89 3704 0044 0532 0130 01"],
+    },
+    Rule {
+        name: "money",
+        pattern: r"(?:\$|€|£|¥|₹|\b(?:USD|EUR|GBP|JPY|CHF|CAD|AUD|INR|CNY|SEK|NOK|DKK|PLN|BRL|MXN) ?)[0-9]+(?:[,.' ][0-9]{2,3})*\b|\b[0-9]+(?:[,.' ][0-9]{2,3})* ?(?:€|£|¥|₹|(?:USD|EUR|GBP|JPY|CHF|CAD|AUD|INR|CNY|SEK|NOK|DKK|PLN|BRL|MXN)\b)",
+        keep: true,
+        trim: false,
+        check: |m| m.bytes().filter(u8::is_ascii_digit).count() >= 3,
+        examples: &[
+            "$4,312.50",
+            "€1.299,00",
+            "USD 12,500.00",
+            "1 250,00 €",
+            "CHF 980.00",
+        ],
+        near_misses: &["$5"],
+    },
+    Rule {
+        name: "phone number",
+        pattern: r"\+[0-9]{1,3}(?:[ .-]?\(?[0-9]{1,4}\)?){2,5}[0-9]|\([0-9]{3}\) ?[0-9]{3}[ .-][0-9]{4}\b|\b[0-9]{3}[.-][0-9]{3}[.-][0-9]{4}\b",
+        keep: true,
+        trim: false,
+        check: |p| (8..=15).contains(&p.bytes().filter(u8::is_ascii_digit).count()),
+        examples: &[
+            "+44 20 7946 0958",
+            "+1 (415) 555-0134",
+            "(415) 555-0134",
+            "+49 30 901820",
+        ],
+        near_misses: &["+1 2"],
+    },
+];
+
+/// The table compiled: every row in one alternation (one pass finds the
+/// matches, leftmost first, the rows' order at one position), and each row
+/// anchored, to tell which row a match is.
+pub(super) struct Table {
+    all: regex::bytes::Regex,
+    each: Vec<OnceLock<Option<regex::bytes::Regex>>>,
+}
+
+/// The compiled table, once per process (`None` only if a row does not
+/// compile, which the table test rules out).
+pub(super) fn table() -> Option<&'static Table> {
+    static TABLE: OnceLock<Option<Table>> = OnceLock::new();
+    TABLE
+        .get_or_init(|| {
+            let all: Vec<String> = RULES.iter().map(|r| format!("(?:{})", r.pattern)).collect();
+            Some(Table {
+                all: regex::bytes::Regex::new(&format!("(?-u){}", all.join("|"))).ok()?,
+                each: RULES.iter().map(|_| OnceLock::new()).collect(),
+            })
+        })
+        .as_ref()
+}
+
+/// A row's match in a text.
+pub(super) struct Matched {
+    pub start: usize,
+    pub end: usize,
+    /// Whether it is an entry (else it hides its text).
+    pub keep: bool,
+}
+
+impl Table {
+    /// The row a match is: the first, in the table's order, that matches it
+    /// whole.
+    fn row_of(&self, found: &[u8]) -> Option<&'static Rule> {
+        (0..RULES.len()).find_map(|i| {
+            let each = self.each[i]
+                .get_or_init(|| regex::bytes::Regex::new(&format!("(?-u)^(?:{})$", RULES[i].pattern)).ok());
+            each.as_ref().filter(|re| re.is_match(found)).map(|_| &RULES[i])
+        })
+    }
+
+    /// The rows' matches in `text`, in order, each trimmed and checked:
+    /// those that stand apart (see the module's docs), and those that hide
+    /// their text.
+    pub(super) fn matches(&self, text: &str, out: &mut Vec<Matched>) {
+        for m in self.all.find_iter(text.as_bytes()) {
+            let Some(found) = text.get(m.start()..m.end()) else {
+                continue;
+            };
+            let Some(rule) = self.row_of(found.as_bytes()) else {
+                continue;
+            };
+            let found = if rule.trim { trim_end(found) } else { found };
+            let (start, end) = (m.start(), m.start() + found.len());
+            if !rule.keep || !(rule.check)(found) {
+                // A URL with a secret hides itself; a failed check of any
+                // other row leaves the text to shape.
+                if !rule.keep || rule.name == "url" {
+                    out.push(Matched {
+                        start,
+                        end,
+                        keep: false,
+                    });
+                }
+                continue;
+            }
+            if tied(text, start, end) {
+                continue;
+            }
+            out.push(Matched {
+                start,
+                end,
+                keep: true,
+            });
+        }
+    }
+}
+
+/// Whether `text[start..end]` is part of a longer token: a letter, digit or
+/// joining mark right before it, or right after it (a `.` or `:` only when
+/// a letter or digit follows it).
+fn tied(text: &str, start: usize, end: usize) -> bool {
+    let joins = |c: char| c.is_alphanumeric() && !super::shape::is_cjk(c) || "_/@\\#+-".contains(c);
+    let before = text[..start].chars().next_back();
+    let mut after = text[end..].chars();
+    let (next, then) = (after.next(), after.next());
+    before
+        .is_some_and(|c| joins(c) || c == '.' && text[..start].len() > 1 && !text[..start - 1].ends_with(' '))
+        || next.is_some_and(|c| {
+            joins(c) && c != '-'
+                || (c == '.' || c == ':' || c == '-') && then.is_some_and(char::is_alphanumeric)
+        })
+}
+
+/// `found` without the punctuation that ends a sentence or closes a bracket
+/// around it.
+pub(super) fn trim_end(found: &str) -> &str {
+    let mut s = found;
+    loop {
+        let Some(last) = s.chars().last() else {
+            return s;
+        };
+        let unbalanced = |open: char| s.matches(open).count() < s.matches(last).count();
+        let strip = match last {
+            '.' | ',' | ';' | ':' | '!' | '?' | '\'' | '"' | '`' | '*' => true,
+            ')' => unbalanced('('),
+            ']' => unbalanced('['),
+            '}' => unbalanced('{'),
+            _ => false,
+        };
+        if !strip {
+            return s;
+        }
+        s = &s[..s.len() - last.len_utf8()];
+    }
+}
+
+fn is_date(date: &str) -> bool {
+    let parts: Vec<u32> = date
+        .split(['-', '/', '.'])
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    let [a, b, c] = parts[..] else {
+        return false;
+    };
+    // Year first, or day and month (either order) before the year.
+    let (year, x, y) = if a > 999 { (a, b, c) } else { (c, a, b) };
+    let fits = |m: u32, d: u32| (1..=12).contains(&m) && (1..=31).contains(&d);
+    (1900..=2199).contains(&year) && (fits(x, y) || fits(y, x))
+}
+
+fn is_ipv4(found: &str) -> bool {
+    match found.split_once('/') {
+        Some((ip, bits)) => ip.parse::<Ipv4Addr>().is_ok() && bits.parse::<u8>().is_ok_and(|b| b <= 32),
+        None => (found.split(':').next()).is_some_and(|ip| ip.parse::<Ipv4Addr>().is_ok()),
+    }
+}
+
+fn is_ipv6(found: &str) -> bool {
+    let ip = found
+        .strip_prefix('[')
+        .map_or(found, |rest| rest.split(']').next().unwrap_or(""));
+    // Two groups at least (`::` and `2::` are Rust paths more often than
+    // addresses), or the loopback.
+    let groups = ip.split(':').filter(|g| !g.is_empty()).count();
+    let hex = ip.bytes().any(|b| b.is_ascii_digit());
+    ip.parse::<Ipv6Addr>().is_ok() && hex && (groups >= 2 || ip == "::1")
+}
+
+/// An IBAN's check digits (ISO 13616: mod 97 of the rearranged number).
+fn is_iban(found: &str) -> bool {
+    let raw: Vec<u8> = found.bytes().filter(|b| *b != b' ').collect();
+    if !(15..=34).contains(&raw.len()) {
+        return false;
+    }
+    let rearranged = raw[4..].iter().chain(&raw[..4]);
+    let mut rest = 0u32;
+    for &b in rearranged {
+        let value = match b {
+            b'0'..=b'9' => u32::from(b - b'0'),
+            b'A'..=b'Z' => u32::from(b - b'A') + 10,
+            _ => return false,
+        };
+        rest = if value >= 10 {
+            (rest * 100 + value) % 97
+        } else {
+            (rest * 10 + value) % 97
+        };
+    }
+    rest == 1
+}
+
+/// Whether a URL carries a secret, never copied: a password
+/// (`postgres://app:secret@db/x`), a user that is a service's key
+/// (`https://ghp_…@github.com/…`), or a query parameter named for one
+/// (`?token=`, `&X-Amz-Signature=`, `?api_key=`, `&sig=`).
+pub(super) fn url_holds_secret(url: &str) -> bool {
+    let rest = url.split_once("://").map_or("", |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if let Some((user, _)) = authority.rsplit_once('@') {
+        if user.contains(':') || is_secret(user) {
+            return true;
+        }
+    }
+    // A password with a raw `/`, `?` or `#` (`app:pa/ss@db`) ends the
+    // authority early: a `:` before the first `@` and the first `/`, that
+    // no port follows.
+    if let Some((before, _)) = rest.split_once('@') {
+        let colon = before
+            .find(':')
+            .filter(|&c| before.find('/').is_none_or(|slash| c < slash));
+        if let Some(after) = colon.map(|c| &before[c + 1..]) {
+            let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+            let port = digits > 0 && after[digits..].starts_with(['/', '?', '#']);
+            if !port {
+                return true;
+            }
+        }
+    }
+    let query = rest.split_once('?').map_or("", |(_, q)| q);
+    query.split(['&', ';', '#']).any(|pair| {
+        let name = pair.split('=').next().unwrap_or("").to_ascii_lowercase();
+        SECRET_NAMES.iter().any(|s| name.contains(s)) || name == "sig"
+    }) || rest.split(['/', '?', '&', '=']).any(is_secret)
+}

@@ -1,0 +1,262 @@
+//! What kept turns or a summary say verbatim already.
+
+use std::hash::BuildHasherDefault;
+use std::sync::Arc;
+
+use super::memo::{Front, RECALL, Recall, Seen, said_last};
+use super::read::pieces;
+use super::shape::word_spans;
+use super::{covered, is_loose, key_of, value_of};
+use crate::message::Message;
+use crate::quick::Quick;
+
+/// What messages say where identifiers are read (see [`pieces`]): entries
+/// they hold verbatim need no line of their own. An entry that is one word
+/// of those the ledger reads is looked up among such words of theirs
+/// (each also without the punctuation around it), any other searched for
+/// in their text. An entry found only inside a longer word is listed
+/// still: a line spent, nothing lost.
+/// inside a longer word is listed still: a line spent, nothing lost.
+pub(crate) struct Said<'m> {
+    pieces: Vec<&'m str>,
+    /// The longest piece's length: a longer entry stands in none.
+    longest: usize,
+    /// Each piece's words (remembered with the piece when it is long
+    /// enough to be).
+    words: Vec<Arc<Words>>,
+    /// The union of the pieces' filters: most entries are in no piece,
+    /// and are known not to be at one look.
+    filter: Filter,
+    /// When that union is more than half full (many words, as in kept
+    /// turns of code or logs), a filter of all the words sized to their
+    /// number instead.
+    wide: Option<Wide>,
+}
+
+/// Where a piece's words ([`word_spans`]) are, their [`word_hash`]es,
+/// and a filter of them.
+#[derive(Default)]
+pub(crate) struct Words {
+    spans: Vec<(usize, usize)>,
+    hashes: Vec<u64>,
+    filter: Filter,
+}
+
+impl Words {
+    pub(super) fn of(piece: &str) -> Self {
+        let spans = word_spans(piece);
+        let hashes: Vec<u64> = (spans.iter())
+            .map(|&(start, end)| word_hash(&piece[start..end]))
+            .collect();
+        let mut filter = Filter::default();
+        hashes.iter().for_each(|&hash| filter.add(hash));
+        Words {
+            spans,
+            hashes,
+            filter,
+        }
+    }
+}
+
+/// A Bloom filter of 16 bits a word, two a word: about one word in 70 not
+/// among those added may be held, however many they are.
+struct Wide {
+    bits: Vec<u64>,
+    /// The number of bits less one (a power of two, less one).
+    mask: u64,
+}
+
+impl Wide {
+    /// A filter of `hashes` ([`word_hash`]es), `n` of them.
+    fn of(hashes: impl Iterator<Item = u64>, n: usize) -> Self {
+        let size = n.saturating_mul(16).clamp(1 << 10, 1 << 30).next_power_of_two();
+        let (mut bits, mask) = (vec![0u64; size / 64], size as u64 - 1);
+        hashes.for_each(|hash| set_bits(&mut bits, bits_of(hash, mask)));
+        Wide { bits, mask }
+    }
+
+    fn may_hold(&self, hash: u64) -> bool {
+        has_bits(&self.bits, bits_of(hash, self.mask))
+    }
+}
+
+/// The two bits of a word's `hash` in a filter of `mask + 1` bits (a
+/// power of two), from its two halves.
+fn bits_of(hash: u64, mask: u64) -> [u64; 2] {
+    [hash & mask, (hash >> 32) & mask]
+}
+
+fn set_bits(words: &mut [u64], bits: [u64; 2]) {
+    bits.iter()
+        .for_each(|&bit| words[(bit / 64) as usize] |= 1 << (bit % 64));
+}
+
+fn has_bits(words: &[u64], bits: [u64; 2]) -> bool {
+    bits.iter()
+        .all(|&bit| words[(bit / 64) as usize] & (1 << (bit % 64)) != 0)
+}
+
+/// The hash a word's [`Filter`] bits come from: [`key_of`]'s, so that an
+/// entry's key is its hash when the entry is one word.
+pub(super) fn word_hash(word: &str) -> u64 {
+    use std::hash::BuildHasher;
+    BuildHasherDefault::<Quick>::default().hash_one(word)
+}
+
+/// A Bloom filter of 512 bits, two a word: whether a word may be among
+/// those added, or is surely not.
+#[derive(Clone, Copy, Default)]
+struct Filter([u64; 8]);
+
+impl Filter {
+    /// The two bits of a word's `hash` ([`word_hash`]).
+    fn bits(hash: u64) -> [u64; 2] {
+        bits_of(hash, 511)
+    }
+
+    fn add(&mut self, hash: u64) {
+        set_bits(&mut self.0, Filter::bits(hash));
+    }
+
+    fn may_hold(&self, bits: [u64; 2]) -> bool {
+        has_bits(&self.0, bits)
+    }
+
+    fn union(&mut self, other: &Filter) {
+        self.0.iter_mut().zip(other.0).for_each(|(a, b)| *a |= b);
+    }
+
+    /// Whether more than half the bits are set (then one word in four
+    /// that is not among those added would pass).
+    fn crowded(&self) -> bool {
+        self.0.iter().map(|w| w.count_ones()).sum::<u32>() > 256
+    }
+}
+
+impl<'m> Said<'m> {
+    /// What `messages` say. Each piece's words are found once while the
+    /// memo of texts remembers it (a stateless compactor's kept turns are
+    /// the same turns request after request).
+    pub(crate) fn new(messages: &'m [Message]) -> Self {
+        // (Sized once: most messages are one piece.)
+        let pieces: Vec<&str> = {
+            let mut all = Vec::with_capacity(messages.len());
+            all.extend(messages.iter().flat_map(pieces));
+            all
+        };
+        // The pieces this thread's last `Said` held, in order: a stateless
+        // compactor keeps the same turns again (with new ones after them,
+        // or the oldest gone), and a piece met where it was, or the first
+        // one anywhere among them, is compared whole instead of looked up.
+        let mut last = said_last(None);
+        let (mut next, mut bytes) = (Vec::with_capacity(pieces.len()), 0usize);
+        let mut at = 0;
+        let mut words = Vec::with_capacity(pieces.len());
+        for &piece in &pieces {
+            if piece.len() < Recall::MIN {
+                words.push(Arc::new(Words::of(piece)));
+                continue;
+            }
+            let is = |s: &Option<Arc<Seen>>| s.as_ref().is_some_and(|s| *s.text == *piece);
+            let hit = match last.get(at).is_some_and(is) {
+                true => Some(at),
+                false if next.is_empty() => last.iter().position(is),
+                false => None,
+            };
+            let seen = match hit.and_then(|i| last[i].take().map(|seen| (i, seen))) {
+                Some((i, seen)) => {
+                    at = i + 1;
+                    seen
+                }
+                None => RECALL.shared(piece),
+            };
+            words.push(Arc::clone(seen.words.get_or_init(|| Arc::new(Words::of(piece)))));
+            // (A piece too long for the memo has no text to compare: not
+            // held.)
+            bytes = bytes.saturating_add(piece.len());
+            next.push(Some(seen).filter(|seen| !seen.text.is_empty()));
+        }
+        // (Bounded as a thread's front is.)
+        if bytes > Front::BYTES || next.len() > Front::PIECES {
+            next.clear();
+        }
+        drop(last);
+        said_last(Some(next));
+        Said::of(pieces, words)
+    }
+
+    /// What `text` says.
+    pub(crate) fn text(text: &'m str) -> Self {
+        Said::of(vec![text], vec![Arc::new(Words::of(text))])
+    }
+
+    /// `pieces` with their `words`.
+    fn of(pieces: Vec<&'m str>, words: Vec<Arc<Words>>) -> Self {
+        let mut filter = Filter::default();
+        words.iter().for_each(|w| filter.union(&w.filter));
+        let wide = filter.crowded().then(|| {
+            let n = words.iter().map(|w| w.hashes.len()).sum();
+            Wide::of(words.iter().flat_map(|w| w.hashes.iter().copied()), n)
+        });
+        Said {
+            longest: pieces.iter().map(|p| p.len()).max().unwrap_or(0),
+            pieces,
+            words,
+            filter,
+            wide,
+        }
+    }
+
+    /// Whether a word whose [`word_hash`] is `hash` may be one of the
+    /// pieces' words (is surely not when `false`).
+    fn may_have(&self, hash: u64) -> bool {
+        match &self.wide {
+            Some(wide) => wide.may_hold(hash),
+            None => self.filter.may_hold(Filter::bits(hash)),
+        }
+    }
+
+    /// Whether `word`, whose [`word_hash`] is `hash`, is one of the
+    /// pieces' words.
+    fn has_hashed(&self, word: &str, hash: u64) -> bool {
+        let bits = Filter::bits(hash);
+        self.may_have(hash)
+            && (self.pieces.iter().zip(&self.words)).any(|(piece, words)| {
+                words.filter.may_hold(bits)
+                    && (words.spans.iter().zip(&words.hashes))
+                        .any(|(&(start, end), &h)| h == hash && piece.get(start..end) == Some(word))
+            })
+    }
+
+    /// Whether `entry` stands verbatim in what was said.
+    pub(crate) fn holds(&self, entry: &str) -> bool {
+        entry.len() <= self.longest && self.holds_keyed(entry, key_of(entry), is_loose(entry))
+    }
+
+    /// [`holds`](Self::holds), `key` the entry's [`key_of`] (the hash of
+    /// its value, which is the entry when it is one word) and `loose`
+    /// whether it is loose ([`is_loose`]): an entry that is not, most
+    /// often in no piece, is known so by its key alone.
+    pub(crate) fn holds_keyed(&self, entry: &str, key: u64, loose: bool) -> bool {
+        debug_assert!(key == key_of(entry) && loose == is_loose(entry));
+        if entry.len() > self.longest {
+            return false;
+        }
+        if !loose {
+            // Its value is one word: said among the words, or not at all
+            // (a `key: value` entry not whole either, or only inside a
+            // longer word).
+            if !self.may_have(key) {
+                return false;
+            }
+            let value = value_of(entry);
+            if !self.has_hashed(value, key) {
+                return false;
+            }
+            if value.len() == entry.len() {
+                return true;
+            }
+        }
+        self.pieces.iter().any(|p| covered(entry, p))
+    }
+}

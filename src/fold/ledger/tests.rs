@@ -1,0 +1,219 @@
+//! The rule table's rows and the shapes, each with its examples; and the
+//! properties every identifier has, wherever it stands.
+
+use proptest::prelude::*;
+
+use super::rules::RULES;
+use super::*;
+use crate::message::Message;
+
+fn ids(text: &str) -> Vec<String> {
+    identifiers(text, &[]).into_iter().map(String::from).collect()
+}
+
+#[test]
+fn every_row_compiles() {
+    for rule in RULES {
+        let source = format!("(?-u)^(?:{})$", rule.pattern);
+        let compiled = regex::bytes::Regex::new(&source);
+        assert!(compiled.is_ok(), "{}: {:?}", rule.name, compiled.err());
+    }
+    assert!(rules::table().is_some());
+}
+
+/// Every row's examples are found whole in a sentence, followed by
+/// punctuation; its near misses are never entries.
+#[test]
+fn every_row_finds_its_examples_and_none_of_its_near_misses() {
+    for rule in RULES {
+        for example in rule.examples {
+            for text in [format!("We saw {example} today."), format!("({example}), then")] {
+                assert!(
+                    ids(&text).iter().any(|e| e == example),
+                    "{}: {example:?} in {text:?}: {:?}",
+                    rule.name,
+                    ids(&text)
+                );
+            }
+        }
+        for miss in rule.near_misses {
+            let text = format!("We saw {miss} today.");
+            assert!(
+                !ids(&text).iter().any(|e| e == miss),
+                "{}: {miss:?} is no entry: {:?}",
+                rule.name,
+                ids(&text)
+            );
+        }
+    }
+}
+
+/// Shapes no row names, found whole: the kinds a list of kinds would miss.
+const SHAPES: &[&str] = &[
+    "#482913",
+    "validatePaymentBatch()",
+    "com.acme.billing.InvoiceService",
+    "PAYMENT_API_TIMEOUT",
+    "search_store.rs:537",
+    "@acme/search-kit@8.17.17",
+    "feature/OPS-167-search-fix",
+    "RE-2024/33351",
+    "/subscriptions/3f2504e0-4f89-11d3-9a0c-0305e82c3301/resourceGroups/rg-prod/providers/Microsoft.Compute/virtualMachines/vm-web-01",
+    "978-0-306-40615-7",
+    "7732-18-5",
+    "arXiv:2301.04567",
+    "1:23-cv-04567",
+    "eyJpZCI6IjEyMyIsInRzIjoxNzAwMDAwMDAwfQ",
+    "004417820193",
+    "i-0abc123def4567890",
+    "ghcr.io/acme/api:1.4.2",
+    "python:3.11-slim",
+    "4f9c2a1",
+    "std::collections::HashMap",
+    "America/Los_Angeles",
+    "session:user:48213",
+    "C:\\deploy\\app\\config.yaml",
+    "~/src/chatfold",
+    ".github/workflows/ci.yml",
+];
+
+/// Prose that looks like an identifier and is not one.
+const LOOK_ALIKES: &[&str] = &[
+    "COVID-19",
+    "GPT-4",
+    "Win64",
+    "x86_64",
+    "UTF-8",
+    "SHA-256",
+    "MP3",
+    "24/7",
+    "1,000,000",
+    "2024",
+    "10:30",
+    "09:00-18:00",
+    "100ms",
+    "64-bit",
+    "e.g.",
+    "and/or",
+    "follow-up",
+    "state-of-the-art",
+    "iPhone",
+    "JavaScript",
+    "3.5",
+    "50%",
+    "1500000",
+];
+
+#[test]
+fn shapes_are_found_whole_and_look_alikes_are_not_entries() {
+    for shape in SHAPES {
+        let text = format!("Please check {shape}, it failed.");
+        assert!(
+            ids(&text).iter().any(|e| e == shape),
+            "{shape:?}: {:?}",
+            ids(&text)
+        );
+    }
+    for look_alike in LOOK_ALIKES {
+        let text = format!("Since {look_alike} we moved on.");
+        assert!(ids(&text).is_empty(), "{look_alike:?}: {:?}", ids(&text));
+    }
+}
+
+#[test]
+fn context_raises_a_weak_shape() {
+    assert!(ids("We booked QXPLMA for them.").is_empty());
+    for text in [
+        "Use `QXPLMA` for the booking.",
+        "Booking ref: QXPLMA, confirmed.",
+        "ticket # QXPLMA confirmed",
+        "| ref | QXPLMA |",
+        "The code is „QXPLMA“ on the form.",
+    ] {
+        assert!(
+            ids(text).iter().any(|e| e == "QXPLMA"),
+            "{text:?}: {:?}",
+            ids(text)
+        );
+    }
+}
+
+#[test]
+fn a_user_agent_and_a_secret_give_no_entry() {
+    let ua = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.6099.129 Safari/537.36";
+    assert!(ids(&format!("The UA was {ua} again.")).is_empty());
+    assert!(ids("key sk-proj-abcdefghijklmnop1234 and ghp_abcdefghijklmnopqrstu1234").is_empty());
+    assert!(ids("call_abcdefghij1234567890 and toolu_01ABCDEFGHIJKLMNOP").is_empty());
+}
+
+#[test]
+fn json_keys_name_their_values_in_both_formats() {
+    let openai = Message::assistant_tool_calls(vec![crate::ToolCall::new(
+        "call_1",
+        "book",
+        r#"{"booking_ref": "QXPLMA", "note": "plain words"}"#,
+    )]);
+    let block = serde_json::json!({"type": "tool_use", "id": "toolu_1", "name": "book", "input": {"booking_ref": "QXPLMA"}});
+    let anthropic = Message::assistant("").with_parts(vec![crate::Part::from_json(block)]);
+    for message in [openai, anthropic] {
+        let found = candidates(std::iter::once(&message), "", &[], &[], 64, 1 << 16, false);
+        assert!(
+            found.texts.iter().any(|e| e == "booking_ref: QXPLMA"),
+            "{:?}",
+            found.texts
+        );
+        assert!(
+            !found
+                .texts
+                .iter()
+                .any(|e| e.contains("call_1") || e.contains("toolu_1"))
+        );
+    }
+}
+
+#[test]
+fn sections_render_and_split_back() {
+    let body = render("Prose.", &["a-1234", "b: c_9"]);
+    assert_eq!(split(&body), ("Prose.", vec!["a-1234", "b: c_9"]));
+    assert_eq!(split("Only prose."), ("Only prose.", vec![]));
+}
+
+/// The places an identifier is written in.
+fn placed(id: &str, how: usize) -> Message {
+    let json = serde_json::to_string(&serde_json::json!({"value": id, "state": "open"})).unwrap_or_default();
+    match how {
+        0 => Message::user(format!("We saw {id} in the alert.")),
+        1 => Message::user(format!("Please check `{id}` now.")),
+        2 => Message::assistant(format!("Logs:\n```\nfailed on {id}\n```")),
+        3 => Message::user(format!("| field | value |\n|---|---|\n| ref | {id} |")),
+        4 => Message::user(format!("请检查{id}的状态。")),
+        5 => Message::user(format!("Der Vorgang „{id}“ ist offen.")),
+        6 => Message::user(format!("It failed ({id}).")),
+        7 => Message::tool(json, "call_x1"),
+        _ => Message::assistant_tool_calls(vec![crate::ToolCall::new("call_x2", "look", json)]),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Any generated identifier, in any place, is found whole; no entry is
+    /// a tool call's id, nor a part of another entry.
+    #[test]
+    fn identifiers_are_found_whole_wherever_they_stand(
+        id in crate::testing::identifier(),
+        other in crate::testing::identifier(),
+        how in 0usize..9,
+    ) {
+        let messages = [placed(&id, how), placed(&other, (how + 4) % 9)];
+        let found = candidates(messages.iter(), "", &[], &[], 256, 1 << 16, false);
+        let values: Vec<&str> = found.texts.iter().map(|e| value_of(e)).collect();
+        prop_assert!(values.contains(&id.as_str()), "{id:?} placed {how}: {values:?}");
+        for (i, v) in values.iter().enumerate() {
+            prop_assert!(!v.starts_with("call_x"), "a call id: {v:?}");
+            for (j, w) in values.iter().enumerate() {
+                prop_assert!(i == j || !w.contains(v), "{v:?} is part of {w:?}");
+            }
+        }
+    }
+}
