@@ -35,7 +35,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from needle_kinds import LOSSY, anthropic, strings  # noqa: E402
+from needle_kinds import compact_loop, strings  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 HEADING = "Exact identifiers (kept verbatim):"
@@ -212,20 +212,7 @@ def judge(entry, planted, call_ids):
 
 def run(exe, seed, fmt, part):
     messages, planted, call_ids = conversation(seed, part)
-    if fmt == "anthropic":
-        body = {"model": "claude-sonnet-4-5", "max_tokens": 1024, "system": messages[0]["content"], "messages": []}
-    else:
-        body = {"model": "gpt-4o", "messages": [messages[0]]}
-    ends = [i for i in range(2, len(messages) + 1) if i == len(messages) or messages[i]["role"] == "user"]
-    done, most = 1, 0
-    for end in ends:
-        new = messages[done:end]
-        done = end
-        body["messages"].extend(anthropic(new) if fmt == "anthropic" else new)
-        out = subprocess.run([exe, "compact", "--budget", "2000", "--summarize-cmd", LOSSY], input=json.dumps(body), capture_output=True, text=True, check=True)
-        body = json.loads(out.stdout)
-        count = subprocess.run([exe, "count", "--tokenizer", "o200k_base", "-"], input=out.stdout, capture_output=True, text=True, check=True)
-        most = max(most, int(count.stdout.split()[0]))
+    body, most = compact_loop(exe, messages, fmt)
     text = "\n".join(strings(body, []))
     kept = [(k, p) for k, p in planted if p in text]
     entries = ledger_entries(body)

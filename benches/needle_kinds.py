@@ -111,8 +111,10 @@ def strings(value, out):
     return out
 
 
-def run(exe, seed, fmt):
-    messages, needles = conversation(seed)
+def compact_loop(exe, messages, fmt):
+    """Feeds `messages` (OpenAI's shape) turn by turn through `chatfold
+    compact --budget 2000` with the lossy summarizer, in `fmt`: the final
+    body and the most tokens a context took."""
     if fmt == "anthropic":
         body = {"model": "claude-sonnet-4-5", "max_tokens": 1024, "system": messages[0]["content"], "messages": []}
     else:
@@ -127,6 +129,12 @@ def run(exe, seed, fmt):
         body = json.loads(out.stdout)
         count = subprocess.run([exe, "count", "--tokenizer", "o200k_base", "-"], input=out.stdout, capture_output=True, text=True, check=True)
         most = max(most, int(count.stdout.split()[0]))
+    return body, most
+
+
+def run(exe, seed, fmt):
+    messages, needles = conversation(seed)
+    body, most = compact_loop(exe, messages, fmt)
     text = "\n".join(strings(body, []))
     kept = [n for n in needles if n in text]
     missing = [n for n in needles if n not in text]
