@@ -3,6 +3,8 @@ and held-out parts reported apart.
 
     cargo build --release --features cli
     python3 benches/ledger_eval.py [--exe target/release/chatfold] [--seeds 7 1 2] [--part tuned|held-out|both]
+    cargo build --release --example ledger_memory
+    python3 benches/ledger_eval.py --memory       # RollingMemory and TieredMemory
 
 A generator of identifier shapes from support, cloud, code, data, science,
 law, chat platforms and non-Latin text. Its kinds are split in two before
@@ -19,6 +21,9 @@ A 200-turn conversation plants them in its first 40 turns; before every
 user turn the whole context goes through `chatfold compact --budget 2000`
 with a lossy summarizer command (benches/needle_kinds.py's: the first
 sentence of each folded turn), and the output is the next turn's context.
+With `--memory`, the same
+conversation goes into RollingMemory and TieredMemory instead
+(benches/ledger_memory.rs), and the memory's view is read at the end.
 It prints, per part: recall (planted identifiers the final context holds
 verbatim), and of the final ledger's entries how many are wrong (a
 tool-call id, a fragment of a planted identifier, a look-alike, a piece of
@@ -212,7 +217,15 @@ def judge(entry, planted, call_ids):
 
 def run(exe, seed, fmt, part):
     messages, planted, call_ids = conversation(seed, part)
-    body, most = compact_loop(exe, messages, fmt)
+    if fmt in ("rolling", "tiered"):
+        # The memories, through benches/ledger_memory.rs (OpenAI's shape).
+        driver = pathlib.Path(exe).parent / "examples" / "ledger_memory"
+        out = subprocess.run([str(driver), fmt], input=json.dumps(messages), capture_output=True, text=True, check=True)
+        body = {"messages": json.loads(out.stdout)}
+        count = subprocess.run([exe, "count", "--tokenizer", "o200k_base", "-"], input=json.dumps(body), capture_output=True, text=True, check=True)
+        most = int(count.stdout.split()[0])
+    else:
+        body, most = compact_loop(exe, messages, fmt)
     text = "\n".join(strings(body, []))
     kept = [(k, p) for k, p in planted if p in text]
     entries = ledger_entries(body)
@@ -230,12 +243,17 @@ def main():
     parser.add_argument("--seeds", type=int, nargs="*", default=[7, 1, 2])
     parser.add_argument("--part", choices=["tuned", "held-out", "both"], default="both")
     parser.add_argument("--show", action="store_true", help="list the tuned part's misses and wrong entries")
+    parser.add_argument(
+        "--memory",
+        action="store_true",
+        help="through RollingMemory and TieredMemory (cargo build --release --example ledger_memory) instead of the command",
+    )
     args = parser.parse_args()
     parts = ["tuned", "held-out"] if args.part == "both" else [args.part]
     for part in parts:
         totals = [0, 0, 0, 0, 0]
         for seed in args.seeds:
-            for fmt in ["openai", "anthropic"]:
+            for fmt in ["rolling", "tiered"] if args.memory else ["openai", "anthropic"]:
                 planted, kept, entries, wrong, most = run(args.exe, seed, fmt, part)
                 n_wrong = sum(len(v) for v in wrong.values())
                 totals[0] += len(planted)

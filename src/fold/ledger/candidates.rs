@@ -32,13 +32,14 @@ pub(crate) fn candidates<'m>(
     max_bytes: usize,
     remember: bool,
 ) -> Candidates {
-    let folded: Vec<&'m Message> = folded.collect();
     let memo = remember && extra.is_empty();
     // (A reading that follows another to its end gathers nothing: sized
     // when a piece is read.)
     let mut g = Gathering::new(if memo { 0 } else { enough });
     let (mut read, mut limit, mut extended) = (0usize, max_bytes, false);
-    let mut all = folded.iter().rev().flat_map(|m| {
+    // The messages read (their calls' ids are structural).
+    let mut read_from: Vec<&'m Message> = Vec::new();
+    let mut all = folded.rev().inspect(|m| read_from.push(m)).flat_map(|m| {
         let bonus = if m.role == Role::User { SAID_BY_USER } else { 0 };
         reading_pieces(m).map(move |piece| (piece, bonus))
     });
@@ -156,8 +157,8 @@ pub(crate) fn candidates<'m>(
     for (_, entry, rank) in ranked(previous_prose, extra).into_iter().rev() {
         g.add(&entry, key_of(&entry), is_loose(&entry), rank);
     }
-    let structural: Set<&str> = folded
-        .iter()
+    drop(all);
+    let structural: Set<&str> = (read_from.iter())
         .flat_map(|m| m.call_ids().chain(m.answered_ids()))
         .collect();
     let ranked = rank(g.out.clone(), &structural);
@@ -193,9 +194,19 @@ const PREVIOUS: u8 = 2;
 fn rank(found: Candidates, structural: &Set<&str>) -> Candidates {
     let n = found.texts.len();
     let values: Vec<&str> = found.texts.iter().map(|e| value_of(e)).collect();
+    // Which bytes (mod 64) each value holds: a part of another holds none
+    // that the other lacks, which rules out most pairs at one look.
+    let bits: Vec<u64> = (values.iter())
+        .map(|v| v.bytes().fold(0u64, |bits, b| bits | 1 << (b & 63)))
+        .collect();
     let fragment = |i: usize| {
         let v = values[i];
-        (0..n).any(|j| j != i && values[j].len() > v.len() && values[j].contains(v))
+        (0..n).any(|j| {
+            let w = values[j];
+            w.len() > v.len()
+                && bits[i] & !bits[j] == 0
+                && memchr::memmem::find(w.as_bytes(), v.as_bytes()).is_some()
+        })
     };
     let mut order: Vec<usize> = (0..n)
         .filter(|&i| !structural.contains(values[i]) && !fragment(i))

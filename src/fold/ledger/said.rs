@@ -216,16 +216,17 @@ impl<'m> Said<'m> {
         }
     }
 
-    /// Whether `word`, whose [`word_hash`] is `hash`, is one of the
-    /// pieces' words.
-    fn has_hashed(&self, word: &str, hash: u64) -> bool {
+    /// The pieces that hold `word`, whose [`word_hash`] is `hash`, among
+    /// their words.
+    fn with_word<'s>(&'s self, word: &'s str, hash: u64) -> impl Iterator<Item = &'m str> + 's {
         let bits = Filter::bits(hash);
-        self.may_have(hash)
-            && (self.pieces.iter().zip(&self.words)).any(|(piece, words)| {
+        (self.pieces.iter().zip(&self.words))
+            .filter(move |(piece, words)| {
                 words.filter.may_hold(bits)
                     && (words.spans.iter().zip(&words.hashes))
                         .any(|(&(start, end), &h)| h == hash && piece.get(start..end) == Some(word))
             })
+            .map(|(piece, _)| *piece)
     }
 
     /// Whether `entry` stands verbatim in what was said.
@@ -250,12 +251,11 @@ impl<'m> Said<'m> {
                 return false;
             }
             let value = value_of(entry);
-            if !self.has_hashed(value, key) {
-                return false;
-            }
             if value.len() == entry.len() {
-                return true;
+                return self.with_word(value, key).next().is_some();
             }
+            // A `key: value` entry stands whole only where its value does.
+            return self.with_word(value, key).any(|p| covered(entry, p));
         }
         self.pieces.iter().any(|p| covered(entry, p))
     }

@@ -88,10 +88,27 @@ pub(super) fn identifiers(text: &str, hidden: &[(usize, usize)], mut each: impl 
         if from >= to || text[end..].starts_with("\":") || text[end..].starts_with("\" :") {
             return;
         }
-        if let Some(strength) = strength(&text[from..to], context_of(text, start, end)) {
+        let token = &text[from..to];
+        // (Most tokens are words of prose, which no place makes an
+        // identifier: passed at one look.)
+        if is_word(token) {
+            return;
+        }
+        let found = strength(token, Context::Plain)
+            .or_else(|| strength(token, context_of(text, start, end)).filter(|_| token.len() >= 3));
+        if let Some(strength) = found {
             each(from, to, strength);
         }
     });
+}
+
+/// Whether `token` is a plain word: ASCII letters, lowercase but maybe the
+/// first, shorter than a long run that a mark would raise.
+fn is_word(token: &str) -> bool {
+    let bytes = token.as_bytes();
+    bytes.len() < 12
+        && bytes.first().is_some_and(u8::is_ascii_alphabetic)
+        && bytes[1..].iter().all(u8::is_ascii_lowercase)
 }
 
 /// Calls `each` with the start and end of every token of `text`, in order.
@@ -178,9 +195,8 @@ fn trimmed(text: &str, start: usize, end: usize) -> (usize, usize) {
         lead
     };
     let rest = &token[lead..];
-    let kept = rest
-        .trim_end_matches(['.', ':', ';', '!', '?', '=', '-', '/'])
-        .len();
+    // (A trailing `=` is base64's padding, part of the token.)
+    let kept = rest.trim_end_matches(['.', ':', ';', '!', '?', '-', '/']).len();
     // A path's closing `/` is part of it.
     let kept =
         if rest[..kept].contains('/') && rest[kept..].starts_with('/') && !rest[kept..].starts_with("//") {

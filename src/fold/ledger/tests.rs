@@ -64,6 +64,7 @@ const SHAPES: &[&str] = &[
     "arXiv:2301.04567",
     "1:23-cv-04567",
     "eyJpZCI6IjEyMyIsInRzIjoxNzAwMDAwMDAwfQ",
+    "dXNlcjoxMjM0NTY3ODkw==",
     "004417820193",
     "i-0abc123def4567890",
     "ghcr.io/acme/api:1.4.2",
