@@ -97,30 +97,45 @@ const SPAN_GAP: usize = 48;
 /// starts and ends beside whitespace, so what it holds depends on its bytes
 /// alone.
 pub(crate) fn ledger_spans(text: &str, mut found: impl FnMut(usize, usize)) {
-    // Each span with the words beside it: a label's value (`ref: QX7PLM`),
-    // a currency's code (`USD 12,500.00`).
+    // A span is read with the words around it when it ends on a label's
+    // mark (`Booking ref: QX7PLM`, `ticket # QX7PLM`), and with the word
+    // before it when that is a currency's code (`USD 12,500.00`).
     let bytes = text.as_bytes();
-    let mut found = |first: usize, last: usize| {
-        let gap = bytes[last..].iter().take_while(|&&b| is_space(b)).count();
-        let word = bytes[last + gap..].iter().take_while(|&&b| !is_space(b)).count();
-        let before = bytes[..first].iter().rev().take_while(|&&b| is_space(b)).count();
-        let word_before = bytes[..first - before]
+    let word_before = |at: usize| {
+        let gap = bytes[..at].iter().rev().take_while(|&&b| is_space(b)).count();
+        let word = bytes[..at - gap]
             .iter()
             .rev()
             .take_while(|&&b| !is_space(b))
             .count();
-        let first = if word_before > 0 {
-            first - before - word_before
-        } else {
-            first
+        (at - gap - word, at - gap)
+    };
+    let mut found = |first: usize, last: usize| {
+        let span = &bytes[first..last];
+        let labels = [&b":"[..], b"#", b"No.", "№".as_bytes()]
+            .iter()
+            .any(|m| span.ends_with(m));
+        let (first, last) = match labels {
+            true => {
+                let gap = bytes[last..].iter().take_while(|&&b| is_space(b)).count();
+                let word = bytes[last + gap..].iter().take_while(|&&b| !is_space(b)).count();
+                (
+                    word_before(first).0,
+                    if word > 0 { last + gap + word } else { last },
+                )
+            }
+            false => (first, last),
         };
-        found(first, if word > 0 { last + gap + word } else { last });
+        let (from, to) = word_before(first);
+        let code = bytes[from..to].trim_ascii_start();
+        let code = code.strip_prefix(b"(").unwrap_or(code);
+        let currency = code.len() == 3 && code.iter().all(u8::is_ascii_uppercase);
+        found(if currency { from } else { first }, last);
     };
     let mut span: Option<(usize, usize)> = None;
     ledger_words(text.as_bytes(), |start, end| {
         span = match span {
             Some((first, last)) if start <= last + SPAN_GAP => Some((first, end)),
-            // (A word after the span is read with it.)
             Some((first, last)) => {
                 found(first, last);
                 Some((start, end))

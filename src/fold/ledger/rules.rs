@@ -20,6 +20,9 @@ pub(super) struct Rule {
     pub name: &'static str,
     /// Its pattern, read over bytes, classes and word boundaries ASCII.
     pub pattern: &'static str,
+    /// Whether a text may hold a match, at a look at its bytes (every
+    /// match holds them): the table's search runs only where a row's do.
+    pub triggers: fn(&[u8]) -> bool,
     /// Whether a match, checked, is an entry (`false`: it hides its text).
     pub keep: bool,
     /// Whether the match's last byte may be punctuation to trim (a URL's
@@ -40,6 +43,7 @@ pub(super) struct Rule {
 pub(super) const RULES: &[Rule] = &[
     Rule {
         name: "user agent",
+        triggers: has_digit,
         pattern: r"[A-Za-z][A-Za-z0-9.-]*/[0-9][A-Za-z0-9._]*(?:[ ]+\([^()\n]*\))?(?:[ ]+[A-Za-z][A-Za-z0-9.-]*/[0-9][A-Za-z0-9._]*(?:[ ]+\([^()\n]*\))?)+",
         keep: false,
         trim: false,
@@ -52,6 +56,7 @@ pub(super) const RULES: &[Rule] = &[
     },
     Rule {
         name: "url",
+        triggers: |t| memchr::memmem::find(t, b"://").is_some(),
         pattern: r#"\b(?:jdbc:)?[A-Za-z][A-Za-z0-9+.-]{0,31}://[^ \t\r\n<>"'`|\x80-\xFF]+"#,
         keep: true,
         trim: true,
@@ -69,6 +74,7 @@ pub(super) const RULES: &[Rule] = &[
     },
     Rule {
         name: "email",
+        triggers: |t| memchr::memchr(b'@', t).is_some(),
         pattern: r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24}\b",
         keep: true,
         trim: false,
@@ -78,6 +84,7 @@ pub(super) const RULES: &[Rule] = &[
     },
     Rule {
         name: "uuid",
+        triggers: has_digit,
         pattern: r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",
         keep: true,
         trim: false,
@@ -87,6 +94,7 @@ pub(super) const RULES: &[Rule] = &[
     },
     Rule {
         name: "timestamp",
+        triggers: has_digit,
         pattern: r"\b[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:[.,][0-9]{1,9})?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?",
         keep: true,
         trim: false,
@@ -100,6 +108,7 @@ pub(super) const RULES: &[Rule] = &[
     },
     Rule {
         name: "date",
+        triggers: has_digit,
         pattern: r"\b(?:[0-9]{4}-[0-9]{2}-[0-9]{2}|[0-9]{1,2}[/.][0-9]{1,2}[/.][0-9]{4})\b",
         keep: true,
         trim: false,
@@ -109,6 +118,7 @@ pub(super) const RULES: &[Rule] = &[
     },
     Rule {
         name: "mac address",
+        triggers: has_digit,
         pattern: r"\b[0-9A-Fa-f]{2}(?:([:-])[0-9A-Fa-f]{2}){5}\b",
         keep: true,
         trim: false,
@@ -118,6 +128,7 @@ pub(super) const RULES: &[Rule] = &[
     },
     Rule {
         name: "ipv6",
+        triggers: |t| memchr::memchr(b':', t).is_some(),
         pattern: r"\[[0-9A-Fa-f:.]+\](?::[0-9]{1,5})?|(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}|(?:[0-9A-Fa-f]{1,4}:){0,6}[0-9A-Fa-f]{0,4}::(?:[0-9A-Fa-f]{1,4}:){0,6}[0-9A-Fa-f]{0,4}",
         keep: true,
         trim: false,
@@ -127,6 +138,7 @@ pub(super) const RULES: &[Rule] = &[
     },
     Rule {
         name: "ipv4",
+        triggers: has_digit,
         pattern: r"\b(?:[0-9]{1,3}\.){3}[0-9]{1,3}(?::[0-9]{1,5}|/[0-9]{1,2})?\b",
         keep: true,
         trim: false,
@@ -136,6 +148,7 @@ pub(super) const RULES: &[Rule] = &[
     },
     Rule {
         name: "iban",
+        triggers: has_digit,
         pattern: r"\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b",
         keep: true,
         trim: false,
@@ -145,6 +158,7 @@ pub(super) const RULES: &[Rule] = &[
     },
     Rule {
         name: "money",
+        triggers: has_digit,
         pattern: r"(?:\$|€|£|¥|₹|\b(?:USD|EUR|GBP|JPY|CHF|CAD|AUD|INR|CNY|SEK|NOK|DKK|PLN|BRL|MXN) ?)[0-9]+(?:[,.' ][0-9]{2,3})*\b|\b[0-9]+(?:[,.' ][0-9]{2,3})* ?(?:€|£|¥|₹|(?:USD|EUR|GBP|JPY|CHF|CAD|AUD|INR|CNY|SEK|NOK|DKK|PLN|BRL|MXN)\b)",
         keep: true,
         trim: false,
@@ -160,6 +174,7 @@ pub(super) const RULES: &[Rule] = &[
     },
     Rule {
         name: "phone number",
+        triggers: has_digit,
         pattern: r"\+[0-9]{1,3}(?:[ .-]?\(?[0-9]{1,4}\)?){2,5}[0-9]|\([0-9]{3}\) ?[0-9]{3}[ .-][0-9]{4}\b|\b[0-9]{3}[.-][0-9]{3}[.-][0-9]{4}\b",
         keep: true,
         trim: false,
@@ -173,6 +188,11 @@ pub(super) const RULES: &[Rule] = &[
         near_misses: &["+1 2"],
     },
 ];
+
+/// Whether `text` holds an ASCII digit.
+fn has_digit(text: &[u8]) -> bool {
+    text.iter().any(u8::is_ascii_digit)
+}
 
 /// The table compiled: every row in one alternation (one pass finds the
 /// matches, leftmost first, the rows' order at one position), and each row
@@ -220,6 +240,9 @@ impl Table {
     /// those that stand apart (see the module's docs), and those that hide
     /// their text.
     pub(super) fn matches(&self, text: &str, out: &mut Vec<Matched>) {
+        if !RULES.iter().any(|rule| (rule.triggers)(text.as_bytes())) {
+            return;
+        }
         for m in self.all.find_iter(text.as_bytes()) {
             let Some(found) = text.get(m.start()..m.end()) else {
                 continue;

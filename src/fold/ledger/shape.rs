@@ -42,28 +42,37 @@ pub(crate) fn is_cjk(c: char) -> bool {
 
 /// Whether an ASCII byte ends a token.
 fn ends_token(b: u8) -> bool {
-    matches!(
-        b,
-        b' ' | b'\t'
-            | b'\r'
-            | b'\n'
-            | b'"'
-            | b'`'
-            | b'\''
-            | b','
-            | b';'
-            | b'|'
-            | b'<'
-            | b'>'
-            | b'('
-            | b')'
-            | b'['
-            | b']'
-            | b'{'
-            | b'}'
-            | b'*'
-    ) || b < b' '
+    ENDS_TOKEN[usize::from(b)]
 }
+
+/// The ASCII bytes that end a token: controls, spaces, quotes, brackets,
+/// `,`, `;`, `|` and `*` (a table, for the token loop).
+static ENDS_TOKEN: [bool; 256] = {
+    let mut ends = [false; 256];
+    let mut b = 0;
+    while b < 128 {
+        ends[b] = b < 0x21
+            || matches!(
+                b as u8,
+                b'"' | b'`'
+                    | b'\''
+                    | b','
+                    | b';'
+                    | b'|'
+                    | b'<'
+                    | b'>'
+                    | b'('
+                    | b')'
+                    | b'['
+                    | b']'
+                    | b'{'
+                    | b'}'
+                    | b'*'
+            );
+        b += 1;
+    }
+    ends
+};
 
 /// Whether a character that is not ASCII ends a token: a space, a mark that
 /// is not a letter or digit (quotes, `№`, dashes), or a CJK character.
