@@ -92,11 +92,11 @@ pub(crate) fn has_ledger_word(text: &str) -> bool {
 const SPAN_GAP: usize = 48;
 
 /// Calls `found` with each span of `text` that may hold an identifier, in
-/// order: the ledger's hot words, those less than [`SPAN_GAP`] bytes apart
+/// order, and the hot words in it (where in `text` each is): the ledger's hot words, those less than [`SPAN_GAP`] bytes apart
 /// read as one (a phone number's or an IBAN's groups, a user agent). A span
 /// starts and ends beside whitespace, so what it holds depends on its bytes
 /// alone.
-pub(crate) fn ledger_spans(text: &str, mut found: impl FnMut(usize, usize)) {
+pub(crate) fn ledger_spans(text: &str, mut found: impl FnMut(usize, usize, &[(usize, usize)])) {
     // A span is read with the words around it when it ends on a label's
     // mark (`Booking ref: QX7PLM`, `ticket # QX7PLM`), and with the word
     // before it when that is a currency's code (`USD 12,500.00`).
@@ -110,7 +110,9 @@ pub(crate) fn ledger_spans(text: &str, mut found: impl FnMut(usize, usize)) {
             .count();
         (at - gap - word, at - gap)
     };
-    let mut found = |first: usize, last: usize| {
+    // The hot words of the span being built.
+    let mut words: Vec<(usize, usize)> = Vec::new();
+    let mut found = |first: usize, last: usize, words: &[(usize, usize)]| {
         let span = &bytes[first..last];
         let labels = [&b":"[..], b"#", b"No.", "№".as_bytes()]
             .iter()
@@ -130,21 +132,23 @@ pub(crate) fn ledger_spans(text: &str, mut found: impl FnMut(usize, usize)) {
         let code = bytes[from..to].trim_ascii_start();
         let code = code.strip_prefix(b"(").unwrap_or(code);
         let currency = code.len() == 3 && code.iter().all(u8::is_ascii_uppercase);
-        found(if currency { from } else { first }, last);
+        found(if currency { from } else { first }, last, words);
     };
     let mut span: Option<(usize, usize)> = None;
     ledger_words(text.as_bytes(), |start, end| {
         span = match span {
             Some((first, last)) if start <= last + SPAN_GAP => Some((first, end)),
             Some((first, last)) => {
-                found(first, last);
+                found(first, last, &words);
+                words.clear();
                 Some((start, end))
             }
             None => Some((start, end)),
         };
+        words.push((start, end));
     });
     if let Some((first, last)) = span {
-        found(first, last);
+        found(first, last, &words);
     }
 }
 

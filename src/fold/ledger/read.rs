@@ -75,9 +75,10 @@ pub(super) fn matched(text: &str, skip: &dyn Fn(&str) -> bool, out: &mut Vec<Hit
     let Some(table) = rules::table() else {
         return;
     };
-    ledger_spans(text, |from, to| {
+    ledger_spans(text, |from, to, words| {
         let span = &text[from..to];
-        span_entries(table, span, |start, end, rank| {
+        let words: Vec<(usize, usize)> = words.iter().map(|&(s, e)| (s - from, e - from)).collect();
+        span_entries(table, span, &words, |start, end, rank| {
             let found = &span[start..end];
             if !skip(found) {
                 out.push((from + start, found.into(), rank));
@@ -87,21 +88,28 @@ pub(super) fn matched(text: &str, skip: &dyn Fn(&str) -> bool, out: &mut Vec<Hit
 }
 
 /// Calls `each` with where the identifiers in `span` are, in order, and
-/// their ranks: the rule table's matches that stand apart, and the tokens
+/// their ranks (`words`: the span's hot words, where in it each is): the rule table's matches that stand apart, and the tokens
 /// that shape reads outside every match of the table (a match that hides
 /// its text, a user agent or a URL with a password, hides it from shape too).
-pub(super) fn span_entries(table: &Table, span: &str, mut each: impl FnMut(usize, usize, u8)) {
+pub(super) fn span_entries(
+    table: &Table,
+    span: &str,
+    words: &[(usize, usize)],
+    mut each: impl FnMut(usize, usize, u8),
+) {
     let mut matches = Vec::new();
     table.matches(span, &mut matches);
     if matches.is_empty() {
-        return shape::identifiers(span, &[], each);
+        return shape::identifiers(span, words, &[], each);
     }
     let hidden: Vec<(usize, usize)> = matches.iter().map(|m| (m.start, m.end)).collect();
     let mut found: Vec<(usize, usize, u8)> = (matches.iter())
         .filter(|m| m.keep)
         .map(|m| (m.start, m.end, 2))
         .collect();
-    shape::identifiers(span, &hidden, |start, end, rank| found.push((start, end, rank)));
+    shape::identifiers(span, words, &hidden, |start, end, rank| {
+        found.push((start, end, rank))
+    });
     found.sort_unstable();
     found
         .into_iter()

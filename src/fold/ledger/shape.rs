@@ -40,6 +40,11 @@ pub(crate) fn is_cjk(c: char) -> bool {
     matches!(u32::from(c), 0x2E80..=0x9FFF | 0xAC00..=0xD7AF | 0xF900..=0xFAFF | 0xFF00..=0xFFEF | 0x20000..=0x3FFFF)
 }
 
+/// The spaces that end a word.
+fn is_space(b: u8) -> bool {
+    crate::fold::hot::is_space(b)
+}
+
 /// Whether an ASCII byte ends a token.
 fn ends_token(b: u8) -> bool {
     ENDS_TOKEN[usize::from(b)]
@@ -81,34 +86,72 @@ fn ends_token_wide(c: char) -> bool {
 }
 
 /// Calls `each` with the start and end of every identifier `text` holds by
-/// shape and context, in order, and its strength (see [`strength`]).
-/// Ranges `hidden` (sorted, apart) are passed over.
-pub(super) fn identifiers(text: &str, hidden: &[(usize, usize)], mut each: impl FnMut(usize, usize, u8)) {
+/// shape and context, in order, and its strength (see [`strength`]):
+/// those in its hot `words` (sorted, apart) and in the word after a label
+/// or a table bar. Ranges `hidden` (sorted, apart) are passed over.
+pub(super) fn identifiers(
+    text: &str,
+    words: &[(usize, usize)],
+    hidden: &[(usize, usize)],
+    mut each: impl FnMut(usize, usize, u8),
+) {
     let mut hide = hidden.iter().peekable();
-    tokens(text, |start, end| {
-        while hide.peek().is_some_and(|&&(_, e)| e <= start) {
-            hide.next();
+    let mut read = |from: usize, to: usize| {
+        tokens(&text[from..to], |start, end| {
+            let (start, end) = (from + start, from + end);
+            while hide.peek().is_some_and(|&&(_, e)| e <= start) {
+                hide.next();
+            }
+            if hide.peek().is_some_and(|&&(s, _)| s < end) {
+                return;
+            }
+            let (from, to) = trimmed(text, start, end);
+            // (A JSON object's key names a field, not an identifier.)
+            if from >= to || text[end..].starts_with("\":") || text[end..].starts_with("\" :") {
+                return;
+            }
+            let token = &text[from..to];
+            // (Most tokens are words of prose, which no place makes an
+            // identifier: passed at one look.)
+            if is_word(token) {
+                return;
+            }
+            let found = strength(token, Context::Plain)
+                .or_else(|| strength(token, context_of(text, start, end)).filter(|_| token.len() >= 3));
+            if let Some(strength) = found {
+                each(from, to, strength);
+            }
+        });
+    };
+    // Only the hot words hold an identifier, and the word after a label's
+    // mark or a table's bar (`ref: QX7PLM`, `| QX7PLM |`), whose place
+    // makes it one.
+    let bytes = text.as_bytes();
+    let next_word = |after: usize| {
+        let start = after + bytes[after..].iter().take_while(|&&b| is_space(b)).count();
+        let end = start + bytes[start..].iter().take_while(|&&b| !is_space(b)).count();
+        (start, end)
+    };
+    let asks = |word: &[u8]| {
+        [&b":"[..], b"#", b"|", b"No.", "№".as_bytes(), "：".as_bytes()]
+            .iter()
+            .any(|m| word.ends_with(m))
+    };
+    let mut pending: Option<usize> = None;
+    for &(start, end) in words {
+        if let Some((from, to)) = pending
+            .take()
+            .map(next_word)
+            .filter(|&(from, to)| from < start && from < to)
+        {
+            read(from, to);
         }
-        if hide.peek().is_some_and(|&&(s, _)| s < end) {
-            return;
-        }
-        let (from, to) = trimmed(text, start, end);
-        // (A JSON object's key names a field, not an identifier.)
-        if from >= to || text[end..].starts_with("\":") || text[end..].starts_with("\" :") {
-            return;
-        }
-        let token = &text[from..to];
-        // (Most tokens are words of prose, which no place makes an
-        // identifier: passed at one look.)
-        if is_word(token) {
-            return;
-        }
-        let found = strength(token, Context::Plain)
-            .or_else(|| strength(token, context_of(text, start, end)).filter(|_| token.len() >= 3));
-        if let Some(strength) = found {
-            each(from, to, strength);
-        }
-    });
+        read(start, end);
+        pending = asks(&bytes[start..end]).then_some(end);
+    }
+    if let Some((from, to)) = pending.map(next_word).filter(|&(from, to)| from < to) {
+        read(from, to);
+    }
 }
 
 /// Whether `token` is a plain word: ASCII letters, lowercase but maybe the
