@@ -159,7 +159,7 @@ pub(super) const RULES: &[Rule] = &[
     Rule {
         name: "money",
         triggers: has_digit,
-        pattern: r"(?:\$|€|£|¥|₹|\b(?:USD|EUR|GBP|JPY|CHF|CAD|AUD|INR|CNY|SEK|NOK|DKK|PLN|BRL|MXN) ?)[0-9]+(?:[,.' ][0-9]{2,3})*\b|\b[0-9]+(?:[,.' ][0-9]{2,3})* ?(?:€|£|¥|₹|(?:USD|EUR|GBP|JPY|CHF|CAD|AUD|INR|CNY|SEK|NOK|DKK|PLN|BRL|MXN)\b)",
+        pattern: r"(?:(?:\$|€|£|¥|₹|\b(?:USD|EUR|GBP|JPY|CHF|CAD|AUD|INR|CNY|SEK|NOK|DKK|PLN|BRL|MXN)) ?)[0-9]+(?:[,.' ][0-9]{2,3})*\b|\b[0-9]+(?:[,.' ][0-9]{2,3})* ?(?:€|£|¥|₹|(?:USD|EUR|GBP|JPY|CHF|CAD|AUD|INR|CNY|SEK|NOK|DKK|PLN|BRL|MXN)\b)",
         keep: true,
         trim: false,
         check: |m| m.bytes().filter(u8::is_ascii_digit).count() >= 3,
@@ -175,7 +175,7 @@ pub(super) const RULES: &[Rule] = &[
     Rule {
         name: "phone number",
         triggers: has_digit,
-        pattern: r"\+[0-9]{1,3}(?:[ .-]?\(?[0-9]{1,4}\)?){2,5}[0-9]|\([0-9]{3}\) ?[0-9]{3}[ .-][0-9]{4}\b|\b[0-9]{3}[.-][0-9]{3}[.-][0-9]{4}\b",
+        pattern: r"\+[0-9]{1,3}(?:[ .-]?\(?[0-9]{1,4}\)?){2,5}[0-9]|\([0-9]{3}\) ?[0-9]{3}[ .-][0-9]{4}\b|\b[0-9]{3}[ .-][0-9]{3}[ .-][0-9]{4}\b|\b0[0-9]{2,4}[ -][0-9]{3,4}[ -][0-9]{3,4}\b",
         keep: true,
         trim: false,
         check: |p| (8..=15).contains(&p.bytes().filter(u8::is_ascii_digit).count()),
@@ -184,6 +184,8 @@ pub(super) const RULES: &[Rule] = &[
             "+1 (415) 555-0134",
             "(415) 555-0134",
             "+49 30 901820",
+            "415 555 0134",
+            "020 7946 0958",
         ],
         near_misses: &["+1 2"],
     },

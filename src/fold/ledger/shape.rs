@@ -399,6 +399,14 @@ fn mixed_shape(token: &str, digits: usize, letters: usize, marks: usize, marked:
     if token.len() >= 7 && token.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Some(2);
     }
+    // A product and its major version (`Mozilla/5`, `HTTP/2`): a name.
+    if let Some((name, version)) = token.split_once('/') {
+        let short =
+            (1..=4).contains(&version.len()) && version.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+        if short && name.bytes().all(|b| b.is_ascii_alphabetic()) {
+            return None;
+        }
+    }
     let run_like = token
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');

@@ -96,6 +96,8 @@ const LOOK_ALIKES: &[&str] = &[
     "64-bit",
     "e.g.",
     "and/or",
+    "Mozilla/5",
+    "HTTP/2",
     "follow-up",
     "state-of-the-art",
     "iPhone",
