@@ -201,23 +201,6 @@ impl Kept {
         }
     }
 
-    /// Removes entry `j` (its line too).
-    fn remove(&mut self, j: usize, at: usize) {
-        let len = self.entries.texts[j].len() + 3;
-        let line = at..(at + len).min(self.rendered.len() + 1);
-        // The last line has no newline after it: take the one before.
-        let line = match line.end > self.rendered.len() {
-            true => at.saturating_sub(1)..self.rendered.len(),
-            false => line,
-        };
-        self.rendered.replace_range(line, "");
-        self.total -= self.entries.tokens.remove(j) as u128;
-        self.loose_count -= usize::from(self.entries.loose.remove(j));
-        self.entries.texts.remove(j);
-        let key = self.entries.keys.remove(j);
-        self.unkey(key);
-    }
-
     /// Keeps the first `n` entries.
     fn truncate(&mut self, n: usize) {
         if n >= self.len() {
@@ -251,20 +234,21 @@ impl Kept {
     /// kept entries not found again, less those dropped, at most `cap`.
     pub(crate) fn fold(&mut self, fresh: Kept, edit: Edit<'_>) {
         let f = fresh.len();
-        // Found again: the entries leave their place (for the front).
-        let mut at: usize = 0;
-        let mut starts = Vec::with_capacity(edit.again.len());
-        let mut j = 0;
-        for &a in edit.again {
-            at += self.entries.texts[j..a]
-                .iter()
-                .map(|t| t.len() + 3)
-                .sum::<usize>();
-            starts.push(at);
-            j = a;
-        }
-        for (&a, &at) in edit.again.iter().zip(&starts).rev() {
-            self.remove(a, at);
+        // Found again: the entries leave their place (for the front), the
+        // section rebuilt without their lines in one copy.
+        if !edit.again.is_empty() {
+            let mut rendered = String::with_capacity(self.rendered.len());
+            self.push_lines(&mut rendered, edit.again, self.len(), true);
+            let mut gone = vec![false; self.len()];
+            for &a in edit.again {
+                gone[a] = true;
+                self.total -= self.entries.tokens[a] as u128;
+                self.loose_count -= usize::from(self.entries.loose[a]);
+                let key = self.entries.keys[a];
+                self.unkey(key);
+            }
+            self.entries.retain(&gone);
+            self.rendered = rendered;
         }
         // The candidates are now `fresh`, then these.
         let mut fresh = fresh;
