@@ -129,7 +129,7 @@ pub(super) const RULES: &[Rule] = &[
     Rule {
         name: "ipv6",
         triggers: |t| memchr::memchr(b':', t).is_some(),
-        pattern: r"\[[0-9A-Fa-f:.]+\](?::[0-9]{1,5})?|(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}|(?:[0-9A-Fa-f]{1,4}:){0,6}[0-9A-Fa-f]{0,4}::(?:[0-9A-Fa-f]{1,4}:){0,6}[0-9A-Fa-f]{0,4}",
+        pattern: r"\[[0-9A-Fa-f:.]+\](?::[0-9]{1,5})?|(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}|[0-9A-Fa-f:]*::[0-9A-Fa-f:]*",
         keep: true,
         trim: false,
         check: is_ipv6,
