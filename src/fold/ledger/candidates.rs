@@ -161,7 +161,7 @@ pub(crate) fn candidates<'m>(
     let structural: Set<&str> = (read_from.iter())
         .flat_map(|m| m.call_ids().chain(m.answered_ids()))
         .collect();
-    let ranked = rank(g.out.clone(), &structural);
+    let ranked = rank(&g.out, &structural);
     // (Kept within its bound whole: its text, the previous summary, and
     // about what an entry's place takes, its text shared.)
     let size = |r: &Reading| {
@@ -191,7 +191,7 @@ const PREVIOUS: u8 = 2;
 /// `found` ranked for the ledger's room: structural ids (the folded calls'
 /// own) and fragments of a longer entry left out, then the highest rank
 /// first, newest first within a rank (the order it was gathered in).
-fn rank(found: Candidates, structural: &Set<&str>) -> Candidates {
+fn rank(found: &Candidates, structural: &Set<&str>) -> Candidates {
     let n = found.texts.len();
     let values: Vec<&str> = found.texts.iter().map(|e| value_of(e)).collect();
     // Which bytes (mod 64) each value holds: a part of another holds none
@@ -212,12 +212,11 @@ fn rank(found: Candidates, structural: &Set<&str>) -> Candidates {
         .filter(|&i| !structural.contains(values[i]) && !fragment(i))
         .collect();
     order.sort_by_key(|&i| std::cmp::Reverse(found.ranks[i]));
-    let pick = |i: &usize| *i;
     Candidates {
-        texts: order.iter().map(pick).map(|i| found.texts[i].clone()).collect(),
-        keys: order.iter().map(pick).map(|i| found.keys[i]).collect(),
-        loose: order.iter().map(pick).map(|i| found.loose[i]).collect(),
-        ranks: order.iter().map(pick).map(|i| found.ranks[i]).collect(),
+        texts: order.iter().map(|&i| found.texts[i].clone()).collect(),
+        keys: order.iter().map(|&i| found.keys[i]).collect(),
+        loose: order.iter().map(|&i| found.loose[i]).collect(),
+        ranks: order.iter().map(|&i| found.ranks[i]).collect(),
     }
 }
 

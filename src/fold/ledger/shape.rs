@@ -24,6 +24,7 @@
 //! `booking #QX7PLM`); see [`Context`].
 
 use super::lists::{LABELS, NOT_CODES, PREFIX_WORDS, SECRETS, STANDARDS, STRUCTURAL};
+use crate::fold::hot::is_space;
 
 /// Where a token stands, beyond its shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,13 +37,8 @@ pub(super) enum Context {
 }
 
 /// Whether `c` (not ASCII) is a CJK character: a token ends beside one.
-pub(crate) fn is_cjk(c: char) -> bool {
+pub(super) fn is_cjk(c: char) -> bool {
     matches!(u32::from(c), 0x2E80..=0x9FFF | 0xAC00..=0xD7AF | 0xF900..=0xFAFF | 0xFF00..=0xFFEF | 0x20000..=0x3FFFF)
-}
-
-/// The spaces that end a word.
-fn is_space(b: u8) -> bool {
-    crate::fold::hot::is_space(b)
 }
 
 /// Whether an ASCII byte ends a token.
