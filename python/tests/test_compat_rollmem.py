@@ -166,6 +166,31 @@ def test_a_failing_summarizer_keeps_the_turn_as_rollmem_does():
         assert memory.summary == ""
 
 
+def test_an_async_callable_given_to_a_sync_memory_is_refused_as_rollmem_does():
+    """Its call returns a coroutine: a TypeError that names the async class,
+    no coroutine left unawaited, nothing changed."""
+    import warnings
+
+    class AsyncCallable:
+        async def __call__(self, existing, evicted):
+            return existing
+
+    for module in (rollmem, compat):
+        rolling = module.RollingMemory(4, summarize_fn=AsyncCallable(), token_counter=len)
+        rolling.add_user_message("aaaa")
+        summary = module.SummaryMemory(summarize_fn=AsyncCallable())
+        for memory, add, twin, kept in (
+            (rolling, "bbbb", "AsyncRollingMemory", ["aaaa", "bbbb"]),
+            (summary, "aaaa", "AsyncSummaryMemory", ["aaaa"]),
+        ):
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", RuntimeWarning)
+                with pytest.raises(TypeError, match=twin):
+                    memory.add_user_message(add)
+            assert memory.summary == ""
+            assert [m.content for m in memory.buffer] == kept
+
+
 def test_an_empty_summary_is_refused_not_stored():
     """rollmem stores an empty summary and drops the folded turns; chatfold
     raises and keeps them."""

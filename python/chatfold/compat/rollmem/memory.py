@@ -53,14 +53,28 @@ def _message_dict(
     return data
 
 
-def _summarizer(summarize_fn: Optional[Callable[..., Any]]) -> Optional[Callable[[Any], Any]]:
-    """rollmem's ``summarize_fn(summary, messages)`` as a chatfold summarizer."""
+def _summarizer(
+    summarize_fn: Optional[Callable[..., Any]], async_twin: Optional[str] = None
+) -> Optional[Callable[[Any], Any]]:
+    """rollmem's ``summarize_fn(summary, messages)`` as a chatfold summarizer.
+
+    For a sync memory (``async_twin`` names its async class), an object whose
+    call returns an awaitable is refused as rollmem refuses it: a
+    ``TypeError`` that names the async class, the awaitable closed unawaited
+    (no "never awaited" warning), the memory unchanged.
+    """
     if summarize_fn is None:
         return None
 
     def summarize(request: Any) -> Any:
         messages = [Message.from_dict(m) for m in request._state_messages()]
-        return summarize_fn(request.previous_summary or "", messages)
+        summary = summarize_fn(request.previous_summary or "", messages)
+        if async_twin is not None and inspect.isawaitable(summary):
+            close = getattr(summary, "close", None)
+            if close is not None:
+                close()
+            raise TypeError(f"summarize_fn returned an awaitable; use {async_twin} for async summarizers")
+        return summary
 
     return summarize
 
@@ -231,7 +245,7 @@ class RollingMemory(_SyncAdds):
         return _chatfold.SyncMemory(
             "rolling",
             max_tokens=self.max_tokens,
-            summarize=_summarizer(self._summarize_fn),
+            summarize=_summarizer(self._summarize_fn, "AsyncRollingMemory"),
             tokenizer=_counter(self._token_counter),
             counting="token_text",
             max_summary_tokens=_UNBOUNDED,
@@ -354,7 +368,7 @@ class SummaryMemory(_SyncAdds):
     def _build(self, state: Optional[Mapping[str, Any]]) -> Any:
         return _chatfold.SyncMemory(
             "summary",
-            summarize=_summarizer(self._summarize_fn),
+            summarize=_summarizer(self._summarize_fn, "AsyncSummaryMemory"),
             max_summary_tokens=_UNBOUNDED,
             ledger=False,
             state=state,
