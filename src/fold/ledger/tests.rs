@@ -220,3 +220,31 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Any text, of any script and mark, is read without a panic, and
+    /// every entry found stands in it as it is listed.
+    #[test]
+    fn any_text_is_read_and_its_entries_stand_in_it(
+        parts in proptest::collection::vec(
+            prop_oneof![
+                "\\PC{0,12}",
+                "[a-zA-Z0-9_./:#@$|`(),;-]{1,16}",
+                "[ \n\t]{1,3}",
+                "[„“«»「」。，请检查订单]{1,3}",
+                crate::testing::identifier(),
+            ],
+            0..12,
+        )
+    ) {
+        let text: String = parts.concat();
+        // (A text that is one JSON value is read as its strings say, not
+        // as written.)
+        let json = serde_json::from_str::<serde_json::Value>(&text).is_ok();
+        for entry in identifiers(&text, &[]) {
+            prop_assert!(json || text.contains(entry.as_str()), "{entry:?} is not in {text:?}");
+        }
+    }
+}
