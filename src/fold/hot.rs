@@ -33,6 +33,15 @@ pub(crate) fn ledger_hot(b: u8, next: u8) -> bool {
         | (b.is_ascii_lowercase() & next.is_ascii_uppercase())
 }
 
+/// Whether the word after `word` is read with it: `word` ends with a
+/// label's mark (`ref:`, `#`, `No.`, `№`, a fullwidth colon) or a table's
+/// bar, after which a value stands whose place makes it an identifier.
+pub(crate) fn asks_next(word: &[u8]) -> bool {
+    [&b":"[..], b"#", b"|", b"No.", "№".as_bytes(), "：".as_bytes()]
+        .iter()
+        .any(|m| word.ends_with(m))
+}
+
 /// The spaces that end a word.
 pub(crate) fn is_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\r' | b'\n')
@@ -114,10 +123,7 @@ pub(crate) fn ledger_spans(text: &str, mut found: impl FnMut(usize, usize, &[(us
     let mut words: Vec<(usize, usize)> = Vec::new();
     let mut found = |first: usize, last: usize, words: &[(usize, usize)]| {
         let span = &bytes[first..last];
-        let labels = [&b":"[..], b"#", b"No.", "№".as_bytes()]
-            .iter()
-            .any(|m| span.ends_with(m));
-        let (first, last) = match labels {
+        let (first, last) = match asks_next(span) {
             true => {
                 let gap = bytes[last..].iter().take_while(|&&b| is_space(b)).count();
                 let word = bytes[last + gap..].iter().take_while(|&&b| !is_space(b)).count();

@@ -772,7 +772,7 @@ impl FoldPolicy {
         };
         // Those the prose holds: none unless it holds a word the patterns
         // read, or an entry is loose.
-        let hot = ledger::has_hot_word(text);
+        let hot = crate::fold::hot::has_ledger_word(text);
         let loose = kept.loose_count > 0 || fresh.loose_count > 0;
         let mut said = Vec::new();
         if m > 0 && (hot || loose) {

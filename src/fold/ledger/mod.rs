@@ -178,11 +178,6 @@ pub(crate) fn is_loose(entry: &str) -> bool {
     !is_lone_word(value)
 }
 
-/// Whether `text` holds a word the ledger reads (one [`Said`] would keep).
-pub(crate) fn has_hot_word(text: &str) -> bool {
-    crate::fold::hot::has_ledger_word(text)
-}
-
 /// `entries` as a section's lines (`- ` and the entry, joined by newlines).
 fn lines(entries: &[&str]) -> String {
     let mut out = String::with_capacity(entries.iter().map(|e| e.len() + 3).sum::<usize>());

@@ -16,7 +16,8 @@ use super::shape::is_secret;
 
 /// One structured form.
 pub(super) struct Rule {
-    /// What the form is.
+    /// What the form is (the table test names a failing row by it).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub name: &'static str,
     /// Its pattern, read over bytes, classes and word boundaries ASCII.
     pub pattern: &'static str,
@@ -25,6 +26,9 @@ pub(super) struct Rule {
     pub triggers: fn(&[u8]) -> bool,
     /// Whether a match, checked, is an entry (`false`: it hides its text).
     pub keep: bool,
+    /// Whether a match whose check fails hides its text (a URL with a
+    /// secret) rather than leaving it to shape.
+    pub hides_failed: bool,
     /// Whether the match's last byte may be punctuation to trim (a URL's
     /// sentence-ending `.`, an unbalanced `)`).
     pub trim: bool,
@@ -46,6 +50,7 @@ pub(super) const RULES: &[Rule] = &[
         triggers: has_digit,
         pattern: r"[A-Za-z][A-Za-z0-9.-]*/[0-9][A-Za-z0-9._]*(?:[ ]+\([^()\n]*\))?(?:[ ]+[A-Za-z][A-Za-z0-9.-]*/[0-9][A-Za-z0-9._]*(?:[ ]+\([^()\n]*\))?)+",
         keep: false,
+        hides_failed: false,
         trim: false,
         check: |_| true,
         examples: &[],
@@ -59,6 +64,7 @@ pub(super) const RULES: &[Rule] = &[
         triggers: |t| memchr::memmem::find(t, b"://").is_some(),
         pattern: r#"\b(?:jdbc:)?[A-Za-z][A-Za-z0-9+.-]{0,31}://[^ \t\r\n<>"'`|\x80-\xFF]+"#,
         keep: true,
+        hides_failed: true,
         trim: true,
         check: |url| !url_holds_secret(url),
         examples: &[
@@ -77,6 +83,7 @@ pub(super) const RULES: &[Rule] = &[
         triggers: |t| memchr::memchr(b'@', t).is_some(),
         pattern: r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24}\b",
         keep: true,
+        hides_failed: false,
         trim: false,
         check: |_| true,
         examples: &["billing.ops@acme-corp.com", "j.doe+alerts@mail.example.org"],
@@ -87,6 +94,7 @@ pub(super) const RULES: &[Rule] = &[
         triggers: has_digit,
         pattern: r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",
         keep: true,
+        hides_failed: false,
         trim: false,
         check: |_| true,
         examples: &["3f2504e0-4f89-11d3-9a0c-0305e82c3301"],
@@ -97,6 +105,7 @@ pub(super) const RULES: &[Rule] = &[
         triggers: has_digit,
         pattern: r"\b[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:[.,][0-9]{1,9})?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?",
         keep: true,
+        hides_failed: false,
         trim: false,
         check: |t| is_date(&t[..10]),
         examples: &[
@@ -111,6 +120,7 @@ pub(super) const RULES: &[Rule] = &[
         triggers: has_digit,
         pattern: r"\b(?:[0-9]{4}-[0-9]{2}-[0-9]{2}|[0-9]{1,2}[/.][0-9]{1,2}[/.][0-9]{4})\b",
         keep: true,
+        hides_failed: false,
         trim: false,
         check: is_date,
         examples: &["2025-10-14", "11/30/2026", "14.03.2026"],
@@ -121,6 +131,7 @@ pub(super) const RULES: &[Rule] = &[
         triggers: has_digit,
         pattern: r"\b[0-9A-Fa-f]{2}(?:([:-])[0-9A-Fa-f]{2}){5}\b",
         keep: true,
+        hides_failed: false,
         trim: false,
         check: |mac| mac.as_bytes()[2] == mac.as_bytes()[5],
         examples: &["00:1A:2B:3C:4D:5E", "00-11-22-33-44-55", "00:11:22:33:44:55"],
@@ -131,6 +142,7 @@ pub(super) const RULES: &[Rule] = &[
         triggers: |t| memchr::memchr(b':', t).is_some(),
         pattern: r"\[[0-9A-Fa-f:.]+\](?::[0-9]{1,5})?|(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}|[0-9A-Fa-f:]*::[0-9A-Fa-f:]*",
         keep: true,
+        hides_failed: false,
         trim: false,
         check: is_ipv6,
         examples: &["2001:db8:3c4d::1a2f", "[2001:db8::1]:8443", "fe80::1"],
@@ -141,6 +153,7 @@ pub(super) const RULES: &[Rule] = &[
         triggers: has_digit,
         pattern: r"\b(?:[0-9]{1,3}\.){3}[0-9]{1,3}(?::[0-9]{1,5}|/[0-9]{1,2})?\b",
         keep: true,
+        hides_failed: false,
         trim: false,
         check: is_ipv4,
         examples: &["192.168.4.20", "10.20.0.0/16", "10.0.3.7:8080"],
@@ -151,6 +164,7 @@ pub(super) const RULES: &[Rule] = &[
         triggers: has_digit,
         pattern: r"\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b",
         keep: true,
+        hides_failed: false,
         trim: false,
         check: is_iban,
         examples: &["DE89 3704 0044 0532 0130 00", "GB82WEST12345698765432"],
@@ -161,6 +175,7 @@ pub(super) const RULES: &[Rule] = &[
         triggers: has_digit,
         pattern: r"(?:(?:\$|€|£|¥|₹|\b(?:USD|EUR|GBP|JPY|CHF|CAD|AUD|INR|CNY|SEK|NOK|DKK|PLN|BRL|MXN)) ?)[0-9]+(?:[,.' ][0-9]{2,3})*\b|\b[0-9]+(?:[,.' ][0-9]{2,3})* ?(?:€|£|¥|₹|(?:USD|EUR|GBP|JPY|CHF|CAD|AUD|INR|CNY|SEK|NOK|DKK|PLN|BRL|MXN)\b)",
         keep: true,
+        hides_failed: false,
         trim: false,
         check: |m| m.bytes().filter(u8::is_ascii_digit).count() >= 3,
         examples: &[
@@ -177,6 +192,7 @@ pub(super) const RULES: &[Rule] = &[
         triggers: has_digit,
         pattern: r"\+[0-9]{1,3}(?:[ .-]?\(?[0-9]{1,4}\)?){2,5}[0-9]|\([0-9]{3}\) ?[0-9]{3}[ .-][0-9]{4}\b|\b[0-9]{3}[ .-][0-9]{3}[ .-][0-9]{4}\b|\b0[0-9]{2,4}[ -][0-9]{3,4}[ -][0-9]{3,4}\b",
         keep: true,
+        hides_failed: false,
         trim: false,
         check: |p| (8..=15).contains(&p.bytes().filter(u8::is_ascii_digit).count()),
         examples: &[
@@ -255,9 +271,9 @@ impl Table {
             let found = if rule.trim { trim_end(found) } else { found };
             let (start, end) = (m.start(), m.start() + found.len());
             if !rule.keep || !(rule.check)(found) {
-                // A URL with a secret hides itself; a failed check of any
-                // other row leaves the text to shape.
-                if !rule.keep || rule.name == "url" {
+                // A failed check leaves the text to shape, unless the row
+                // hides it (a URL with a secret).
+                if !rule.keep || rule.hides_failed {
                     out.push(Matched {
                         start,
                         end,

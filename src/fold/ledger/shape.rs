@@ -24,7 +24,7 @@
 //! `booking #QX7PLM`); see [`Context`].
 
 use super::lists::{LABELS, NOT_CODES, PREFIX_WORDS, SECRETS, STANDARDS, STRUCTURAL};
-use crate::fold::hot::is_space;
+use crate::fold::hot::{asks_next, is_space};
 
 /// Where a token stands, beyond its shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,11 +128,6 @@ pub(super) fn identifiers(
         let end = start + bytes[start..].iter().take_while(|&&b| !is_space(b)).count();
         (start, end)
     };
-    let asks = |word: &[u8]| {
-        [&b":"[..], b"#", b"|", b"No.", "№".as_bytes(), "：".as_bytes()]
-            .iter()
-            .any(|m| word.ends_with(m))
-    };
     let mut pending: Option<usize> = None;
     for &(start, end) in words {
         if let Some((from, to)) = pending
@@ -143,7 +138,7 @@ pub(super) fn identifiers(
             read(from, to);
         }
         read(start, end);
-        pending = asks(&bytes[start..end]).then_some(end);
+        pending = asks_next(&bytes[start..end]).then_some(end);
     }
     if let Some((from, to)) = pending.map(next_word).filter(|&(from, to)| from < to) {
         read(from, to);
