@@ -127,9 +127,8 @@ pub use count::{Heuristic, NamedCounter, TokenCounter};
 pub use error::{BoxError, Error, Result};
 pub use fold::{
     ClearToolResults, DEFAULT_SUMMARY_PREFIX, FoldPolicy, LEDGER_HEADING, LedgerEntry, LedgerPattern,
-    Placement,
 };
-pub use history::{Format, History};
+pub use history::{Format, History, Placement};
 pub use message::{Content, CustomRole, Message, Part, Role, ToolCall};
 pub use summarize::{AsyncSummarizer, Extractive, Ready, Summarizer, SummaryRequest};
 

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use super::Compactor;
 use super::report::{Compaction, Counts, CutReason, Report, Tokens};
 #[cfg(feature = "cache")]
-use crate::cache::{Chain, Link};
+use crate::cache::Link;
 use crate::count::TokenCounter;
 use crate::error::{Error, Result};
 use crate::fold::engine::Fold;
@@ -191,7 +191,9 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
             // A chunk's end, not looked up: hashed now.
             let link = match looked_up {
                 Ok(i) => Some(self.chains[i].1),
-                Err(_) => Chain::start(self.compactor, &cache.namespace)
+                Err(_) => self
+                    .compactor
+                    .chain_start(&cache.namespace)
                     .links(&self.messages[..at.min(self.messages.len())], &[at])
                     .first()
                     .map(|&(_, link)| link),

@@ -207,7 +207,7 @@ impl<C: TokenCounter> Compactor<C> {
             room,
             keep_recent: self.effective_keep_recent(),
         };
-        let (mut kept, mut units_kept) = (Kept::default(), 0usize);
+        let (mut kept, mut units_kept) = (KeptTokens::default(), 0usize);
         let (mut latest_loose, mut refused) = (0, None);
         let units = units::Backward::new(messages, callers, after);
         let cut = units::cut(messages, units, units::Pinned::LookPast, |unit| {
@@ -351,12 +351,12 @@ struct Limits {
 /// Tokens of the kept part: all of them (against `keep_recent`) and the
 /// non-pinned ones (against the room beside pinned messages and the summary).
 #[derive(Clone, Copy, Default)]
-struct Kept {
+struct KeptTokens {
     all: usize,
     loose: usize,
 }
 
-impl Kept {
+impl KeptTokens {
     /// The kept part with `unit` added, its messages' tokens by `tokens`,
     /// newest first; with `limits`, refused as soon as one is passed.
     fn add(
@@ -365,7 +365,7 @@ impl Kept {
         unit: std::ops::Range<usize>,
         limits: Option<Limits>,
         tokens: &mut dyn FnMut(usize) -> usize,
-    ) -> std::result::Result<Kept, Refusal> {
+    ) -> std::result::Result<KeptTokens, Refusal> {
         let mut next = self;
         for i in unit.rev() {
             let t = tokens(i);

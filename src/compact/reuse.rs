@@ -3,14 +3,67 @@
 use std::ops::Range;
 
 use super::{Cache, Compactor, Reuse};
-use crate::cache::{Chain, Link};
+use crate::cache::{Chain, Link, Setting};
 use crate::count::TokenCounter;
 use crate::fold::units;
+use crate::fold::{ClearToolResults, FoldPolicy};
 use crate::message::Message;
 
 /// How many unit boundaries before the cut are asked for a cached summary
 /// of the prefix they end, newest first, when none is found at the cut.
 const REUSE_PROBES: usize = 64;
+
+impl<C> Compactor<C> {
+    /// The start of the cache's chain of hashes under `namespace`: everything
+    /// besides the messages that decides the summary (the format, the fold
+    /// policy, the clearing of tool results and chunking of large folds).
+    ///
+    /// Not in it: the budget and `keep_recent` (a cached summary is reused
+    /// only where it fits) and the counter.
+    pub(crate) fn chain_start(&self, namespace: &str) -> Chain {
+        use Setting::{Maybe, Text, Word};
+        // Every field named, so that a new one cannot be forgotten here.
+        let FoldPolicy {
+            summary_role,
+            summary_prefix,
+            min_summary_tokens,
+            max_summary_tokens,
+            ledger,
+            ledger_percent,
+            ledger_patterns,
+            // Where the summary goes, not what it says.
+            placement: _,
+        } = &self.policy;
+        let mut settings = vec![
+            Text(summary_role.as_str()),
+            Text(summary_prefix),
+            Word(*min_summary_tokens as u64),
+            Maybe(*max_summary_tokens),
+            Word(u64::from(*ledger)),
+            Word(u64::from(*ledger_percent)),
+            Word(ledger_patterns.len() as u64),
+        ];
+        settings.extend(ledger_patterns.iter().map(|p| Text(p.as_str())));
+        match &self.clear_tool_results {
+            None => settings.push(Word(0)),
+            Some(ClearToolResults {
+                keep_recent,
+                min_tokens,
+                exclude,
+            }) => {
+                settings.extend([
+                    Word(1),
+                    Word(*keep_recent as u64),
+                    Word(*min_tokens as u64),
+                    Word(exclude.len() as u64),
+                ]);
+                settings.extend(exclude.iter().map(|tool| Text(tool)));
+            }
+        }
+        settings.push(Maybe(self.max_fold_input_tokens));
+        Chain::start(namespace, &settings)
+    }
+}
 
 impl<C: TokenCounter> Compactor<C> {
     /// Where a cache lets the cut be, the cached summary it reuses, and the
@@ -87,7 +140,9 @@ impl<C: TokenCounter> Compactor<C> {
         let mut wanted: Vec<usize> = steps.iter().chain(&probes).copied().collect();
         wanted.sort_unstable();
         wanted.dedup();
-        let links = Chain::start(self, &cache.namespace).links(&messages[..start], &wanted);
+        let links = self
+            .chain_start(&cache.namespace)
+            .links(&messages[..start], &wanted);
         let link = |at: usize| {
             links
                 .binary_search_by_key(&at, |&(p, _)| p)

@@ -8,16 +8,24 @@
 //! - `ledger`: the exact identifiers kept beside the summary's prose;
 //! - `clear`: [`ClearToolResults`], old tool results replaced by a
 //!   placeholder before a fold;
-//! - `engine`: the steps of one fold (begin, complete) and a memory's
-//!   buffer, the one path the compactor's plan and every memory take.
+//! - `engine`: the steps of one fold (begin, complete), which the
+//!   compactor's plan takes;
+//! - `request`: [`SummaryRequest`](crate::SummaryRequest), what a
+//!   summarizer is asked: the contract between the core and every
+//!   summarizer;
+//! - `hot`: the hot-word scanner the ledger and the extractive summarizer
+//!   share.
+//!
+//! Nothing here imports from the modules above it.
 
 pub(crate) mod clear;
 pub(crate) mod engine;
 pub(crate) mod hot;
 pub(crate) mod ledger;
 pub(crate) mod policy;
+pub(crate) mod request;
 pub(crate) mod units;
 
 pub use clear::ClearToolResults;
 pub use ledger::{LEDGER_HEADING, LedgerEntry, LedgerPattern};
-pub use policy::{DEFAULT_SUMMARY_PREFIX, FoldPolicy, Placement};
+pub use policy::{DEFAULT_SUMMARY_PREFIX, FoldPolicy};

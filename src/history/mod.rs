@@ -15,8 +15,8 @@ mod convert;
 mod format;
 mod stream;
 
-pub use format::Format;
 use format::System;
+pub use format::{Format, Placement};
 
 /// A history as read from JSON: a bare array of messages, or a Chat
 /// Completions request body (an object with a `messages` array), whose other
@@ -227,11 +227,11 @@ impl History {
     /// assert_eq!(request["messages"][1]["role"], "assistant");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn placement(&self) -> crate::Placement {
+    pub fn placement(&self) -> Placement {
         match (self.format, self.body.is_some()) {
-            (Format::OpenAi, _) => crate::Placement::Fixed,
-            (Format::Anthropic, true) => crate::Placement::AnthropicBody,
-            (Format::Anthropic, false) => crate::Placement::AnthropicArray,
+            (Format::OpenAi, _) => Placement::Fixed,
+            (Format::Anthropic, true) => Placement::AnthropicBody,
+            (Format::Anthropic, false) => Placement::AnthropicArray,
         }
     }
 

@@ -65,8 +65,8 @@ use std::sync::Mutex;
 
 use crate::count::{Heuristic, TokenCounter};
 use crate::error::{BoxError, ConfigError, Result};
-use crate::fold::engine::{Buffer, Landed, Rules, Step, fold_unlocked};
 use crate::fold::policy::{DEFAULT_POLICY, FoldPolicy};
+use crate::memory::tracked::{Landed, Rules, Step, Tracked, fold_unlocked};
 use crate::message::Message;
 use crate::summarize::{AsyncSummarizer, Summarizer, SummaryRequest};
 
@@ -75,6 +75,7 @@ mod rolling;
 mod state;
 mod summary;
 mod tiered;
+mod tracked;
 mod window;
 
 pub use buffer::BufferMemory;
@@ -414,10 +415,10 @@ impl<S, C> Settings<S, C> {
 /// flight looks again when it lands, so it picks up what was added
 /// meanwhile. A cleared memory discards the fold's result and stops.
 pub(crate) async fn settle<S, C>(
-    cell: &Mutex<Buffer>,
+    cell: &Mutex<Tracked>,
     summarizer: &S,
     rules: Rules<'_, C>,
-    due: impl Fn(&mut Buffer) -> usize,
+    due: impl Fn(&mut Tracked) -> usize,
 ) -> Result<()>
 where
     S: AsyncSummarizer + ?Sized,
@@ -433,7 +434,7 @@ where
     }
 }
 
-/// [`Memory`] for a memory whose state is a `cell: Mutex<Buffer>`: each
+/// [`Memory`] for a memory whose state is a `cell: Mutex<Tracked>`: each
 /// read copies only the part asked for. `policy` finds its fold policy.
 macro_rules! locked_memory {
     ($memory:ident, |$m:ident| $policy:expr) => {

@@ -6,15 +6,15 @@ use std::sync::Mutex;
 use super::{AsyncRemember, Discard, Memory, Remember, Settings, State, settle};
 use crate::count::{Heuristic, TokenCounter};
 use crate::error::Result;
-use crate::fold::engine::{Buffer, Landed, Rules, lock};
 use crate::fold::policy::FoldPolicy;
+use crate::memory::tracked::{Landed, Rules, Tracked, lock};
 use crate::message::Message;
 use crate::summarize::{AsyncSummarizer, Summarizer};
 
 impl<S, C: TokenCounter> Settings<S, C> {
     /// `state`, each buffered message counted once.
-    fn buffer(&self, state: State) -> Buffer {
-        Buffer::new(state, &self.counter, true, &self.policy)
+    fn buffer(&self, state: State) -> Tracked {
+        Tracked::new(state, &self.counter, true, &self.policy)
     }
 
     /// How this memory's folds are checked and cut.
@@ -66,7 +66,7 @@ impl<S, C: TokenCounter> Settings<S, C> {
 /// ```
 #[derive(Debug)]
 pub struct RollingMemory<S = Discard, C = Heuristic> {
-    buffer: Buffer,
+    tracked: Tracked,
     settings: Settings<S, C>,
 }
 
@@ -89,7 +89,7 @@ impl<S, C: TokenCounter> RollingMemory<S, C> {
     pub fn from_state(state: State, settings: Settings<S, C>) -> Result<Self> {
         settings.validate()?;
         Ok(RollingMemory {
-            buffer: settings.buffer(state),
+            tracked: settings.buffer(state),
             settings,
         })
     }
@@ -103,13 +103,13 @@ impl<S, C> RollingMemory<S, C> {
 
     /// Tokens in the buffer now.
     pub fn buffer_tokens(&self) -> usize {
-        self.buffer.total()
+        self.tracked.total()
     }
 }
 
 impl<S, C> Memory for RollingMemory<S, C> {
     fn state(&self) -> Cow<'_, State> {
-        Cow::Borrowed(&self.buffer.state)
+        Cow::Borrowed(&self.tracked.state)
     }
 
     fn policy(&self) -> &FoldPolicy {
@@ -128,30 +128,30 @@ impl<S: Summarizer, C: TokenCounter> Remember for RollingMemory<S, C> {
     fn add_message(&mut self, message: Message) -> Result<()> {
         let settings = &self.settings;
         let tokens = settings.counter.count_message(&message);
-        self.buffer.push(message, Some(tokens));
-        if self.buffer.total() <= settings.max_tokens {
+        self.tracked.push(message, Some(tokens));
+        if self.tracked.total() <= settings.max_tokens {
             return Ok(());
         }
-        let n = self.buffer.evict_count(settings.fold_to());
+        let n = self.tracked.evict_count(settings.fold_to());
         let Some(summarizer) = &settings.summarizer else {
-            self.buffer.drop_front(n);
+            self.tracked.drop_front(n);
             return Ok(());
         };
         let rules = settings.rules();
-        let Some((ticket, request)) = self.buffer.begin(n, rules) else {
+        let Some((ticket, request)) = self.tracked.begin(n, rules) else {
             return Ok(());
         };
         let answer = summarizer.summarize(&request).map_err(|e| e.into());
         drop(request);
-        let summary = self.buffer.complete(&ticket, answer, rules);
-        match self.buffer.land(ticket, summary) {
+        let summary = self.tracked.complete(&ticket, answer, rules);
+        match self.tracked.land(ticket, summary) {
             Landed::Failed { error, .. } => Err(error),
             Landed::Folded { .. } | Landed::Stale => Ok(()),
         }
     }
 
     fn clear(&mut self) {
-        self.buffer.clear();
+        self.tracked.clear();
     }
 }
 
@@ -190,7 +190,7 @@ impl<S: Summarizer, C: TokenCounter> Remember for RollingMemory<S, C> {
 /// ```
 #[derive(Debug)]
 pub struct AsyncRollingMemory<S = Discard, C = Heuristic> {
-    cell: Mutex<Buffer>,
+    cell: Mutex<Tracked>,
     settings: Settings<S, C>,
 }
 
@@ -243,7 +243,7 @@ where
         let tokens = settings.counter.count_message(&message);
         lock(&self.cell).push(message, Some(tokens));
         let (max, to) = (settings.max_tokens, settings.fold_to());
-        let due = |buffer: &mut Buffer| {
+        let due = |buffer: &mut Tracked| {
             if buffer.total() <= max {
                 0
             } else {

@@ -6,8 +6,8 @@ use std::sync::Mutex;
 use super::{AsyncRemember, Memory, Remember, State, settle};
 use crate::count::{Heuristic, TokenCounter};
 use crate::error::Result;
-use crate::fold::engine::{Buffer, Landed, Rules, lock};
 use crate::fold::policy::FoldPolicy;
+use crate::memory::tracked::{Landed, Rules, Tracked, lock};
 use crate::message::Message;
 use crate::summarize::{AsyncSummarizer, Summarizer};
 
@@ -46,19 +46,19 @@ pub const SUMMARY_ALLOWANCE: usize = 1_000;
 /// ```
 #[derive(Debug)]
 pub struct SummaryMemory<S, C = Heuristic> {
-    buffer: Buffer,
+    tracked: Tracked,
     summarizer: S,
-    fold: Fold<C>,
+    checks: Checks<C>,
 }
 
 /// How the summary memories check and cut their summary.
 #[derive(Clone, Debug)]
-struct Fold<C> {
+struct Checks<C> {
     policy: FoldPolicy,
     counter: C,
 }
 
-impl<C: TokenCounter> Fold<C> {
+impl<C: TokenCounter> Checks<C> {
     fn allowance(&self) -> usize {
         self.policy.max_summary_tokens.unwrap_or(SUMMARY_ALLOWANCE)
     }
@@ -76,14 +76,14 @@ impl<S: Summarizer> SummaryMemory<S> {
 
     /// A memory holding `state` as it is (its buffer is folded on the next add).
     pub fn from_state(state: State, summarizer: S) -> Self {
-        let fold = Fold {
+        let checks = Checks {
             policy: FoldPolicy::new(),
             counter: Heuristic,
         };
         SummaryMemory {
-            buffer: Buffer::new(state, &Heuristic, false, &fold.policy),
+            tracked: Tracked::new(state, &Heuristic, false, &checks.policy),
             summarizer,
-            fold,
+            checks,
         }
     }
 }
@@ -103,7 +103,7 @@ impl<S, C: TokenCounter> SummaryMemory<S, C> {
     /// assert_eq!(Memory::policy(&memory).summary_prefix, "[NOTES]\n");
     /// ```
     pub fn policy(mut self, policy: FoldPolicy) -> Self {
-        self.fold.policy = policy;
+        self.checks.policy = policy;
         self.reread();
         self
     }
@@ -122,10 +122,10 @@ impl<S, C: TokenCounter> SummaryMemory<S, C> {
     /// ```
     pub fn counter<D: TokenCounter>(self, counter: D) -> SummaryMemory<S, D> {
         let mut memory = SummaryMemory {
-            buffer: self.buffer,
+            tracked: self.tracked,
             summarizer: self.summarizer,
-            fold: Fold {
-                policy: self.fold.policy,
+            checks: Checks {
+                policy: self.checks.policy,
                 counter,
             },
         };
@@ -136,18 +136,18 @@ impl<S, C: TokenCounter> SummaryMemory<S, C> {
     /// The summary's ledger read again, with the policy's patterns and
     /// counted by the counter the memory has now.
     fn reread(&mut self) {
-        let fold = &self.fold;
-        self.buffer.read_ledger(&fold.policy, &fold.counter);
+        let checks = &self.checks;
+        self.tracked.read_ledger(&checks.policy, &checks.counter);
     }
 }
 
 impl<S, C> Memory for SummaryMemory<S, C> {
     fn state(&self) -> Cow<'_, State> {
-        Cow::Borrowed(&self.buffer.state)
+        Cow::Borrowed(&self.tracked.state)
     }
 
     fn policy(&self) -> &FoldPolicy {
-        &self.fold.policy
+        &self.checks.policy
     }
 }
 
@@ -161,24 +161,24 @@ impl<S: Summarizer, C: TokenCounter> Remember for SummaryMemory<S, C> {
     /// [`Error::InvalidConfig`](crate::Error::InvalidConfig) for an invalid
     /// [`policy`](Self::policy): nothing is added.
     fn add_message(&mut self, message: Message) -> Result<()> {
-        self.fold.policy.validate()?;
-        self.buffer.push(message, None);
-        let rules = self.fold.rules();
-        let n = self.buffer.messages().len();
-        let Some((ticket, request)) = self.buffer.begin(n, rules) else {
+        self.checks.policy.validate()?;
+        self.tracked.push(message, None);
+        let rules = self.checks.rules();
+        let n = self.tracked.messages().len();
+        let Some((ticket, request)) = self.tracked.begin(n, rules) else {
             return Ok(());
         };
         let answer = self.summarizer.summarize(&request).map_err(|e| e.into());
         drop(request);
-        let summary = self.buffer.complete(&ticket, answer, rules);
-        match self.buffer.land(ticket, summary) {
+        let summary = self.tracked.complete(&ticket, answer, rules);
+        match self.tracked.land(ticket, summary) {
             Landed::Failed { error, .. } => Err(error),
             Landed::Folded { .. } | Landed::Stale => Ok(()),
         }
     }
 
     fn clear(&mut self) {
-        self.buffer.clear();
+        self.tracked.clear();
     }
 }
 
@@ -204,9 +204,9 @@ impl<S: Summarizer, C: TokenCounter> Remember for SummaryMemory<S, C> {
 /// ```
 #[derive(Debug)]
 pub struct AsyncSummaryMemory<S, C = Heuristic> {
-    cell: Mutex<Buffer>,
+    cell: Mutex<Tracked>,
     summarizer: S,
-    fold: Fold<C>,
+    checks: Checks<C>,
 }
 
 impl<S: AsyncSummarizer> AsyncSummaryMemory<S> {
@@ -217,14 +217,14 @@ impl<S: AsyncSummarizer> AsyncSummaryMemory<S> {
 
     /// A memory holding `state` as it is (its buffer is folded on the next add).
     pub fn from_state(state: State, summarizer: S) -> Self {
-        let fold = Fold {
+        let checks = Checks {
             policy: FoldPolicy::new(),
             counter: Heuristic,
         };
         AsyncSummaryMemory {
-            cell: Mutex::new(Buffer::new(state, &Heuristic, false, &fold.policy)),
+            cell: Mutex::new(Tracked::new(state, &Heuristic, false, &checks.policy)),
             summarizer,
-            fold,
+            checks,
         }
     }
 }
@@ -245,7 +245,7 @@ impl<S, C: TokenCounter> AsyncSummaryMemory<S, C> {
     /// assert_eq!(Memory::policy(&memory).summary_prefix, "[NOTES]\n");
     /// ```
     pub fn policy(mut self, policy: FoldPolicy) -> Self {
-        self.fold.policy = policy;
+        self.checks.policy = policy;
         self.reread();
         self
     }
@@ -266,8 +266,8 @@ impl<S, C: TokenCounter> AsyncSummaryMemory<S, C> {
         let mut memory = AsyncSummaryMemory {
             cell: self.cell,
             summarizer: self.summarizer,
-            fold: Fold {
-                policy: self.fold.policy,
+            checks: Checks {
+                policy: self.checks.policy,
                 counter,
             },
         };
@@ -278,19 +278,19 @@ impl<S, C: TokenCounter> AsyncSummaryMemory<S, C> {
     /// The summary's ledger read again, with the policy's patterns and
     /// counted by the counter the memory has now.
     fn reread(&mut self) {
-        let fold = &self.fold;
-        lock(&self.cell).read_ledger(&fold.policy, &fold.counter);
+        let checks = &self.checks;
+        lock(&self.cell).read_ledger(&checks.policy, &checks.counter);
     }
 }
 
-super::locked_memory!(AsyncSummaryMemory, |m| &m.fold.policy);
+super::locked_memory!(AsyncSummaryMemory, |m| &m.checks.policy);
 
 impl<S: AsyncSummarizer + Sync, C: TokenCounter + Sync> AsyncRemember for AsyncSummaryMemory<S, C> {
     async fn add_message(&self, message: Message) -> Result<()> {
-        self.fold.policy.validate()?;
+        self.checks.policy.validate()?;
         lock(&self.cell).push(message, None);
-        let everything = |buffer: &mut Buffer| buffer.messages().len();
-        settle(&self.cell, &self.summarizer, self.fold.rules(), everything).await
+        let everything = |buffer: &mut Tracked| buffer.messages().len();
+        settle(&self.cell, &self.summarizer, self.checks.rules(), everything).await
     }
 
     fn clear(&self) {

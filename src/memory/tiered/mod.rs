@@ -11,8 +11,8 @@ use super::{Memory, State, adders};
 use crate::count::{Heuristic, TokenCounter};
 use crate::error::Result;
 use crate::fold::clear::ClearToolResults;
-use crate::fold::engine::{Buffer, Holds, Rules, lock};
 use crate::fold::policy::FoldPolicy;
+use crate::memory::tracked::{Holds, Rules, Tracked, lock};
 use crate::message::Message;
 use crate::summarize::AsyncSummarizer;
 
@@ -99,7 +99,7 @@ struct Core<S, C> {
 #[derive(Debug, Default)]
 struct Tiers {
     /// L0 (`state.system`), the summary and the working buffer L1.
-    buffer: Buffer,
+    tracked: Tracked,
     system_tokens: usize,
     /// Tokens of the rendered summary message (0 without a summary).
     summary_tokens: usize,
@@ -127,8 +127,8 @@ struct Counters {
 }
 
 impl Holds for Tiers {
-    fn buffer(&mut self) -> &mut Buffer {
-        &mut self.buffer
+    fn tracked(&mut self) -> &mut Tracked {
+        &mut self.tracked
     }
 
     fn fold_ended(&mut self) -> Vec<Waker> {
@@ -140,14 +140,14 @@ impl Tiers {
     /// Replaces old, large tool results in the buffer with placeholders, each
     /// counted again.
     fn clear_tool_results<C: TokenCounter>(&mut self, clearing: &ClearToolResults, counter: &C) {
-        let Some((cleared, indices)) = clearing.clear(self.buffer.messages(), counter) else {
+        let Some((cleared, indices)) = clearing.clear(self.tracked.messages(), counter) else {
             return;
         };
         let mut indices = indices.iter().copied().peekable();
         for (i, message) in cleared.into_iter().enumerate() {
             if indices.next_if_eq(&i).is_some() {
                 let tokens = counter.count_message(&message);
-                self.buffer.replace(i, message, tokens);
+                self.tracked.replace(i, message, tokens);
                 self.stats.results_cleared += 1;
             }
         }
@@ -156,18 +156,18 @@ impl Tiers {
     /// How many messages the next fold takes (see `units::chunk`); 0 when
     /// the buffer is within the soft limit or nothing can be folded.
     fn chunk<C>(&self, settings: &TieredSettings<C>) -> usize {
-        if self.buffer.total() <= settings.soft_limit_tokens {
+        if self.tracked.total() <= settings.soft_limit_tokens {
             return 0;
         }
-        self.buffer
+        self.tracked
             .chunk((settings.chunk_size, settings.chunk_tokens.unwrap_or(usize::MAX)))
     }
 
     fn folds_pending<C>(&self, settings: &TieredSettings<C>) -> usize {
-        if self.buffer.total() <= settings.soft_limit_tokens {
+        if self.tracked.total() <= settings.soft_limit_tokens {
             return 0;
         }
-        let over = self.buffer.evict_count(settings.soft_limit_tokens);
+        let over = self.tracked.evict_count(settings.soft_limit_tokens);
         over.div_ceil(settings.chunk_size)
     }
 }
@@ -232,7 +232,7 @@ where
             summary => counter.count_message(&settings.policy.summary_message(summary)),
         };
         let tiers = Tiers {
-            buffer: Buffer::new(state, counter, true, &settings.policy),
+            tracked: Tracked::new(state, counter, true, &settings.policy),
             system_tokens,
             summary_tokens,
             ..Tiers::default()
@@ -262,10 +262,10 @@ impl<S, C: TokenCounter> TieredMemory<S, C> {
         let settings = &core.settings;
         let tokens = settings.counter.count_message(&message);
         let mut tiers = core.lock();
-        tiers.buffer.push(message, Some(tokens));
+        tiers.tracked.push(message, Some(tokens));
         // A fold in flight looks again when it ends: no wake-up needed then.
         let mut wake = None;
-        if tiers.buffer.total() > settings.soft_limit_tokens && !tiers.buffer.folding() {
+        if tiers.tracked.total() > settings.soft_limit_tokens && !tiers.tracked.folding() {
             if tiers.wait_adds > 0 {
                 tiers.wait_adds -= 1;
             } else {
@@ -290,7 +290,7 @@ impl<S, C: TokenCounter> TieredMemory<S, C> {
     /// flight is discarded when it completes.
     pub fn clear(&self) {
         let mut tiers = self.core.lock();
-        tiers.buffer.clear();
+        tiers.tracked.clear();
         tiers.summary_tokens = 0;
         tiers.wait_adds = 0;
         tiers.stats.consecutive_failures = 0;
@@ -305,15 +305,15 @@ impl<S, C: TokenCounter> TieredMemory<S, C> {
         Stats {
             system_tokens: tiers.system_tokens,
             summary_tokens: tiers.summary_tokens,
-            buffer_tokens: tiers.buffer.total(),
-            buffer_messages: tiers.buffer.messages().len(),
+            buffer_tokens: tiers.tracked.total(),
+            buffer_messages: tiers.tracked.messages().len(),
             view_tokens: view.tokens,
             hidden_messages: view.start,
             folds_done: c.folds_done,
             folds_failed: c.folds_failed,
             consecutive_failures: c.consecutive_failures,
             folds_pending: tiers.folds_pending(settings),
-            fold_in_flight: tiers.buffer.folding(),
+            fold_in_flight: tiers.tracked.folding(),
             messages_folded: c.messages_folded,
             messages_dropped: c.messages_dropped,
             results_cleared: c.results_cleared,
@@ -349,7 +349,7 @@ impl<S: AsyncSummarizer, C: TokenCounter> TieredMemory<S, C> {
                 Step::Busy => {
                     poll_fn(|cx| {
                         let mut tiers = core.lock();
-                        if tiers.buffer.folding() {
+                        if tiers.tracked.folding() {
                             tiers.waiters.push(cx.waker().clone());
                             Poll::Pending
                         } else {
@@ -365,7 +365,7 @@ impl<S: AsyncSummarizer, C: TokenCounter> TieredMemory<S, C> {
 
 impl<S, C: TokenCounter> Memory for TieredMemory<S, C> {
     fn state(&self) -> Cow<'_, State> {
-        Cow::Owned(self.core.lock().buffer.state.clone())
+        Cow::Owned(self.core.lock().tracked.state.clone())
     }
 
     fn policy(&self) -> &FoldPolicy {
@@ -379,7 +379,7 @@ impl<S, C: TokenCounter> Memory for TieredMemory<S, C> {
     fn messages(&self) -> Vec<Message> {
         let tiers = self.core.lock();
         let view = tiers.view(&self.core.settings);
-        let state = &tiers.buffer.state;
+        let state = &tiers.tracked.state;
         let mut out = Vec::with_capacity(state.system.len() + 1 + state.buffer.len() - view.start);
         out.extend(state.system.iter().cloned());
         let policy = &self.core.settings.policy;
@@ -397,11 +397,11 @@ impl<S, C: TokenCounter> Memory for TieredMemory<S, C> {
     }
 
     fn summary(&self) -> Cow<'_, str> {
-        Cow::Owned(self.core.lock().buffer.state.summary.clone())
+        Cow::Owned(self.core.lock().tracked.state.summary.clone())
     }
 
     fn buffer(&self) -> Cow<'_, [Message]> {
-        Cow::Owned(self.core.lock().buffer.state.buffer.clone())
+        Cow::Owned(self.core.lock().tracked.state.buffer.clone())
     }
 }
 

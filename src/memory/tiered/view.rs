@@ -33,8 +33,8 @@ impl Tiers {
             .saturating_add(self.system_tokens);
         let full = fixed
             .saturating_add(self.summary_tokens)
-            .saturating_add(self.buffer.total());
-        let summary = &self.buffer.state.summary;
+            .saturating_add(self.tracked.total());
+        let summary = &self.tracked.state.summary;
         let whole = if summary.is_empty() {
             Shown::Hidden
         } else {
@@ -48,8 +48,8 @@ impl Tiers {
             };
         }
         let room = hard.saturating_sub(fixed).saturating_sub(self.summary_tokens);
-        let start = self.buffer.evict_count(room);
-        let kept = self.buffer.tokens()[start..]
+        let start = self.tracked.evict_count(room);
+        let kept = self.tracked.tokens()[start..]
             .iter()
             .fold(0usize, |t, &x| t.saturating_add(x));
         let base = fixed.saturating_add(kept);

@@ -10,7 +10,7 @@ use std::task::{Context, Poll};
 use super::{Core, TieredSettings, Tiers};
 use crate::count::TokenCounter;
 use crate::error::{BoxError, Error};
-use crate::fold::engine::{self, Landed, fold_unlocked};
+use crate::memory::tracked::{self, Landed, fold_unlocked};
 use crate::summarize::AsyncSummarizer;
 
 /// The most adds a retry waits for after consecutive failures.
@@ -62,7 +62,7 @@ impl<S: AsyncSummarizer, C: TokenCounter> Core<S, C> {
         let due = |tiers: &mut Tiers| {
             if let (Some(clearing), true) = (
                 &settings.clear_tool_results,
-                tiers.buffer.total() > settings.soft_limit_tokens,
+                tiers.tracked.total() > settings.soft_limit_tokens,
             ) {
                 tiers.clear_tool_results(clearing, &settings.counter);
             }
@@ -109,10 +109,10 @@ impl<S: AsyncSummarizer, C: TokenCounter> Core<S, C> {
             }
         };
         match fold_unlocked(&self.tiers, self.rules(), due, call, after).await {
-            engine::Step::Idle => Step::Idle,
-            engine::Step::Busy => Step::Busy,
-            engine::Step::Abandoned => Step::Closed,
-            engine::Step::Landed(step) => step,
+            tracked::Step::Idle => Step::Idle,
+            tracked::Step::Busy => Step::Busy,
+            tracked::Step::Abandoned => Step::Closed,
+            tracked::Step::Landed(step) => step,
         }
     }
 }
@@ -129,7 +129,7 @@ impl Tiers {
         if settings.fallback_truncate && failures >= settings.max_failures {
             stats.messages_dropped += n as u64;
             stats.consecutive_failures = 0;
-            self.buffer.drop_front(n);
+            self.tracked.drop_front(n);
             self.wait_adds = 0;
         } else {
             let shift = u32::try_from(failures.saturating_sub(1))
