@@ -49,7 +49,12 @@ fn logging(
     move |r| {
         let (log, gate, failing) = (log.clone(), gate.clone(), failing.clone());
         Box::pin(async move {
+            // A deadline, so that a test whose gate never opens fails.
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
             while !gate.load(Ordering::SeqCst) {
+                if std::time::Instant::now() > deadline {
+                    return Err("the gate never opened");
+                }
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
             if failing.load(Ordering::SeqCst) {

@@ -327,6 +327,31 @@ async fn a_body_over_the_size_limit_gets_413_before_it_is_read() {
         reply.extend_from_slice(&buf[..n]);
     }
     assert!(String::from_utf8_lossy(&reply).starts_with("HTTP/1.1 413"));
+    drop(stream);
+    // A client that writes its whole body before it reads (as Python's
+    // urllib does) still reads the 413: the proxy reads the body on and
+    // discards it, then closes.
+    let mut stream = tokio::net::TcpStream::connect(proxy.addr).await.unwrap();
+    let len = 40 << 20;
+    let head = format!(
+        "POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {len}\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let chunk = vec![b' '; 1 << 20];
+    for _ in 0..len / chunk.len() {
+        stream
+            .write_all(&chunk)
+            .await
+            .expect("the proxy stopped reading the body before its end");
+    }
+    let mut reply = Vec::new();
+    tokio::time::timeout(std::time::Duration::from_secs(30), stream.read_to_end(&mut reply))
+        .await
+        .expect("the proxy neither answered nor closed")
+        .expect("the answer could not be read");
+    let reply = String::from_utf8_lossy(&reply);
+    assert!(reply.starts_with("HTTP/1.1 413"), "{reply}");
+    assert!(reply.contains("\"type\":\"request_too_large\""), "{reply}");
     // Without a length, the limit holds as the body streams in.
     let proxy = Proxy::start(&["--upstream", &up.url(), "--budget", "1000", "--max-body", "1000"]);
     let answer = post(&proxy.url("/v1/messages"), &[], "x".repeat(5_000)).await;

@@ -82,12 +82,8 @@ pub(crate) struct Config {
     pub(crate) openai: Upstream,
     /// Where Anthropic-shaped requests go.
     pub(crate) anthropic: Upstream,
-    /// The budget when no rule names the model.
-    pub(crate) budget: Option<usize>,
-    /// `--model-budget`: patterns and budgets.
-    pub(crate) model_budgets: Vec<(String, usize)>,
-    /// `--model-window`: patterns and windows.
-    pub(crate) model_windows: Vec<(String, usize)>,
+    /// Each request's budget.
+    pub(crate) budgets: Budgets,
     /// Largest body accepted.
     pub(crate) max_body: u64,
     /// Time for a request's headers and body.
@@ -144,9 +140,11 @@ impl Config {
         Ok(Config {
             openai: openai.versioned(),
             anthropic,
-            budget: args.budget,
-            model_budgets: args.model_budget.clone(),
-            model_windows: args.model_window.clone(),
+            budgets: Budgets {
+                budget: args.budget,
+                model_budgets: args.model_budget.clone(),
+                model_windows: args.model_window.clone(),
+            },
             max_body: args.max_body,
             read_timeout: seconds("--read-timeout", args.read_timeout)?,
             connect_timeout: seconds("--connect-timeout", args.connect_timeout)?,
@@ -154,6 +152,25 @@ impl Config {
             shutdown_timeout: seconds("--shutdown-timeout", args.shutdown_timeout)?,
             log: !args.quiet,
         })
+    }
+}
+
+/// How a request's budget is found: `--model-budget`, `--model-window`,
+/// `--budget`.
+#[derive(Clone, Debug)]
+pub(crate) struct Budgets {
+    /// The budget when no rule names the model.
+    pub(crate) budget: Option<usize>,
+    /// `--model-budget`: patterns and budgets.
+    pub(crate) model_budgets: Vec<(String, usize)>,
+    /// `--model-window`: patterns and windows.
+    pub(crate) model_windows: Vec<(String, usize)>,
+}
+
+impl Budgets {
+    /// Whether no rule gives any request a budget.
+    pub(crate) fn none(&self) -> bool {
+        self.budget.is_none() && self.model_budgets.is_empty() && self.model_windows.is_empty()
     }
 
     /// The budget for a request to `model`, whose reply and schemas may take

@@ -2,6 +2,8 @@
 //! OpenAI's `{"error": {"message", "type", "param", "code"}}` or
 //! Anthropic's `{"type": "error", "error": {"type", "message"}}`.
 
+use std::time::Instant;
+
 use hyper::StatusCode;
 use serde_json::json;
 
@@ -16,6 +18,9 @@ pub(crate) struct ApiError {
     pub(crate) message: String,
     /// The field at fault (OpenAI's `param`), when one is.
     pub(crate) param: Option<String>,
+    /// When the request was dispatched upstream, for an error of the way
+    /// there (unreachable, no answer in time).
+    pub(crate) dispatched: Option<Instant>,
 }
 
 impl ApiError {
@@ -25,6 +30,15 @@ impl ApiError {
             status,
             message: message.into(),
             param: None,
+            dispatched: None,
+        }
+    }
+
+    /// The error, for a request dispatched upstream `at`.
+    pub(crate) fn dispatched(self, at: Instant) -> Self {
+        ApiError {
+            dispatched: Some(at),
+            ..self
         }
     }
 
@@ -42,6 +56,7 @@ impl ApiError {
             status: StatusCode::BAD_REQUEST,
             message: format!("chatfold cannot compact this request: {}", failure.message),
             param,
+            dispatched: None,
         }
     }
 

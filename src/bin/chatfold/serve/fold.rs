@@ -1,24 +1,76 @@
 //! A chat request's body through the compactor (on a blocking thread):
 //! its budget, its tenant's cache, the summarizer with its single flight,
-//! and the extractive summary when the summarizer fails.
+//! and the extractive summary when the summarizer fails. The step knows
+//! nothing of HTTP besides its errors' statuses, and counts nothing: what
+//! it did is its [`Outcome`], which the metrics and the log read.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use chatfold::{Error, Format, History, Summarizer, SummaryRequest, TokenCounter};
+use chatfold::cache::SummaryCache;
+use chatfold::{
+    Compactor, Error, Extractive, Format, History, NamedCounter, Summarizer, SummaryRequest, TokenCounter,
+};
 use hyper::StatusCode;
 use serde_json::Value;
 
-use super::App;
+use super::config::Budgets;
 use super::errors::ApiError;
-use super::flight::{self, Had};
-use super::metrics::bump;
+use super::flight::{self, Flights, Had};
 use crate::body;
+use crate::summarizers::Chosen;
 
-/// What the compaction step decided for a request.
+/// What the fold step works with: the compactor every request's is cloned
+/// from, the summarizer and its stand-in, the cache, the folds in flight.
+pub(crate) struct Folding {
+    /// The compactor every request's is cloned from (its budget and cache
+    /// set per request).
+    pub(crate) base: Compactor<NamedCounter>,
+    /// How a request's budget is found.
+    pub(crate) budgets: Budgets,
+    /// The configured summarizer.
+    pub(crate) summarizer: Chosen,
+    /// Its name in cache namespaces.
+    pub(crate) summarizer_name: String,
+    /// What stands in when it fails.
+    pub(crate) fallback: Extractive<NamedCounter>,
+    /// Summaries: in process, and Redis when given.
+    pub(crate) cache: Arc<dyn SummaryCache>,
+    /// The server's secret (fold keys).
+    pub(crate) secret: [u8; 32],
+    /// The folds in flight.
+    pub(crate) flights: Flights,
+}
+
+impl Folding {
+    /// The compactor for a body that folds: `budget`, the tenant's cache
+    /// under `namespace`, and every message counted, so that the tokens
+    /// before (headers, log, metrics) are exact (a history that comes back
+    /// every turn is counted from `Tiktoken`'s remembered counts).
+    fn compactor(&self, budget: usize, namespace: &str) -> Compactor<NamedCounter> {
+        let mut compactor = self.base.clone();
+        compactor.budget = budget;
+        compactor.count_all = true;
+        compactor.cache(Arc::clone(&self.cache), namespace)
+    }
+}
+
+/// What the compaction step decided for a request: the body to forward,
+/// and what it did.
 #[derive(Debug, Default)]
 pub(crate) struct Folded {
     /// The compacted body; `None`: forward the client's bytes.
     pub(crate) body: Option<Vec<u8>>,
+    /// What the step did.
+    pub(crate) outcome: Outcome,
+}
+
+/// What the compaction step did, for the proxy's headers, its log line
+/// and its metrics.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Outcome {
+    /// Whether the body was compacted.
+    pub(crate) summarized: bool,
     /// The body's `model`, when it has one.
     pub(crate) model: Option<String>,
     /// Tokens of the history before and after, when it was counted.
@@ -31,6 +83,19 @@ pub(crate) struct Folded {
     /// What failed when the extractive summary stood in (the library's
     /// words, without the summarizer's own).
     pub(crate) fallback: Option<String>,
+    /// The configured summarizer's calls made for it.
+    pub(crate) calls: Calls,
+}
+
+/// The configured summarizer's calls for one request.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Calls {
+    /// Calls made.
+    pub(crate) made: u64,
+    /// Of which failed.
+    pub(crate) failed: u64,
+    /// Summaries waited for while the same fold was in flight.
+    pub(crate) waited: u64,
 }
 
 /// The reply's reserve a window-sized budget leaves room for.
@@ -56,177 +121,182 @@ struct Read {
     history: History,
     budget: usize,
     /// What to say when nothing is compacted.
-    pass: Folded,
+    pass: Outcome,
 }
 
-/// Reads a chat body of `format` and finds its budget (`asked`: the
-/// request's own, `x-chatfold-budget`); or the answer when there is
-/// nothing to compact (no budget applies, or the body cannot be read).
-fn read(
-    app: &App,
-    format: Format,
-    bytes: &[u8],
-    asked: Option<usize>,
-) -> Result<Read, Result<Folded, ApiError>> {
-    // A body is in memory whole: read in place when it is UTF-8 (the
-    // reader's errors, at the same places, say where it is not).
-    let parsed =
-        std::str::from_utf8(bytes).map_or_else(|_| History::from_reader(bytes), History::from_json_str);
-    let history = match parsed.and_then(|h| body::in_format(h, Some(format))) {
-        Ok(history) => history,
-        Err(e) => return Err(unreadable(app, bytes, asked, e)),
-    };
-    let model = history.field("model").and_then(Value::as_str).map(str::to_owned);
-    let reserve = || reserve(|f| history.field(f), &app.base.counter);
-    let budget = asked.or_else(|| app.config.budget(model.as_deref(), reserve));
-    let pass = Folded {
-        model,
-        cache: "none",
-        ..Folded::default()
-    };
-    match budget {
-        None => Err(Ok(pass)),
-        Some(0) => Err(Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "the request's max_tokens leaves no room for its messages in the model's window",
-        ))),
-        Some(budget) => Ok(Read {
+impl Folding {
+    /// Reads a chat body of `format` and finds its budget (`asked`: the
+    /// request's own, `x-chatfold-budget`); or the answer when there is
+    /// nothing to compact (no budget applies, or the body cannot be read).
+    fn read(
+        &self,
+        format: Format,
+        bytes: &[u8],
+        asked: Option<usize>,
+    ) -> Result<Read, Box<Result<Folded, ApiError>>> {
+        // A body is in memory whole: read in place when it is UTF-8 (the
+        // reader's errors, at the same places, say where it is not).
+        let parsed =
+            std::str::from_utf8(bytes).map_or_else(|_| History::from_reader(bytes), History::from_json_str);
+        let history = match parsed.and_then(|h| body::in_format(h, Some(format))) {
+            Ok(history) => history,
+            Err(e) => return Err(Box::new(self.unreadable(bytes, asked, e))),
+        };
+        let model = history.field("model").and_then(Value::as_str).map(str::to_owned);
+        let reserve = || reserve(|f| history.field(f), &self.base.counter);
+        let budget = asked.or_else(|| self.budgets.budget(model.as_deref(), reserve));
+        let pass = Outcome {
+            model,
+            cache: "none",
+            ..Outcome::default()
+        };
+        match budget {
+            None => Err(Box::new(Ok(Folded {
+                body: None,
+                outcome: pass,
+            }))),
+            Some(0) => Err(Box::new(Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "the request's max_tokens leaves no room for its messages in the model's window",
+            )))),
+            Some(budget) => Ok(Read {
+                history,
+                budget,
+                pass,
+            }),
+        }
+    }
+
+    /// What to forward for a body that fits (or that cannot be compacted),
+    /// decided without a cache or a summarizer, so on any thread; `None`
+    /// when it must be compacted ([`fold`](Self::fold)).
+    pub(crate) fn without_folding(
+        &self,
+        format: Format,
+        bytes: &[u8],
+        asked: Option<usize>,
+    ) -> Option<Result<Folded, ApiError>> {
+        let Read {
             history,
             budget,
             pass,
-        }),
+        } = match self.read(format, bytes, asked) {
+            Ok(read) => read,
+            Err(answer) => return Some(*answer),
+        };
+        let mut compactor = self.base.clone();
+        compactor.budget = budget;
+        match body::plan(&mut compactor, &history) {
+            Err(failure) => Some(Err(refused(failure))),
+            Ok(plan) if !plan.folds() => Some(unchanged(plan, pass)),
+            Ok(_) => None,
+        }
     }
-}
 
-/// What to forward for a body that fits (or that cannot be compacted),
-/// decided without a cache or a summarizer, so on any thread; `None` when
-/// it must be compacted ([`fold`]).
-pub(crate) fn without_folding(
-    app: &App,
-    format: Format,
-    bytes: &[u8],
-    asked: Option<usize>,
-) -> Option<Result<Folded, ApiError>> {
-    let Read {
-        history,
-        budget,
-        pass,
-    } = match read(app, format, bytes, asked) {
-        Ok(read) => read,
-        Err(answer) => return Some(answer),
-    };
-    let mut compactor = app.base.clone();
-    compactor.budget = budget;
-    match body::plan(&mut compactor, &history) {
-        Err(failure) => Some(Err(refused(failure))),
-        Ok(plan) if !plan.folds() => Some(unchanged(plan, pass)),
-        Ok(_) => None,
+    /// Decides what to forward for a chat request of `format`: `bytes` as
+    /// they came when they fit (or no budget applies), else the body
+    /// compacted, with the tenant's cache and the summarizer (so on a
+    /// blocking thread).
+    ///
+    /// `asked` is the request's own budget (`x-chatfold-budget`), `tenant`
+    /// its tenant (see `tenant::tenant`).
+    pub(crate) fn fold(
+        &self,
+        format: Format,
+        bytes: &[u8],
+        asked: Option<usize>,
+        tenant: &str,
+    ) -> Result<Folded, ApiError> {
+        let Read {
+            history,
+            budget,
+            pass,
+        } = match self.read(format, bytes, asked) {
+            Ok(read) => read,
+            Err(answer) => return *answer,
+        };
+        let namespace = format!("{tenant} {}", self.summarizer_name);
+        let mut compactor = self.compactor(budget, &namespace);
+        let plan = body::plan(&mut compactor, &history).map_err(refused)?;
+        if !plan.folds() {
+            return unchanged(plan, pass);
+        }
+        let guarded = Guarded {
+            folding: self,
+            namespace: &namespace,
+            calls: Default::default(),
+        };
+        let (result, fallback) = match plan.compact(&guarded) {
+            Ok(result) => (result, None),
+            Err(e @ (Error::Summarize(_) | Error::EmptySummary)) => {
+                // The client hears what failed; the operator, on stderr, why
+                // (the summarizer's own words may name its host or command).
+                let why = e.to_string();
+                eprintln!(
+                    "warning: {}; the extractive summary stands in",
+                    crate::Failure::from(e).message
+                );
+                let mut compactor = self.compactor(budget, &format!("{tenant} extractive"));
+                let plan = body::plan(&mut compactor, &history).map_err(refused)?;
+                (plan.compact(&self.fallback).map_err(failed)?, Some(why))
+            }
+            Err(e) => return Err(failed(e)),
+        };
+        let calls = guarded.calls();
+        let hit = calls.made + calls.waited == 0 && fallback.is_none();
+        let written = body::written(&history, &result, false).map_err(refused)?;
+        Ok(Folded {
+            body: Some(written),
+            outcome: Outcome {
+                summarized: true,
+                tokens: Some((result.tokens_before.get(), result.tokens_after)),
+                over_budget: result.over_budget,
+                cache: if hit { "hit" } else { "miss" },
+                fallback,
+                calls,
+                ..pass
+            },
+        })
+    }
+
+    /// A body chatfold cannot read: forwarded when it surely fits (its
+    /// bytes are no more than the budget: a token takes at least a byte,
+    /// and JSON's framing outweighs a message's overhead) or no budget
+    /// applies, else 400.
+    fn unreadable(&self, bytes: &[u8], asked: Option<usize>, e: Error) -> Result<Folded, ApiError> {
+        let lenient: Option<Value> = serde_json::from_slice(bytes).ok();
+        let field = |name: &str| lenient.as_ref()?.get(name);
+        let model = field("model").and_then(Value::as_str).map(str::to_owned);
+        let budget = asked.or_else(|| {
+            self.budgets
+                .budget(model.as_deref(), || reserve(field, &self.base.counter))
+        });
+        match budget {
+            Some(budget) if bytes.len() > budget => Err(ApiError::unreadable(e)),
+            _ => Ok(Folded {
+                body: None,
+                outcome: Outcome {
+                    model,
+                    cache: "none",
+                    ..Outcome::default()
+                },
+            }),
+        }
     }
 }
 
 /// The plan that folds nothing, as an answer: the client's bytes go.
-fn unchanged(plan: chatfold::Plan<'_, '_, chatfold::NamedCounter>, pass: Folded) -> Result<Folded, ApiError> {
+fn unchanged(plan: chatfold::Plan<'_, '_, NamedCounter>, pass: Outcome) -> Result<Folded, ApiError> {
     let result = plan.apply("").map_err(failed)?;
     Ok(Folded {
-        tokens: Some((result.tokens_before.get(), result.tokens_after)),
-        // Nothing could be folded, and what must stay does not fit.
-        over_budget: result.over_budget,
-        ..pass
+        body: None,
+        outcome: Outcome {
+            tokens: Some((result.tokens_before.get(), result.tokens_after)),
+            // Nothing could be folded, and what must stay does not fit.
+            over_budget: result.over_budget,
+            ..pass
+        },
     })
-}
-
-/// Decides what to forward for a chat request of `format`: `bytes` as they
-/// came when they fit (or no budget applies), else the body compacted,
-/// with the tenant's cache and the summarizer (so on a blocking thread).
-///
-/// `asked` is the request's own budget (`x-chatfold-budget`), `tenant` its
-/// tenant (see `tenant::tenant`).
-pub(crate) fn fold(
-    app: &App,
-    format: Format,
-    bytes: &[u8],
-    asked: Option<usize>,
-    tenant: &str,
-) -> Result<Folded, ApiError> {
-    let Read {
-        history,
-        budget,
-        pass,
-    } = match read(app, format, bytes, asked) {
-        Ok(read) => read,
-        Err(answer) => return answer,
-    };
-    let namespace = format!("{tenant} {}", app.summarizer_name);
-    let mut compactor = app.compactor(budget, &namespace);
-    let plan = body::plan(&mut compactor, &history).map_err(refused)?;
-    if !plan.folds() {
-        return unchanged(plan, pass);
-    }
-    let guarded = Guarded {
-        app,
-        namespace: &namespace,
-        called: AtomicBool::new(false),
-    };
-    let (result, fallback) = match plan.compact(&guarded) {
-        Ok(result) => (result, None),
-        Err(e @ (Error::Summarize(_) | Error::EmptySummary)) => {
-            bump(&app.metrics.fallbacks);
-            // The client hears what failed; the operator, on stderr, why
-            // (the summarizer's own words may name its host or command).
-            let why = e.to_string();
-            eprintln!(
-                "warning: {}; the extractive summary stands in",
-                crate::Failure::from(e).message
-            );
-            let mut compactor = app.compactor(budget, &format!("{tenant} extractive"));
-            let plan = body::plan(&mut compactor, &history).map_err(refused)?;
-            (plan.compact(&app.fallback).map_err(failed)?, Some(why))
-        }
-        Err(e) => return Err(failed(e)),
-    };
-    let hit = !guarded.called.load(Ordering::Relaxed) && fallback.is_none();
-    bump(if hit {
-        &app.metrics.cache_hits
-    } else {
-        &app.metrics.cache_misses
-    });
-    let written = body::written(&history, &result, false).map_err(refused)?;
-    let metrics = &app.metrics;
-    bump(&metrics.compacted);
-    let before = result.tokens_before.get() as u64;
-    metrics.tokens_before.fetch_add(before, Ordering::Relaxed);
-    metrics
-        .tokens_after
-        .fetch_add(result.tokens_after as u64, Ordering::Relaxed);
-    Ok(Folded {
-        body: Some(written),
-        tokens: Some((result.tokens_before.get(), result.tokens_after)),
-        over_budget: result.over_budget,
-        cache: if hit { "hit" } else { "miss" },
-        fallback,
-        ..pass
-    })
-}
-
-/// A body chatfold cannot read: forwarded when it surely fits (its bytes
-/// are no more than the budget: a token takes at least a byte, and JSON's
-/// framing outweighs a message's overhead) or no budget applies, else 400.
-fn unreadable(app: &App, bytes: &[u8], asked: Option<usize>, e: Error) -> Result<Folded, ApiError> {
-    let lenient: Option<Value> = serde_json::from_slice(bytes).ok();
-    let field = |name: &str| lenient.as_ref()?.get(name);
-    let model = field("model").and_then(Value::as_str).map(str::to_owned);
-    let budget = asked.or_else(|| {
-        app.config
-            .budget(model.as_deref(), || reserve(field, &app.base.counter))
-    });
-    match budget {
-        Some(budget) if bytes.len() > budget => Err(ApiError::unreadable(e)),
-        _ => Ok(Folded {
-            model,
-            cache: "none",
-            ..Folded::default()
-        }),
-    }
 }
 
 /// A request the compactor refuses: the client's to fix.
@@ -248,31 +318,40 @@ fn failed(e: Error) -> ApiError {
     )
 }
 
-/// The configured summarizer, one call per fold at a time, counted.
+/// The configured summarizer, one call per fold at a time, its calls
+/// counted for the request's [`Outcome`].
 struct Guarded<'a> {
-    app: &'a App,
+    folding: &'a Folding,
     namespace: &'a str,
-    /// Whether any summary was asked for (no: the cache had it).
-    called: AtomicBool,
+    /// Made, failed, waited.
+    calls: [AtomicU64; 3],
+}
+
+impl Guarded<'_> {
+    /// The calls made so far.
+    fn calls(&self) -> Calls {
+        let [made, failed, waited] = self.calls.each_ref().map(|c| c.load(Ordering::Relaxed));
+        Calls { made, failed, waited }
+    }
 }
 
 impl Summarizer for Guarded<'_> {
     type Error = chatfold::BoxError;
 
     fn summarize(&self, request: &SummaryRequest<'_>) -> Result<String, Self::Error> {
-        self.called.store(true, Ordering::Relaxed);
-        let app = self.app;
-        let key = flight::key(&app.secret, self.namespace, request);
-        let (answer, had) = app.flights.run(key, || {
-            bump(&app.metrics.summarizer_calls);
-            let answer = app.summarizer.summarize(request);
+        let folding = self.folding;
+        let [made, failed, waited] = &self.calls;
+        let key = flight::key(&folding.secret, self.namespace, request);
+        let (answer, had) = folding.flights.run(key, || {
+            made.fetch_add(1, Ordering::Relaxed);
+            let answer = folding.summarizer.summarize(request);
             if answer.is_err() {
-                bump(&app.metrics.summarizer_failures);
+                failed.fetch_add(1, Ordering::Relaxed);
             }
             answer
         });
         if had == Had::Waited {
-            bump(&app.metrics.flight_waits);
+            waited.fetch_add(1, Ordering::Relaxed);
         }
         answer
     }

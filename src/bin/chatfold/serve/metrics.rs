@@ -7,6 +7,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use super::fold::Outcome;
+
 /// The added latency histogram's upper bounds, in seconds.
 const BUCKETS: [f64; 14] = [
     0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0, 30.0,
@@ -18,23 +20,23 @@ pub(crate) struct Metrics {
     /// Requests answered, by route and status.
     requests: Mutex<BTreeMap<(&'static str, u16), u64>>,
     /// Requests forwarded compacted.
-    pub(crate) compacted: AtomicU64,
+    compacted: AtomicU64,
     /// Tokens of compacted requests' histories, before.
-    pub(crate) tokens_before: AtomicU64,
+    tokens_before: AtomicU64,
     /// And after.
-    pub(crate) tokens_after: AtomicU64,
+    tokens_after: AtomicU64,
     /// Summarizer calls made (the configured summarizer's).
-    pub(crate) summarizer_calls: AtomicU64,
+    summarizer_calls: AtomicU64,
     /// Of which failed.
-    pub(crate) summarizer_failures: AtomicU64,
+    summarizer_failures: AtomicU64,
     /// Requests served with the extractive summary in its place.
-    pub(crate) fallbacks: AtomicU64,
+    fallbacks: AtomicU64,
     /// Compactions that found their summary cached (no summarizer call).
-    pub(crate) cache_hits: AtomicU64,
+    cache_hits: AtomicU64,
     /// Compactions that had to summarize.
-    pub(crate) cache_misses: AtomicU64,
+    cache_misses: AtomicU64,
     /// Summarizer calls that waited for the same fold, in flight elsewhere.
-    pub(crate) flight_waits: AtomicU64,
+    flight_waits: AtomicU64,
     /// Added latency: counts per bucket (the last is +Inf), and the sum in
     /// nanoseconds.
     latency: [AtomicU64; BUCKETS.len() + 1],
@@ -42,7 +44,7 @@ pub(crate) struct Metrics {
 }
 
 /// Adds one to `counter`.
-pub(crate) fn bump(counter: &AtomicU64) {
+fn bump(counter: &AtomicU64) {
     counter.fetch_add(1, Ordering::Relaxed);
 }
 
@@ -58,6 +60,32 @@ impl Metrics {
         bump(&self.latency[bucket]);
         let nanos = u64::try_from(added.as_nanos()).unwrap_or(u64::MAX);
         self.latency_sum_nanos.fetch_add(nanos, Ordering::Relaxed);
+    }
+
+    /// Counts what a chat request's compaction step did.
+    pub(crate) fn folded(&self, outcome: &Outcome) {
+        let add = |counter: &AtomicU64, n: u64| {
+            counter.fetch_add(n, Ordering::Relaxed);
+        };
+        let calls = &outcome.calls;
+        add(&self.summarizer_calls, calls.made);
+        add(&self.summarizer_failures, calls.failed);
+        add(&self.flight_waits, calls.waited);
+        if !outcome.summarized {
+            return;
+        }
+        bump(&self.compacted);
+        if let Some((before, after)) = outcome.tokens {
+            add(&self.tokens_before, before as u64);
+            add(&self.tokens_after, after as u64);
+        }
+        if outcome.fallback.is_some() {
+            bump(&self.fallbacks);
+        }
+        bump(match outcome.cache {
+            "hit" => &self.cache_hits,
+            _ => &self.cache_misses,
+        });
     }
 
     /// Everything, in Prometheus' text exposition format.

@@ -2,19 +2,21 @@
 //! Anthropic-compatible API.
 //!
 //! The rooms: `config` (what the flags mean: upstreams, budgets, limits),
-//! `proxy` (the handler: routes, limits, forwarding, the proxy's headers
-//! and log line), `fold` (a chat body through the compactor, with the
-//! fallback summary), `flight` (one summarizer call per fold at a time),
-//! `tenant` (the server's secret, tenants' namespaces, the shared cache),
-//! `upstream` (the client and header hygiene), `errors` (answers in each
-//! API's shape), `metrics` (`/metrics`). This file builds the state, runs
-//! the server and shuts it down gracefully.
+//! `proxy` (the handlers: routes, reading, forwarding, the proxy's
+//! headers), `layers` (around them: metrics and the log line, error shapes,
+//! draining an unread body), `fold` (a chat body through the compactor,
+//! with the fallback summary), `flight` (one summarizer call per fold at a
+//! time), `tenant` (the server's secret, tenants' namespaces, the shared
+//! cache), `upstream` (the client and header hygiene), `errors` (answers in
+//! each API's shape), `metrics` (`/metrics`). This file builds the state
+//! and the service, runs the server and shuts it down gracefully.
 
 mod config;
 mod errors;
 mod fleet;
 mod flight;
 mod fold;
+mod layers;
 mod metrics;
 mod proxy;
 mod tenant;
@@ -23,13 +25,20 @@ mod upstream;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chatfold::cache::{RedisCache, SummaryCache};
-use chatfold::{Compactor, Extractive, NamedCounter};
-use hyper::service::service_fn;
+use chatfold::cache::RedisCache;
+use chatfold::{Extractive, NamedCounter};
+use std::convert::Infallible;
+
+use hyper::body::Incoming;
+use hyper::{Request, Response};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::timeout::RequestBodyTimeoutLayer;
 
+use self::layers::{Drained, LayerFn};
 use crate::flags::ServeArgs;
 use crate::summarizers::Chosen;
 use crate::{Failure, exit, setup};
@@ -38,39 +47,12 @@ use crate::{Failure, exit, setup};
 pub(crate) struct App {
     /// The flags, checked.
     config: config::Config,
-    /// The compactor every request's is cloned from (its budget and cache
-    /// set per request).
-    base: Compactor<NamedCounter>,
-    /// The configured summarizer.
-    summarizer: Chosen,
-    /// Its name in cache namespaces.
-    summarizer_name: String,
-    /// What stands in when it fails.
-    fallback: Extractive<NamedCounter>,
-    /// Summaries: in process, and Redis when given.
-    cache: Arc<dyn SummaryCache>,
-    /// The server's secret (tenants' namespaces, fold keys).
-    secret: [u8; 32],
-    /// The folds in flight.
-    flights: flight::Flights,
+    /// What the fold step works with.
+    folding: Arc<fold::Folding>,
     /// The counters.
     metrics: metrics::Metrics,
     /// The way upstream.
     client: upstream::Client,
-}
-
-impl App {
-    /// The compactor for one request: `budget`, and the cache in `namespace`.
-    /// The compactor for a body that folds: `budget`, the tenant's cache
-    /// under `namespace`, and every message counted, so that the tokens
-    /// before (headers, log, metrics) are exact (a history that comes back
-    /// every turn is counted from `Tiktoken`'s remembered counts).
-    fn compactor(&self, budget: usize, namespace: &str) -> Compactor<NamedCounter> {
-        let mut compactor = self.base.clone();
-        compactor.budget = budget;
-        compactor.count_all = true;
-        compactor.cache(Arc::clone(&self.cache), namespace)
-    }
 }
 
 /// The default wait for a fold in flight, past the summarizer's own
@@ -81,7 +63,7 @@ const FLIGHT_SLACK: Duration = Duration::from_secs(5);
 /// Ctrl-C, then lets in-flight requests finish.
 pub(crate) fn serve(args: &ServeArgs) -> Result<(), Failure> {
     let config = config::Config::new(args)?;
-    if config.budget.is_none() && config.model_budgets.is_empty() && config.model_windows.is_empty() {
+    if config.budgets.none() {
         eprintln!("warning: no --budget, --model-budget or --model-window: every request passes through");
     }
     let counter = args.tokenizer.parse::<NamedCounter>()?;
@@ -119,20 +101,24 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), Failure> {
         .build()
         .map_err(|e| Failure::new(exit::USAGE, format!("cannot start the runtime: {e}")))?;
     let entered = runtime.enter();
-    let app = Arc::new(App {
-        client: upstream::client(&config),
-        config,
+    let folding = fold::Folding {
         base: setup::folding(1, counter, &args.fold),
+        budgets: config.budgets.clone(),
         summarizer,
         summarizer_name: setup::namespace(&args.summarize),
         fallback: Extractive::with_counter(counter),
         cache: Arc::new(tenant::Shared::new(args.cache_entries, redis)),
         secret: tenant::secret(secret_flag.as_deref()),
         flights: flight::Flights::new(longest * 2, flight::LINGER, fleet),
+    };
+    // The ledger's patterns built before the first request needs them.
+    folding.base.policy.prepare();
+    let app = Arc::new(App {
+        client: upstream::client(&config),
+        config,
+        folding: Arc::new(folding),
         metrics: metrics::Metrics::default(),
     });
-    // The ledger's patterns built before the first request needs them.
-    app.base.policy.prepare();
     let outcome = runtime.block_on(run(app, args.listen));
     // Summarize commands that folds still wait on end with this process.
     crate::summarizers::end_commands();
@@ -152,6 +138,7 @@ async fn run(app: Arc<App>, listen: std::net::SocketAddr) -> Result<(), Failure>
         .local_addr()
         .map_err(|e| Failure::new(exit::USAGE, format!("cannot listen on {listen}: {e}")))?;
     eprintln!("chatfold serve: listening on http://{local}");
+    let service = service(&app);
     let graceful = GracefulShutdown::new();
     let mut signal = std::pin::pin!(shutdown_signal());
     loop {
@@ -163,12 +150,10 @@ async fn run(app: Arc<App>, listen: std::net::SocketAddr) -> Result<(), Failure>
                     continue;
                 };
                 let _ = stream.set_nodelay(true);
-                let shared = Arc::clone(&app);
-                let service = service_fn(move |request| proxy::handle(Arc::clone(&shared), request));
                 let connection = hyper::server::conn::http1::Builder::new()
                     .timer(TokioTimer::new())
                     .header_read_timeout(app.config.read_timeout)
-                    .serve_connection(TokioIo::new(stream), service);
+                    .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service.clone()));
                 let watched = graceful.watch(connection);
                 tokio::spawn(async move {
                     let _ = watched.await;
@@ -186,6 +171,37 @@ async fn run(app: Arc<App>, listen: std::net::SocketAddr) -> Result<(), Failure>
         }
     }
     Ok(())
+}
+
+/// The service every connection runs: the handlers inside their layers,
+/// outermost first (see `layers`).
+fn service(
+    app: &Arc<App>,
+) -> impl tower::Service<
+    Request<Incoming>,
+    Response = Response<upstream::Body>,
+    Error = Infallible,
+    Future = impl Future<Output = Result<Response<upstream::Body>, Infallible>> + Send,
+> + Clone
++ Send
++ 'static {
+    let config = &app.config;
+    let (max_body, read_timeout) = (config.max_body, config.read_timeout);
+    let limit = usize::try_from(max_body).unwrap_or(usize::MAX);
+    let handlers = {
+        let app = Arc::clone(app);
+        tower::service_fn(move |request| proxy::handle(Arc::clone(&app), request))
+    };
+    let observed = Arc::clone(app);
+    tower::ServiceBuilder::new()
+        .layer(LayerFn(move |inner| {
+            layers::observe(Arc::clone(&observed), inner)
+        }))
+        .layer(LayerFn(move |inner| layers::own_errors(max_body, inner)))
+        .map_request(move |request| Drained::request(request, read_timeout))
+        .layer(RequestBodyLimitLayer::new(limit))
+        .layer(RequestBodyTimeoutLayer::new(read_timeout))
+        .service(handlers)
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

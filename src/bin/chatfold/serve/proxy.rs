@@ -1,22 +1,23 @@
-//! The handler: each request routed, read (within the limits), compacted
+//! The handlers: each request routed, read (within the limits), compacted
 //! when a chat request is over budget, and forwarded; the upstream's
-//! response streamed back as it comes, with the proxy's headers.
+//! response streamed back as it comes, with the proxy's headers. The
+//! plumbing around them (limits, time-outs, error shapes, metrics, the log)
+//! is in `layers`.
 
-use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
-use chatfold::Format;
-use http_body_util::{BodyExt as _, Limited};
-use hyper::body::Incoming;
+use chatfold::{BoxError, Format};
+use http_body_util::BodyExt as _;
 use hyper::header::{self, HeaderValue};
 use hyper::http::request::Parts;
 use hyper::{Method, Request, Response, StatusCode, Version};
 
 use super::App;
 use super::errors::ApiError;
-use super::fold::{Folded, fold, without_folding};
+use super::fold::{Folded, Outcome};
+use super::layers::Dispatched;
 use super::tenant::tenant;
 use super::upstream::{self, Body, full};
 
@@ -26,7 +27,7 @@ const INLINE: usize = 64 << 10;
 
 /// Where a request goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Route {
+pub(crate) enum Route {
     /// A chat request of this format, compacted when over budget.
     Chat(Format),
     /// `GET /healthz`.
@@ -38,7 +39,8 @@ enum Route {
 }
 
 impl Route {
-    fn of(method: &Method, path: &str) -> Route {
+    /// The route of a request to `path`.
+    pub(crate) fn of(method: &Method, path: &str) -> Route {
         match (method, path) {
             // With or without the version: a client whose base URL has none.
             (&Method::POST, "/v1/chat/completions" | "/chat/completions") => Route::Chat(Format::OpenAi),
@@ -49,8 +51,16 @@ impl Route {
         }
     }
 
+    /// A request's route, as the outermost layer found it.
+    fn from<B>(request: &Request<B>) -> Route {
+        match request.extensions().get::<Route>() {
+            Some(&route) => route,
+            None => Route::of(request.method(), request.uri().path()),
+        }
+    }
+
     /// The route's name in metrics and logs.
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Route::Chat(Format::Anthropic) => "messages",
             Route::Chat(_) => "chat_completions",
@@ -59,80 +69,44 @@ impl Route {
             Route::Other => "other",
         }
     }
-}
 
-/// What a request's log line and metrics say besides its route and status.
-struct Note {
-    /// When the request was forwarded, or answered by the proxy.
-    done: Instant,
-    /// What the compaction step decided, for a chat request.
-    folded: Option<Folded>,
-}
-
-impl Note {
-    /// A request the proxy answered itself, now.
-    fn now() -> Note {
-        Note {
-            done: Instant::now(),
-            folded: None,
+    /// Whose error shape (and upstream) a request gets: its chat route's
+    /// format; else Anthropic's on `/v1/messages...` or with an
+    /// `anthropic-version` header, else OpenAI's.
+    pub(crate) fn shape<B>(request: &Request<B>) -> Format {
+        if let Route::Chat(format) = Route::from(request) {
+            return format;
+        }
+        if request.uri().path().starts_with("/v1/messages")
+            || request.headers().contains_key("anthropic-version")
+        {
+            Format::Anthropic
+        } else {
+            Format::OpenAi
         }
     }
 }
 
-/// Answers one request.
-pub(crate) async fn handle(app: Arc<App>, request: Request<Incoming>) -> Result<Response<Body>, Infallible> {
-    let start = Instant::now();
-    let route = Route::of(request.method(), request.uri().path());
-    let method = request.method().clone();
-    let shape = match route {
-        Route::Chat(format) => format,
-        _ => shape(&request),
-    };
-    let own =
-        |body: String, content_type| Ok((Ok(plain(StatusCode::OK, content_type, body.into())), Note::now()));
-    let outcome = match route {
-        Route::Health => own("ok\n".to_owned(), "text/plain"),
-        Route::Metrics => own(app.metrics.render(), "text/plain; version=0.0.4"),
-        Route::Chat(format) => chat(&app, request, format, start).await,
+/// Answers one request: routes it to its handler.
+pub(crate) async fn handle<B>(app: Arc<App>, request: Request<B>) -> Result<Response<Body>, ApiError>
+where
+    B: hyper::body::Body<Data = Bytes> + Send + Sync + 'static,
+    B::Error: Into<BoxError>,
+{
+    match Route::from(&request) {
+        Route::Health => Ok(plain(StatusCode::OK, "text/plain", "ok\n".into())),
+        Route::Metrics => Ok(plain(
+            StatusCode::OK,
+            "text/plain; version=0.0.4",
+            app.metrics.render().into(),
+        )),
+        Route::Chat(format) => chat(&app, request, format).await,
         Route::Other => other(&app, request).await,
-    };
-    let (answer, note) = outcome.unwrap_or_else(|e| (Err(e), Note::now()));
-    let response = answer.unwrap_or_else(|e| own_error(&e, shape));
-    let added = note.done.saturating_duration_since(start);
-    app.metrics
-        .answered(route.name(), response.status().as_u16(), added);
-    if app.config.log {
-        log_line(&method, route, response.status(), note.folded.as_ref(), added);
-    }
-    Ok(response)
-}
-
-/// A response, or an error the proxy answers itself.
-type Answer = Result<Response<Body>, ApiError>;
-
-/// The proxy's answer for `e`, in the API's shape.
-fn own_error(e: &ApiError, shape: Format) -> Response<Body> {
-    let mut response = plain(e.status, "application/json", e.body(shape).into());
-    response
-        .headers_mut()
-        .insert("x-chatfold-error", HeaderValue::from_static("true"));
-    response
-}
-
-/// Whose error shape (and upstream) a request that is not a chat route's
-/// gets: Anthropic's on `/v1/messages...` or with an `anthropic-version`
-/// header, else OpenAI's.
-fn shape<B>(request: &Request<B>) -> Format {
-    if request.uri().path().starts_with("/v1/messages") || request.headers().contains_key("anthropic-version")
-    {
-        Format::Anthropic
-    } else {
-        Format::OpenAi
     }
 }
 
 /// A response of the proxy's own.
-fn plain(status: StatusCode, content_type: &'static str, body: Bytes) -> Response<Body> {
+pub(crate) fn plain(status: StatusCode, content_type: &'static str, body: Bytes) -> Response<Body> {
     let mut response = Response::new(full(body));
     *response.status_mut() = status;
     response
@@ -141,52 +115,44 @@ fn plain(status: StatusCode, content_type: &'static str, body: Bytes) -> Respons
     response
 }
 
-/// 413 when the declared length is over the limit.
-fn check_length(app: &App, parts: &Parts) -> Result<(), ApiError> {
-    let declared = parts
-        .headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-    match declared {
-        Some(len) if len > app.config.max_body => Err(too_large(app)),
-        _ => Ok(()),
-    }
-}
-
-fn too_large(app: &App) -> ApiError {
+/// The 413 for a body over `max_body` bytes.
+pub(crate) fn too_large(max_body: u64) -> ApiError {
     ApiError::new(
         StatusCode::PAYLOAD_TOO_LARGE,
-        format!(
-            "the request body is larger than this proxy's limit of {} bytes",
-            app.config.max_body
-        ),
+        format!("the request body is larger than this proxy's limit of {max_body} bytes"),
     )
+}
+
+/// The error for a client's body that could not be read: over the limit
+/// (tower-http's), stalled (its time-out), or broken.
+fn unread(app: &App, e: &(dyn std::error::Error + 'static)) -> ApiError {
+    if caused_by::<http_body_util::LengthLimitError>(e) {
+        too_large(app.config.max_body)
+    } else if caused_by::<tower_http::timeout::TimeoutError>(e) {
+        ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the request body stalled for {} s",
+                app.config.read_timeout.as_secs_f64()
+            ),
+        )
+    } else {
+        ApiError::new(StatusCode::BAD_REQUEST, "cannot read the request body")
+    }
 }
 
 /// A chat request: read whole (within the limits), compacted when over
 /// budget, forwarded.
-async fn chat(
-    app: &Arc<App>,
-    request: Request<Incoming>,
-    format: Format,
-    start: Instant,
-) -> Result<(Answer, Note), ApiError> {
+async fn chat<B>(app: &Arc<App>, request: Request<B>, format: Format) -> Result<Response<Body>, ApiError>
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
     let (parts, body) = request.into_parts();
-    check_length(app, &parts)?;
     let asked = asked_budget(&parts)?;
-    let limit = usize::try_from(app.config.max_body).unwrap_or(usize::MAX);
-    let left = app.config.read_timeout.saturating_sub(start.elapsed());
-    let bytes = match tokio::time::timeout(left, Limited::new(body, limit).collect()).await {
+    let bytes = match tokio::time::timeout(app.config.read_timeout, body.collect()).await {
         Ok(Ok(collected)) => collected.to_bytes(),
-        Ok(Err(e)) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
-            return Err(too_large(app));
-        }
-        Ok(Err(_)) => {
-            return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "cannot read the request body",
-            ));
-        }
+        Ok(Err(e)) => return Err(unread(app, &*e.into())),
         Err(_) => {
             return Err(ApiError::new(
                 StatusCode::REQUEST_TIMEOUT,
@@ -196,56 +162,52 @@ async fn chat(
     };
     // A small body that fits is decided here; compacting (the cache, the
     // summarizer) runs on a blocking thread.
+    let folding = &app.folding;
     let decided = (bytes.len() <= INLINE)
-        .then(|| without_folding(app, format, &bytes, asked))
+        .then(|| folding.without_folding(format, &bytes, asked))
         .flatten();
-    let folded = match decided {
+    let Folded { body, outcome } = match decided {
         Some(decided) => decided?,
         None => {
-            let tenant = tenant(&app.secret, &parts.headers);
-            let (app, bytes) = (Arc::clone(app), bytes.clone());
-            tokio::task::spawn_blocking(move || fold(&app, format, &bytes, asked, &tenant))
+            let tenant = tenant(&folding.secret, &parts.headers);
+            let (folding, bytes) = (Arc::clone(folding), bytes.clone());
+            tokio::task::spawn_blocking(move || folding.fold(format, &bytes, asked, &tenant))
                 .await
                 .map_err(|_| {
                     ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "the compaction step failed")
                 })??
         }
     };
-    let (body, rewritten) = match &folded.body {
-        Some(compacted) => (full(compacted.clone()), Some(compacted.len())),
+    let (body, rewritten) = match body {
+        Some(compacted) => {
+            let len = compacted.len();
+            (full(compacted), Some(len))
+        }
         None => (full(bytes), None),
     };
     let upstream = match format {
         Format::Anthropic => &app.config.anthropic,
         _ => &app.config.openai,
     };
-    let (answer, done) = forward(app, parts, (body, true), rewritten, upstream).await;
-    let answer = answer.map(|mut response| {
-        ours(response.headers_mut(), &folded);
-        response
-    });
-    Ok((
-        answer,
-        Note {
-            done,
-            folded: Some(folded),
-        },
-    ))
+    let mut response = forward(app, parts, (body, true), rewritten, upstream).await?;
+    ours(response.headers_mut(), &outcome);
+    response.extensions_mut().insert(outcome);
+    Ok(response)
 }
 
 /// Any other request: forwarded as it is, its body streamed.
-async fn other(app: &Arc<App>, request: Request<Incoming>) -> Result<(Answer, Note), ApiError> {
-    let upstream = match shape(&request) {
+async fn other<B>(app: &Arc<App>, request: Request<B>) -> Result<Response<Body>, ApiError>
+where
+    B: hyper::body::Body<Data = Bytes> + Send + Sync + 'static,
+    B::Error: Into<BoxError>,
+{
+    let upstream = match Route::shape(&request) {
         Format::Anthropic => &app.config.anthropic,
         _ => &app.config.openai,
     };
     let (parts, body) = request.into_parts();
-    check_length(app, &parts)?;
-    let limit = usize::try_from(app.config.max_body).unwrap_or(usize::MAX);
-    let body = Limited::new(body, limit).boxed();
-    let body = upstream::Idle::new(body, app.config.read_timeout).boxed();
-    let (answer, done) = forward(app, parts, (body, false), None, upstream).await;
-    Ok((answer, Note { done, folded: None }))
+    let body = body.map_err(Into::into).boxed();
+    forward(app, parts, (body, false), None, upstream).await
 }
 
 /// `x-chatfold-budget`, when the request sets it: a positive number.
@@ -269,59 +231,44 @@ fn asked_budget(parts: &Parts) -> Result<Option<usize>, ApiError> {
 
 /// Sends the request upstream (its body `buffered` whole by the proxy, or
 /// streamed); its response (status, headers less hop-by-hop ones, body
-/// streamed), and when it was dispatched.
+/// streamed), marked with when it was dispatched.
 async fn forward(
     app: &App,
     mut parts: Parts,
     (body, buffered): (Body, bool),
     rewritten: Option<usize>,
     upstream: &super::config::Upstream,
-) -> (Answer, Instant) {
+) -> Result<Response<Body>, ApiError> {
     let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-    let uri = match upstream.uri(path) {
-        Ok(uri) => uri,
-        Err(_) => {
-            return (
-                Err(ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    "the request's path cannot be forwarded",
-                )),
-                Instant::now(),
-            );
-        }
-    };
-    parts.uri = uri;
+    parts.uri = upstream
+        .uri(path)
+        .map_err(|_| ApiError::new(StatusCode::BAD_REQUEST, "the request's path cannot be forwarded"))?;
     parts.version = Version::HTTP_11;
     upstream::request_headers(&mut parts.headers, rewritten, buffered);
     let request = Request::from_parts(parts, body);
     let dispatched = Instant::now();
-    let answer = match tokio::time::timeout(app.config.upstream_timeout, app.client.request(request)).await {
+    let timeout = app.config.upstream_timeout;
+    match tokio::time::timeout(timeout, app.client.request(request)).await {
         Ok(Ok(response)) => {
             let (mut parts, body) = response.into_parts();
             upstream::strip_hop_by_hop(&mut parts.headers);
+            parts.extensions.insert(Dispatched(dispatched));
             Ok(Response::from_parts(parts, body.map_err(Into::into).boxed()))
         }
-        Ok(Err(e)) if caused_by::<http_body_util::LengthLimitError>(&e) => Err(too_large(app)),
-        Ok(Err(e)) if caused_by::<upstream::Stalled>(&e) => Err(ApiError::new(
-            StatusCode::REQUEST_TIMEOUT,
-            format!(
-                "the request body stalled for {} s",
-                app.config.read_timeout.as_secs_f64()
-            ),
-        )),
+        // The client's streamed body failed on the way.
+        Ok(Err(e)) if caused_by::<http_body_util::LengthLimitError>(&e) => Err(unread(app, &e)),
+        Ok(Err(e)) if caused_by::<tower_http::timeout::TimeoutError>(&e) => Err(unread(app, &e)),
         Ok(Err(e)) => Err(ApiError::new(
             StatusCode::BAD_GATEWAY,
             format!("cannot reach the upstream: {}", describe(&e)),
-        )),
+        )
+        .dispatched(dispatched)),
         Err(_) => Err(ApiError::new(
             StatusCode::GATEWAY_TIMEOUT,
-            format!(
-                "the upstream did not answer within {} s",
-                app.config.upstream_timeout.as_secs_f64()
-            ),
-        )),
-    };
-    (answer, dispatched)
+            format!("the upstream did not answer within {} s", timeout.as_secs_f64()),
+        )
+        .dispatched(dispatched)),
+    }
 }
 
 /// Whether a forwarding failed because of a `T` (the client's streamed
@@ -350,12 +297,12 @@ fn describe(e: &dyn std::error::Error) -> String {
 }
 
 /// The proxy's response headers: what the compaction did.
-fn ours(headers: &mut hyper::HeaderMap, folded: &Folded) {
+fn ours(headers: &mut hyper::HeaderMap, folded: &Outcome) {
     if let Some((before, after)) = folded.tokens {
         headers.insert("x-chatfold-tokens-before", before.into());
         headers.insert("x-chatfold-tokens-after", after.into());
     }
-    let summarized = if folded.body.is_some() { "true" } else { "false" };
+    let summarized = if folded.summarized { "true" } else { "false" };
     headers.insert("x-chatfold-summarized", HeaderValue::from_static(summarized));
     headers.insert("x-chatfold-cache", HeaderValue::from_static(folded.cache));
     if folded.over_budget {
@@ -371,27 +318,4 @@ fn ours(headers: &mut hyper::HeaderMap, folded: &Folded) {
             headers.insert("x-chatfold-fallback", value);
         }
     }
-}
-
-/// One line on stderr: route, model, status, tokens, cache, added latency
-/// (never a body, a path's query or a key).
-fn log_line(method: &Method, route: Route, status: StatusCode, folded: Option<&Folded>, added: Duration) {
-    let model = folded.and_then(|f| f.model.as_deref()).unwrap_or("-");
-    let model: String = model.chars().take(80).collect();
-    let tokens = match folded.and_then(|f| f.tokens) {
-        Some((before, after)) => format!("{before}->{after}"),
-        None => "-".to_owned(),
-    };
-    let cache = folded.map_or("-", |f| f.cache);
-    let fallback = if folded.is_some_and(|f| f.fallback.is_some()) {
-        " fallback"
-    } else {
-        ""
-    };
-    eprintln!(
-        "chatfold serve: {method} {} model={model:?} status={} tokens={tokens} cache={cache}{fallback} added_ms={:.3}",
-        route.name(),
-        status.as_u16(),
-        added.as_secs_f64() * 1e3
-    );
 }
