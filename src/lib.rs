@@ -46,6 +46,37 @@
 //! and [`Compactor::compact_async`] are those three steps. The guarantees are
 //! listed on [`Compactor`].
 //!
+//! A tool result without its call, and a call never answered, are legal:
+//! each is a unit of its own. What bad input gives is on [`Error`] and in
+//! [`error`]; `tests/bad_input.rs` is the whole catalogue.
+//!
+//! # The ledger
+//!
+//! The identifiers a [`FoldPolicy`]'s ledger lists are recognised by shape
+//! and context, not by a list of kinds: a token that mixes letters and
+//! digits (`OPS-167`, `conn_994a82`, `python:3.11-slim`), that carries
+//! structure (`search_store.rs:537`, `pkg.module.ClassName`,
+//! `PAYMENT_API_TIMEOUT`, `@acme/kit@8.17.17`, `#482913`,
+//! `validatePaymentBatch()`, paths and hosts), or that is long and rare
+//! (account numbers, ISBNs, hashes, base64 cursors); a table of twelve forms
+//! that shape alone reads wrong adds URLs, emails, UUIDs, timestamps and
+//! dates, MAC and IP addresses, IBANs (with their check digits), money and
+//! phone numbers. Backticks, typographic quotes, a table cell or a label
+//! (`Booking ref:`, `ticket #`) raise a weaker shape; tokens end at CJK text
+//! and typographic quotes, so `/var/log/app.log` inside Chinese prose and
+//! `„RE-2024/33351“` are read whole. Look-alikes (`COVID-19`, `GPT-4`,
+//! `x86_64`, `UTF-8`), tool calls' ids, versions inside a browser's user
+//! agent and fragments of a longer entry never get a line, and the best
+//! entries come first: a JSON identifier key's value (`booking_ref: QX7PLM`,
+//! in OpenAI's arguments and Anthropic's `tool_use` input alike), what the
+//! user said, strong shapes. In JSON (tool calls' arguments, tool results)
+//! identifiers are read as the strings say them, not as they are escaped:
+//! `"C:\\srv\\app.log"` gives `C:\srv\app.log`. Secrets are left out, with
+//! anything inside them: a URL with a password or a secret parameter, and
+//! keys that begin as a service's do (`sk-`, `ghp_`, `xoxb-`, AWS's, …).
+//! How much room the ledger takes, and how far back the folded turns are
+//! read for it, is on [`FoldPolicy`]; its recall is in `BENCHMARKS.md`.
+//!
 //! # Where things are
 //!
 //! The everyday names are at the root: [`Compactor`] (and its [`Plan`] and
@@ -67,9 +98,75 @@
 //!   checks for property-testing a pipeline built on chatfold.
 //!
 //! The README has a quick start for each front end (the command line, the
-//! compactor, the memories, Anthropic request bodies, the LLM summarizers),
-//! a table of which type to use for which job, and the exit codes of the
-//! `chatfold` command.
+//! proxy, the compactor, the memories, Anthropic request bodies, the LLM
+//! summarizers, Python), a table of which type to use for which job, and the
+//! exit codes of the `chatfold` command.
+//!
+//! # The `chatfold` command
+//!
+//! `chatfold --help` and `chatfold <command> --help` list every flag. What
+//! they leave out:
+//!
+//! - `--summarize-cmd` runs in a process group of its own, which
+//!   `--summarize-timeout` (default 120 s, to its exit and its output's end)
+//!   or an interrupt of chatfold ends whole.
+//! - `chatfold serve` sends a request's headers upstream as they came (less
+//!   hop-by-hop ones and `Host`).
+//! - `--upstream` is the API as its SDK's base URL: OpenAI's holds the
+//!   version (`https://api.openai.com/v1`,
+//!   `https://generativelanguage.googleapis.com/v1beta/openai`, a gateway's
+//!   `.../openai`), so a request's `/v1` is left out when the base has a
+//!   path; Anthropic's does not (`https://api.anthropic.com`), so the path is
+//!   appended whole (a base ending in `/v1` takes the path's own `/v1`). A
+//!   bare origin takes the path whole. Clients point their base URL at
+//!   `http://HOST:PORT/v1` (OpenAI; `/chat/completions` without it is
+//!   compacted too) or `http://HOST:PORT` (Anthropic). With
+//!   `--openai-upstream` and `--anthropic-upstream` instead,
+//!   `/v1/messages...` and requests with an `anthropic-version` header go to
+//!   Anthropic's, the rest to OpenAI's (one given alone takes both).
+//! - `--model-window`: the budget is the window less the request's
+//!   `max_tokens` (`max_completion_tokens`, `max_output_tokens`) and the
+//!   tokens of its `tools`, `functions`, `tool_choice` and `response_format`
+//!   (their JSON counted).
+//! - `--summarize-timeout SECS` and `--summarize-retries N` bound how long a
+//!   request waits for the summarizer before the extractive summary stands
+//!   in. `x-chatfold-fallback` then says `extractive; summarizer failed`; the
+//!   cause goes to the proxy's stderr, not to the client.
+//! - `--max-body` (default 32 MiB): a body declared larger is answered 413
+//!   before it is read, one that grows larger as it streams in when it
+//!   passes the limit; what the client still sends is read and discarded
+//!   (up to 64 MiB, within `--read-timeout`) before the connection closes,
+//!   so that a client that writes its whole body before it reads still
+//!   reads the 413.
+//! - `--fold-threads N` (default 64) bounds the requests folded at once;
+//!   more wait their turn. Each fold runs on a thread that keeps memos of
+//!   what it read, up to about 4 MiB, so this bounds their memory; raise it
+//!   when many folds wait on a slow LLM summarizer.
+//! - `x-chatfold-tokens-before` and `x-chatfold-tokens-after` count the
+//!   history's messages; the request's other fields, such as `tools`, are
+//!   not counted. `x-chatfold-cache: hit` means the summary was cached. An
+//!   error the proxy answered itself carries `x-chatfold-error: true`; the
+//!   upstream's errors come unchanged.
+//! - A body chatfold must compact but cannot read (not JSON, a malformed
+//!   tool block) is answered 400 in the API's own error shape (OpenAI's
+//!   `{"error": {"message", "type", "param", "code"}}`, Anthropic's
+//!   `{"type": "error", "error": {"type", "message"}}`), naming the message
+//!   and field; a body that surely fits is forwarded even then.
+//! - `GET /metrics` (Prometheus text) has requests by route and status,
+//!   compacted requests, tokens before and after, summarizer calls and
+//!   failures, fallbacks, cache hits and misses, single-flight waits, and
+//!   the added latency (arrival to dispatch upstream) as a histogram. Each
+//!   request logs one line on stderr: route, model, status, tokens, cache,
+//!   added latency.
+//! - Credentials: the client's `Authorization` / `x-api-key` (and Azure's
+//!   `api-key`, Google's `x-goog-api-key`) go to the configured upstream and
+//!   nowhere else (no redirect is followed), and nothing logs a body or a
+//!   key. Tenants never share summaries: a request's cache namespace is a
+//!   keyed BLAKE3 hash of its credential headers with the server's secret
+//!   (`--cache-secret`, `$CHATFOLD_CACHE_SECRET`, or one made at start), and
+//!   the credential itself is never stored or used as a key. Requests
+//!   without a credential (a local Ollama) are one tenant. Concurrent
+//!   requests that need the same fold make one summarizer call.
 //!
 //! # Crate features
 //!
