@@ -443,3 +443,90 @@ fn the_summarizer_measures_with_the_compactors_counter() {
     let closure = Compactor::new(400).counter(|t: &str| t.len());
     assert_eq!(closure.plan(&h).unwrap().folded().unwrap().count("hello"), None);
 }
+
+#[test]
+fn the_budget_as_a_trigger_keeps_keep_recent_and_folds_without_gain() {
+    let history = chat(30);
+    let keep = 60;
+    // By default the budget bounds what stays: with room for a summary
+    // beside at most 60 tokens of turns, fewer are kept.
+    let bounded = Compactor::new(80)
+        .keep_recent(keep)
+        .compact(&history, &fixed("Numbers."));
+    let bounded = bounded.unwrap();
+    // As a trigger, `keep_recent` alone decides: more turns stay, and the
+    // result may pass the budget.
+    let triggered = Compactor::new(80)
+        .keep_recent(keep)
+        .budget_as_trigger(true)
+        .compact(&history, &fixed("Numbers."))
+        .unwrap();
+    assert!(triggered.summarized);
+    let kept = |c: &chatfold::Compaction<'_>| c.report.indices(Fate::Kept).count();
+    assert!(
+        kept(&triggered) > kept(&bounded),
+        "{} <= {}",
+        kept(&triggered),
+        kept(&bounded)
+    );
+    let kept_tokens: usize = triggered
+        .report
+        .indices(Fate::Kept)
+        .map(|i| Heuristic.count_message(&history[i]))
+        .sum();
+    assert!(kept_tokens <= keep || kept(&triggered) <= 1);
+    // The next older unit would have passed keep_recent.
+    let cut = triggered.report.cut();
+    let before: usize = (cut - 2..cut).map(|i| Heuristic.count_message(&history[i])).sum();
+    assert!(kept_tokens + before > keep);
+    // A history no summary makes smaller is folded anyway, its summary
+    // whole, as long as it is no longer than what it folds.
+    let tight = [
+        Message::user("Hi."),
+        Message::assistant("Hello."),
+        Message::user("word ".repeat(80)),
+    ];
+    let whole = Compactor::new(40).compact(&tight, &fixed("Greetings.")).unwrap();
+    assert_eq!(
+        (whole.summarized, whole.report.reason()),
+        (false, CutReason::NoGain)
+    );
+    let folded = Compactor::new(40)
+        .budget_as_trigger(true)
+        .compact(&tight, &fixed("Greetings."))
+        .unwrap();
+    assert!(folded.summarized && folded.over_budget);
+    assert!(folded.messages[0].text().ends_with("Greetings."));
+    assert!(!folded.summary_truncated);
+}
+
+#[test]
+fn an_empty_summary_is_an_error_unless_the_policy_takes_it() {
+    let history = chat(30);
+    let refused = Compactor::new(120).compact(&history, &fixed("  "));
+    assert!(matches!(refused, Err(Error::EmptySummary)));
+    let policy = chatfold::FoldPolicy::new()
+        .allow_empty_summary(true)
+        .ledger(false);
+    let taken = Compactor::new(120)
+        .policy(policy.clone())
+        .compact(&history, &fixed("  "))
+        .unwrap();
+    assert!(taken.summarized);
+    let summary = taken.messages.iter().find(|m| policy.is_summary(m)).unwrap();
+    // The prefix alone: no text, and no mark of a cut.
+    assert_eq!(summary.text(), policy.summary_prefix);
+    // A memory stores it, and the folded turns leave.
+    use chatfold::memory::{Memory, Remember, RollingMemory, Settings};
+    let mut memory = RollingMemory::new(
+        Settings::new(30)
+            .summarizer(fixed(""))
+            .policy(chatfold::FoldPolicy::new().allow_empty_summary(true)),
+    )
+    .unwrap();
+    for i in 0..8 {
+        memory.add_user(format!("turn {i} with a few words")).unwrap();
+    }
+    assert_eq!(memory.summary(), "");
+    assert!(memory.buffer().len() < 8);
+}

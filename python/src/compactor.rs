@@ -299,7 +299,8 @@ impl PyCompactor {
     #[new]
     #[pyo3(signature = (budget, keep_recent=None, *, tokenizer=None, format=None, strict=false,
         summary_role=None, summary_prefix=None, min_summary_tokens=None, max_summary_tokens=None,
-        ledger=true, max_fold_input_tokens=None, counting="chat"))]
+        ledger=true, max_fold_input_tokens=None, counting="chat", budget_as_trigger=false,
+        allow_response_role=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -315,6 +316,8 @@ impl PyCompactor {
         ledger: bool,
         max_fold_input_tokens: Option<usize>,
         counting: &str,
+        budget_as_trigger: bool,
+        allow_response_role: bool,
     ) -> PyResult<Self> {
         let default = pyo3::types::PyString::new(py, "o200k_base").into_any();
         let counter = Shared(Arc::new(Counter::from_py(
@@ -328,11 +331,13 @@ impl PyCompactor {
             min_summary_tokens,
             max_summary_tokens,
             ledger,
-        );
+        )
+        .allow_response_role(allow_response_role);
         let mut inner = Compactor::new(budget)
             .counter(counter.clone())
             .policy(policy)
-            .strict(strict);
+            .strict(strict)
+            .budget_as_trigger(budget_as_trigger);
         if let Some(k) = keep_recent {
             inner = inner.keep_recent(k);
         }

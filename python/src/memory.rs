@@ -49,8 +49,14 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn fold_policy(role: Option<String>, prefix: Option<String>, max: Option<usize>, ledger: bool) -> FoldPolicy {
-    policy::build(role, prefix, None, max, ledger)
+fn fold_policy(
+    role: Option<String>,
+    prefix: Option<String>,
+    max: Option<usize>,
+    ledger: bool,
+    allow_empty_summary: bool,
+) -> FoldPolicy {
+    policy::build(role, prefix, None, max, ledger).allow_empty_summary(allow_empty_summary)
 }
 
 enum Kind {
@@ -82,7 +88,8 @@ pub struct SyncMemory {
 impl SyncMemory {
     #[new]
     #[pyo3(signature = (kind, *, max_tokens=2000, max_messages=20, summarize=None, tokenizer=None, counting="chat",
-        low_water=None, max_summary_tokens=None, ledger=true, summary_role=None, summary_prefix=None, state=None))]
+        low_water=None, max_summary_tokens=None, ledger=true, summary_role=None, summary_prefix=None, state=None,
+        allow_empty_summary=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -98,9 +105,16 @@ impl SyncMemory {
         summary_role: Option<String>,
         summary_prefix: Option<String>,
         state: Option<&Bound<'_, PyAny>>,
+        allow_empty_summary: bool,
     ) -> PyResult<Self> {
         let counter = Shared(Arc::new(Counter::from_py(py, tokenizer, Mode::parse(counting)?)?));
-        let policy = fold_policy(summary_role, summary_prefix, max_summary_tokens, ledger);
+        let policy = fold_policy(
+            summary_role,
+            summary_prefix,
+            max_summary_tokens,
+            ledger,
+            allow_empty_summary,
+        );
         let restored = self::state(py, state)?;
         let inner = match kind {
             "rolling" => {
@@ -214,7 +228,8 @@ macro_rules! each_async {
 impl AsyncMemory {
     #[new]
     #[pyo3(signature = (kind, *, max_tokens=2000, summarizes=true, tokenizer=None, counting="chat",
-        low_water=None, max_summary_tokens=None, ledger=true, summary_role=None, summary_prefix=None, state=None))]
+        low_water=None, max_summary_tokens=None, ledger=true, summary_role=None, summary_prefix=None, state=None,
+        allow_empty_summary=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -229,9 +244,16 @@ impl AsyncMemory {
         summary_role: Option<String>,
         summary_prefix: Option<String>,
         state: Option<&Bound<'_, PyAny>>,
+        allow_empty_summary: bool,
     ) -> PyResult<Self> {
         let counter = Shared(Arc::new(Counter::from_py(py, tokenizer, Mode::parse(counting)?)?));
-        let policy = fold_policy(summary_role, summary_prefix, max_summary_tokens, ledger);
+        let policy = fold_policy(
+            summary_role,
+            summary_prefix,
+            max_summary_tokens,
+            ledger,
+            allow_empty_summary,
+        );
         let restored = self::state(py, state)?;
         let inner = match kind {
             "rolling" => {
@@ -330,7 +352,8 @@ pub struct Tiered {
 impl Tiered {
     #[new]
     #[pyo3(signature = (soft_limit, hard_limit, *, system=None, tokenizer=None, chunk_size=10, chunk_tokens=None,
-        fallback_truncate=false, max_failures=3, max_summary_tokens=None, ledger=true, summary_prefix=None, state=None))]
+        fallback_truncate=false, max_failures=3, max_summary_tokens=None, ledger=true, summary_prefix=None, state=None,
+        allow_empty_summary=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -346,6 +369,7 @@ impl Tiered {
         ledger: bool,
         summary_prefix: Option<String>,
         state: Option<&Bound<'_, PyAny>>,
+        allow_empty_summary: bool,
     ) -> PyResult<Self> {
         let counter = Shared(Arc::new(Counter::from_py(py, tokenizer, Mode::Chat)?));
         let mut restored = self::state(py, state)?;
@@ -358,7 +382,13 @@ impl Tiered {
             .chunk_size(chunk_size)
             .fallback_truncate(fallback_truncate)
             .max_failures(max_failures)
-            .policy(fold_policy(None, summary_prefix, max_summary_tokens, ledger))
+            .policy(fold_policy(
+                None,
+                summary_prefix,
+                max_summary_tokens,
+                ledger,
+                allow_empty_summary,
+            ))
             .counter(counter.clone());
         if let Some(t) = chunk_tokens {
             settings = settings.chunk_tokens(t);

@@ -36,3 +36,16 @@ def history(draw, max_turns=40):
         out.extend(draw(turn(i)))
     out.append({"role": "user", "content": draw(words)})
     return out
+
+
+def without_strict(signature):
+    """``signature`` less a keyword-only ``strict=False``: the one keyword a
+    compat module adds to the original's, for chatfold's stricter behaviour."""
+    import inspect
+
+    params = [
+        p
+        for p in signature.parameters.values()
+        if not (p.name == "strict" and p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is False)
+    ]
+    return signature.replace(parameters=params)

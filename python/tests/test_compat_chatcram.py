@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 import chatcram
 import chatcram.tokenizers
 import chatfold.compat.chatcram as compat
+from histories import without_strict
 
 
 def summarize(transcript):
@@ -22,7 +23,7 @@ def test_the_same_public_names_and_signatures():
         if inspect.isclass(theirs) and name != "Message":
             for attr, value in vars(theirs).items():
                 if callable(value) and (not attr.startswith("_") or attr == "__init__"):
-                    assert inspect.signature(getattr(ours, attr)) == inspect.signature(value), f"{name}.{attr}"
+                    assert without_strict(inspect.signature(getattr(ours, attr))) == inspect.signature(value), f"{name}.{attr}"
         elif inspect.isfunction(theirs):
             assert inspect.signature(ours) == inspect.signature(theirs)
     assert {f.name for f in compat.CompactionResult.__dataclass_fields__.values()} == set(chatcram.CompactionResult.__dataclass_fields__)
@@ -111,3 +112,33 @@ def test_the_same_errors_for_bad_arguments():
             module.Compactor(10, summarize, keep_recent=-1)
         with pytest.raises(ValueError):
             module.HeuristicTokenizer(0)
+
+
+def test_the_budget_only_triggers_as_in_chatcram_and_strict_is_chatfolds():
+    """Over a budget no summary can meet, chatcram folds what keep_recent
+    leaves and takes any summary role; strict=True keeps chatfold's rules."""
+    import chatfold
+
+    convo = [
+        {"role": "system", "content": "you are helpful"},
+        {"role": "user", "content": "q1"},
+        {"role": "assistant", "content": "a1"},
+        {"role": "user", "content": "q2"},
+        {"role": "assistant", "content": "a2"},
+        {"role": "user", "content": "q3 latest"},
+    ]
+    tok = chatcram.HeuristicTokenizer(chars_per_token=1.0)
+    for keep_recent in (20, 40):
+        kwargs = dict(keep_recent=keep_recent, summary_role="assistant", summary_prefix="TL;DR: ")
+        theirs = chatcram.Compactor(40, lambda t: "SUMMARY", tokenizer=tok, **kwargs).compact(convo)
+        ours = compat.Compactor(40, lambda t: "SUMMARY", tokenizer=compat.HeuristicTokenizer(1.0), **kwargs).compact(convo)
+        assert (ours.messages, ours.summarized, ours.summary) == (theirs.messages, theirs.summarized, theirs.summary)
+    strict = compat.Compactor(40, lambda t: "SUMMARY", keep_recent=20, tokenizer=compat.HeuristicTokenizer(1.0), strict=True)
+    result = strict.compact(convo)
+    assert result.summarized is False and result.messages == convo
+    try:
+        compat.Compactor(40, lambda t: "S", summary_role="assistant", strict=True)
+    except chatfold.InvalidConfig:
+        pass
+    else:
+        raise AssertionError("strict=True took an assistant summary role")

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import rollmem
 import chatfold.compat.rollmem as compat
+from histories import without_strict
 
 rollmem_memory = pytest.importorskip("rollmem.memory")
 
@@ -28,7 +29,7 @@ def test_the_same_public_names_and_signatures():
                 if callable(value) or isinstance(value, classmethod):
                     mine = inspect.getattr_static(ours, attr)
                     fn = lambda v: v.__func__ if isinstance(v, classmethod) else v
-                    assert inspect.signature(fn(mine)) == inspect.signature(fn(value)), f"{name}.{attr}"
+                    assert without_strict(inspect.signature(fn(mine))) == inspect.signature(fn(value)), f"{name}.{attr}"
                     assert inspect.iscoroutinefunction(fn(mine)) == inspect.iscoroutinefunction(fn(value)), f"{name}.{attr}"
         elif isinstance(theirs, str):
             assert ours == theirs
@@ -191,16 +192,27 @@ def test_an_async_callable_given_to_a_sync_memory_is_refused_as_rollmem_does():
             assert [m.content for m in memory.buffer] == kept
 
 
-def test_an_empty_summary_is_refused_not_stored():
-    """rollmem stores an empty summary and drops the folded turns; chatfold
-    raises and keeps them."""
-    memory = compat.RollingMemory(5, lambda s, m: "")
-    memory.add_user_message("one two three")
+def test_an_empty_summary_is_stored_as_rollmem_does_and_refused_when_strict():
+    """rollmem stores an empty summary and drops the folded turns, and so
+    does the compat module; with strict=True chatfold raises and keeps them."""
     import chatfold
 
-    with pytest.raises(chatfold.SummarizerError):
+    for module in (rollmem, compat):
+        memory = module.RollingMemory(5, lambda s, m: "")
+        memory.add_user_message("one two three")
         memory.add_user_message("four five six")
-    assert [m.content for m in memory.buffer] == ["one two three", "four five six"]
+        assert (memory.summary, [m.content for m in memory.buffer]) == ("", ["four five six"]), module
+    strict = compat.RollingMemory(5, lambda s, m: "", strict=True)
+    strict.add_user_message("one two three")
+    with pytest.raises(chatfold.SummarizerError):
+        strict.add_user_message("four five six")
+    assert [m.content for m in strict.buffer] == ["one two three", "four five six"]
+    lenient, strict = compat.SummaryMemory(lambda s, m: ""), compat.SummaryMemory(lambda s, m: "", strict=True)
+    lenient.add_user_message("hello")
+    assert (lenient.summary, lenient.buffer) == ("", [])
+    with pytest.raises(chatfold.SummarizerError):
+        strict.add_user_message("hello")
+    assert [m.content for m in strict.buffer] == ["hello"]
 
 
 def test_summary_and_buffer_can_be_assigned():

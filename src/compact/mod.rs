@@ -129,6 +129,16 @@ pub struct Compactor<C = Heuristic> {
     /// that is one chunk of its own. `None` (the default): one
     /// call, whatever the middle's size.
     pub max_fold_input_tokens: Option<usize>,
+    /// Whether the budget only decides *whether* to compact, as chatcram's
+    /// does: the kept part is then [`keep_recent`](Self::keep_recent) alone
+    /// (the latest unit at least), whatever room it leaves, and the older
+    /// part is folded even when the summary saves nothing, the summary
+    /// allowed the room left or what it folds up to the budget, whichever
+    /// is more (at least [`FoldPolicy::min_summary_tokens`]). `false` (the
+    /// default): the budget bounds the kept part and
+    /// the summary, and a history that no summary makes smaller stays whole
+    /// ([`CutReason::NoGain`]).
+    pub budget_as_trigger: bool,
     #[cfg(feature = "cache")]
     cache: Option<Cache>,
 }
@@ -191,6 +201,7 @@ impl Compactor<Heuristic> {
             policy: FoldPolicy::new(),
             strict: false,
             count_all: false,
+            budget_as_trigger: false,
             clear_tool_results: None,
             keep_recent_max: None,
             max_fold_input_tokens: None,
@@ -219,6 +230,7 @@ impl<C> Compactor<C> {
             clear_tool_results: self.clear_tool_results,
             keep_recent_max: self.keep_recent_max,
             max_fold_input_tokens: self.max_fold_input_tokens,
+            budget_as_trigger: self.budget_as_trigger,
             #[cfg(feature = "cache")]
             cache: self.cache,
         }
@@ -248,6 +260,29 @@ impl<C> Compactor<C> {
     /// Count every message (exact `tokens_before`, linear cost).
     pub fn count_all(mut self, count_all: bool) -> Self {
         self.count_all = count_all;
+        self
+    }
+
+    /// Let the budget only decide whether to compact (see
+    /// [`budget_as_trigger`](Self::budget_as_trigger)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::{Compactor, CutReason, Message};
+    ///
+    /// // The latest turn alone passes the budget; the rest is short.
+    /// let history = [Message::user("Hi."), Message::assistant("Hello."), Message::user("word ".repeat(80))];
+    /// let summarize = |_: &chatfold::SummaryRequest<'_>| Ok::<_, std::convert::Infallible>("Greetings.".to_owned());
+    /// let kept = Compactor::new(40).compact(&history, &summarize)?;
+    /// assert!(!kept.summarized);
+    /// assert_eq!(kept.report.reason(), CutReason::NoGain);
+    /// let folded = Compactor::new(40).budget_as_trigger(true).compact(&history, &summarize)?;
+    /// assert!(folded.summarized && folded.over_budget);
+    /// # Ok::<(), chatfold::Error>(())
+    /// ```
+    pub fn budget_as_trigger(mut self, trigger: bool) -> Self {
+        self.budget_as_trigger = trigger;
         self
     }
 

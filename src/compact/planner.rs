@@ -84,7 +84,11 @@ impl<C: TokenCounter> Compactor<C> {
             .policy
             .overhead(counter)
             .saturating_add(self.policy.min_summary_tokens);
-        let room = self.budget.saturating_sub(fixed).saturating_sub(min_summary);
+        let room = match self.budget_as_trigger {
+            // Only `keep_recent` bounds the kept part.
+            true => usize::MAX,
+            false => self.budget.saturating_sub(fixed).saturating_sub(min_summary),
+        };
 
         let walk = self.walk_kept(messages, &headers.callers, after, room, &mut count);
         #[cfg_attr(not(feature = "cache"), allow(unused_mut))]
@@ -274,20 +278,32 @@ impl<C: TokenCounter> Compactor<C> {
         };
         plan.report.allowance = self.policy.cap(room.saturating_sub(summary_overhead));
         plan.summary_limit = summary_overhead.saturating_add(plan.report.allowance);
-        if !reachable {
-            // Over budget whatever the summary: fold only if that shrinks
-            // the history. Counting the folded part stops once it passes the
-            // summary's limit (rule 9: a cost of the budget's size).
-            let hoisted = &plan.report.hoisted;
+        let hoisted = &plan.report.hoisted;
+        // Tokens of the folded part, counted until they pass `stop`.
+        let mut folded = |stop: usize| {
             let mut folded = 0usize;
             for i in (0..plan.report.cut).rev() {
                 if hoisted.binary_search(&i).is_err() {
                     folded = folded.saturating_add(count(i));
-                    if folded > plan.summary_limit {
+                    if folded > stop {
                         break;
                     }
                 }
             }
+            folded
+        };
+        if self.budget_as_trigger {
+            // The summary may take the room left, or what it folds up to
+            // the budget (counted no further: rule 9).
+            let least = plan.report.allowance.max(self.policy.min_summary_tokens);
+            let allowance = self.policy.cap(folded(self.budget).min(self.budget).max(least));
+            plan.report.allowance = allowance;
+            plan.summary_limit = summary_overhead.saturating_add(allowance);
+        } else if !reachable {
+            // Over budget whatever the summary: fold only if that shrinks
+            // the history. Counting the folded part stops once it passes the
+            // summary's limit (rule 9: a cost of the budget's size).
+            let folded = folded(plan.summary_limit);
             if plan.summary_limit >= folded {
                 let total = plan.fixed_tokens.saturating_add(folded);
                 return match self.strict {

@@ -31,8 +31,11 @@ impl<C> Compactor<C> {
             ledger,
             ledger_percent,
             ledger_patterns,
-            // Where the summary goes, not what it says.
+            // Where the summary goes, whether a blank answer is an error,
+            // and which roles are allowed: not what a summary says.
             placement: _,
+            allow_empty_summary: _,
+            allow_response_role: _,
         } = &self.policy;
         let mut settings = vec![
             Text(summary_role.as_str()),

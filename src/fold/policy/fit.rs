@@ -218,7 +218,10 @@ impl FoldPolicy {
             prose = fitting_prefix(text, |p| tokens_of(p).saturating_add(section) <= limit);
             spoken = tokens_of(prose);
         }
-        let shown = if prose.is_empty() { "…" } else { prose };
+        // A prose cut to nothing shows it was cut; an empty answer (when the
+        // policy takes one) stays empty.
+        let cut_out = prose.is_empty() && !text.is_empty();
+        let shown = if cut_out { "…" } else { prose };
         let render = |packed: &[usize]| {
             let listed: Vec<&str> = packed.iter().map(|&i| texts[i]).collect();
             ledger::render(shown, &listed)
@@ -250,7 +253,7 @@ impl FoldPolicy {
             tokens,
             prose_len: shown.len(),
             body,
-            truncated: shown.len() < text.len() || prose.is_empty(),
+            truncated: shown.len() < text.len() || cut_out,
             listed: packed,
             dropped,
         }

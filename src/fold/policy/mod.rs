@@ -103,6 +103,14 @@ pub struct FoldPolicy {
     /// `summary_role` message ([`Placement::Fixed`], the default), or as an
     /// Anthropic request needs it.
     pub placement: Placement,
+    /// Whether an empty (or blank) answer of the summarizer is a summary
+    /// with no text, the fold landing (rollmem keeps one); `false` (the
+    /// default): it is [`Error::EmptySummary`], and nothing changes.
+    pub allow_empty_summary: bool,
+    /// Whether the summary may be a response's role (`assistant`, `tool`),
+    /// as chatcram allows; `false` (the default) refuses one, as a summary
+    /// must not open the history as a response.
+    pub allow_response_role: bool,
 }
 
 /// The policy every memory and compactor starts with.
@@ -127,6 +135,8 @@ impl FoldPolicy {
             ledger_percent: 33,
             ledger_patterns: Vec::new(),
             placement: Placement::Fixed,
+            allow_empty_summary: false,
+            allow_response_role: false,
         }
     }
 
@@ -287,6 +297,43 @@ impl FoldPolicy {
         self
     }
 
+    /// Take an empty answer as a summary with no text (see
+    /// [`allow_empty_summary`](Self::allow_empty_summary)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::FoldPolicy;
+    ///
+    /// assert!(FoldPolicy::new().accept(" ".to_owned()).is_err());
+    /// assert_eq!(FoldPolicy::new().allow_empty_summary(true).accept(" ".to_owned())?, "");
+    /// # Ok::<(), chatfold::Error>(())
+    /// ```
+    pub fn allow_empty_summary(mut self, allow: bool) -> Self {
+        self.allow_empty_summary = allow;
+        self
+    }
+
+    /// Allow a response's role for the summary (see
+    /// [`allow_response_role`](Self::allow_response_role)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::{Compactor, Extractive, FoldPolicy, Message};
+    ///
+    /// let history = [Message::user("Hello.")];
+    /// let assistant = FoldPolicy::new().summary_role("assistant");
+    /// let refused = Compactor::new(100).policy(assistant.clone()).compact(&history, &Extractive::new());
+    /// assert!(refused.is_err());
+    /// let allowed = Compactor::new(100).policy(assistant.allow_response_role(true));
+    /// assert!(allowed.compact(&history, &Extractive::new()).is_ok());
+    /// ```
+    pub fn allow_response_role(mut self, allow: bool) -> Self {
+        self.allow_response_role = allow;
+        self
+    }
+
     /// Whether the placement may make the summary a user turn instead of a
     /// `system` one: an Anthropic placement, with the role left `system`.
     pub(crate) fn may_lead_as_user(&self) -> bool {
@@ -349,7 +396,8 @@ impl FoldPolicy {
     }
 
     /// A summarizer's answer as summary text: trimmed, and
-    /// [`Error::EmptySummary`] when nothing is left.
+    /// [`Error::EmptySummary`] when nothing is left (unless the policy
+    /// [allows](Self::allow_empty_summary) an empty summary).
     ///
     /// # Errors
     ///
@@ -367,7 +415,10 @@ impl FoldPolicy {
     pub fn accept(&self, text: String) -> Result<String> {
         let trimmed = text.trim();
         if trimmed.is_empty() {
-            return Err(Error::EmptySummary);
+            return match self.allow_empty_summary {
+                true => Ok(String::new()),
+                false => Err(Error::EmptySummary),
+            };
         }
         let text = if trimmed.len() == text.len() {
             text
@@ -395,7 +446,7 @@ impl FoldPolicy {
                 setting: "summary_prefix",
             }));
         }
-        if self.summary_role.is_response() {
+        if self.summary_role.is_response() && !self.allow_response_role {
             return Err(Error::InvalidConfig(ConfigError::NotAllowed {
                 setting: "summary_role",
                 value: self.summary_role.to_string(),

@@ -43,8 +43,18 @@ class Compactor:
         tokenizer: Tokenizer | None = None,
         summary_role: str = "system",
         summary_prefix: str = "Summary of earlier conversation:\n",
+        strict: bool = False,
     ) -> None:
-        """Create a compactor (the arguments are chatcram's)."""
+        """Create a compactor (the arguments are chatcram's).
+
+        As chatcram's, the budget only decides whether to compact: over it,
+        ``keep_recent`` alone sets what stays verbatim and the rest is
+        folded, even when the summary saves nothing, and ``summary_role``
+        may be any role. ``strict=True`` gives chatfold's behaviour instead:
+        fewer recent turns are kept when the summary would not fit, a
+        history no summary makes smaller stays whole, and the summary is
+        never a response's role (``assistant``, ``tool``).
+        """
         if budget <= 0:
             raise ValueError("budget must be positive")
         self.budget = budget
@@ -65,6 +75,8 @@ class Compactor:
             summary_prefix=summary_prefix,
             min_summary_tokens=1,
             ledger=False,
+            budget_as_trigger=not strict,
+            allow_response_role=not strict,
         )
 
     def _transcript(self, request: Any) -> str:

@@ -4,10 +4,11 @@ The same names, signatures, defaults and saved state as rollmem, with the
 work (counting, eviction, folding) done in Rust by chatfold. State saved by
 rollmem loads here, and state saved here loads in rollmem.
 
-Where the behaviour differs, chatfold's is the fix: a summarizer that
-returns an empty or blank summary raises :class:`chatfold.SummarizerError`
-and keeps the turns (rollmem would store the empty summary and lose them),
-and the summary is stripped of leading and trailing whitespace.
+As rollmem does, a summarizer that returns an empty or blank summary has
+it stored, and the folded turns leave. ``strict=True`` (a keyword of each
+memory that folds, and of its ``from_dict``) gives chatfold's behaviour
+instead: such a summary raises :class:`chatfold.SummarizerError` and the
+turns stay. The summary is stripped of leading and trailing whitespace.
 In the async memories an add that finds a fold in flight keeps its turn
 and returns without waiting for that fold (rollmem's adds queue on a lock);
 the fold in flight folds it next if it is due, so nothing is lost and the

@@ -229,6 +229,8 @@ class RollingMemory(_SyncAdds):
         max_tokens: int = 2000,
         summarize_fn: Optional[SummarizeFn] = None,
         token_counter: Optional[TokenCounter] = None,
+        *,
+        strict: bool = False,
     ) -> None:
         if inspect.iscoroutinefunction(summarize_fn):
             raise TypeError(
@@ -239,6 +241,7 @@ class RollingMemory(_SyncAdds):
         self.max_tokens = max_tokens
         self._summarize_fn = summarize_fn
         self._token_counter = token_counter
+        self._strict = strict
         self._m = self._build(None)
 
     def _build(self, state: Optional[Mapping[str, Any]]) -> Any:
@@ -251,6 +254,7 @@ class RollingMemory(_SyncAdds):
             max_summary_tokens=_UNBOUNDED,
             ledger=False,
             state=state,
+            allow_empty_summary=not self._strict,
         )
 
     @classmethod
@@ -261,10 +265,11 @@ class RollingMemory(_SyncAdds):
         max_tokens: int = 2000,
         summarize_fn: Optional[SummarizeFn] = None,
         token_counter: Optional[TokenCounter] = None,
+        strict: bool = False,
     ) -> RollingMemory:
         """Reconstruct a memory from its ``dict`` representation (verbatim: no
         fold, no drop until the next add)."""
-        memory = cls(max_tokens=max_tokens, summarize_fn=summarize_fn, token_counter=token_counter)
+        memory = cls(max_tokens=max_tokens, summarize_fn=summarize_fn, token_counter=token_counter, strict=strict)
         memory._load(data)
         return memory
 
@@ -279,6 +284,8 @@ class AsyncRollingMemory(_AsyncAdds):
         max_tokens: int = 2000,
         summarize_fn: Optional[Union[SummarizeFn, AsyncSummarizeFn]] = None,
         token_counter: Optional[TokenCounter] = None,
+        *,
+        strict: bool = False,
     ) -> None:
         if max_tokens <= 0:
             raise ValueError("max_tokens must be positive")
@@ -286,6 +293,7 @@ class AsyncRollingMemory(_AsyncAdds):
         self._summarize_fn = summarize_fn
         self._summarize = _summarizer(summarize_fn)
         self._token_counter = token_counter
+        self._strict = strict
         self._m = self._build(None)
 
     def _build(self, state: Optional[Mapping[str, Any]]) -> Any:
@@ -298,6 +306,7 @@ class AsyncRollingMemory(_AsyncAdds):
             max_summary_tokens=_UNBOUNDED,
             ledger=False,
             state=state,
+            allow_empty_summary=not self._strict,
         )
 
     @classmethod
@@ -308,9 +317,10 @@ class AsyncRollingMemory(_AsyncAdds):
         max_tokens: int = 2000,
         summarize_fn: Optional[Union[SummarizeFn, AsyncSummarizeFn]] = None,
         token_counter: Optional[TokenCounter] = None,
+        strict: bool = False,
     ) -> AsyncRollingMemory:
         """Reconstruct a memory from its ``dict`` representation."""
-        memory = cls(max_tokens=max_tokens, summarize_fn=summarize_fn, token_counter=token_counter)
+        memory = cls(max_tokens=max_tokens, summarize_fn=summarize_fn, token_counter=token_counter, strict=strict)
         memory._load(data)
         return memory
 
@@ -355,7 +365,7 @@ class WindowMemory(_SyncAdds):
 class SummaryMemory(_SyncAdds):
     """Keeps a single running summary: every turn folded on arrival."""
 
-    def __init__(self, summarize_fn: SummarizeFn) -> None:
+    def __init__(self, summarize_fn: SummarizeFn, *, strict: bool = False) -> None:
         if summarize_fn is None:
             raise ValueError("summarize_fn is required")
         if inspect.iscoroutinefunction(summarize_fn):
@@ -363,6 +373,7 @@ class SummaryMemory(_SyncAdds):
                 "summarize_fn is a coroutine function; use AsyncSummaryMemory for async summarizers"
             )
         self._summarize_fn = summarize_fn
+        self._strict = strict
         self._m = self._build(None)
 
     def _build(self, state: Optional[Mapping[str, Any]]) -> Any:
@@ -372,12 +383,13 @@ class SummaryMemory(_SyncAdds):
             max_summary_tokens=_UNBOUNDED,
             ledger=False,
             state=state,
+            allow_empty_summary=not self._strict,
         )
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, summarize_fn: SummarizeFn) -> SummaryMemory:
+    def from_dict(cls, data: Mapping[str, Any], *, summarize_fn: SummarizeFn, strict: bool = False) -> SummaryMemory:
         """Reconstruct a summary memory (no fold until the next add)."""
-        memory = cls(summarize_fn=summarize_fn)
+        memory = cls(summarize_fn=summarize_fn, strict=strict)
         memory._load(data)
         return memory
 
@@ -385,23 +397,32 @@ class SummaryMemory(_SyncAdds):
 class AsyncSummaryMemory(_AsyncAdds):
     """Asyncio variant of :class:`SummaryMemory`."""
 
-    def __init__(self, summarize_fn: Union[SummarizeFn, AsyncSummarizeFn]) -> None:
+    def __init__(self, summarize_fn: Union[SummarizeFn, AsyncSummarizeFn], *, strict: bool = False) -> None:
         if summarize_fn is None:
             raise ValueError("summarize_fn is required")
         self._summarize_fn = summarize_fn
         self._summarize = _summarizer(summarize_fn)
+        self._strict = strict
         self._m = self._build(None)
 
     def _build(self, state: Optional[Mapping[str, Any]]) -> Any:
         return _chatfold.AsyncMemory(
-            "summary", max_summary_tokens=_UNBOUNDED, ledger=False, state=state
+            "summary",
+            max_summary_tokens=_UNBOUNDED,
+            ledger=False,
+            state=state,
+            allow_empty_summary=not self._strict,
         )
 
     @classmethod
     def from_dict(
-        cls, data: Mapping[str, Any], *, summarize_fn: Union[SummarizeFn, AsyncSummarizeFn]
+        cls,
+        data: Mapping[str, Any],
+        *,
+        summarize_fn: Union[SummarizeFn, AsyncSummarizeFn],
+        strict: bool = False,
     ) -> AsyncSummaryMemory:
         """Reconstruct a summary memory (no fold until the next add)."""
-        memory = cls(summarize_fn=summarize_fn)
+        memory = cls(summarize_fn=summarize_fn, strict=strict)
         memory._load(data)
         return memory

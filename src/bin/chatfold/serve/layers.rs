@@ -34,6 +34,24 @@ use super::upstream::Body;
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Dispatched(pub(crate) Instant);
 
+/// What the server runs, and what each layer here is and wraps: a
+/// service of the client's requests that always answers.
+pub(crate) trait Handler:
+    Service<Request<Incoming>, Response = Response<Body>, Error = Infallible, Future: Send>
+    + Clone
+    + Send
+    + 'static
+{
+}
+
+impl<T> Handler for T where
+    T: Service<Request<Incoming>, Response = Response<Body>, Error = Infallible, Future: Send>
+        + Clone
+        + Send
+        + 'static
+{
+}
+
 /// A layer made of a function of the inner service.
 #[derive(Clone)]
 pub(crate) struct LayerFn<F>(pub(crate) F);
@@ -48,19 +66,7 @@ impl<F: Fn(S) -> T, S, T> Layer<S> for LayerFn<F> {
 
 /// The outermost layer: the request's route put in its extensions; when
 /// the answer is ready, the metrics counted and the log line written.
-pub(crate) fn observe<S>(
-    app: Arc<App>,
-    inner: S,
-) -> impl Service<
-    Request<Incoming>,
-    Response = Response<Body>,
-    Error = Infallible,
-    Future = impl Future<Output = Result<Response<Body>, Infallible>> + Send,
-> + Clone
-where
-    S: Service<Request<Incoming>, Response = Response<Body>, Error = Infallible> + Clone + Send + 'static,
-    S::Future: Send,
-{
+pub(crate) fn observe(app: Arc<App>, inner: impl Handler) -> impl Handler {
     tower::service_fn(move |mut request: Request<Incoming>| {
         let (app, inner) = (Arc::clone(&app), inner.clone());
         async move {
@@ -91,15 +97,7 @@ where
 /// The layer that answers the proxy's own errors in the shape of the API
 /// the client speaks (`x-chatfold-error: true` on each), and gives
 /// tower-http's 413 for a declared length over the limit the same shape.
-pub(crate) fn own_errors<S, B>(
-    max_body: u64,
-    inner: S,
-) -> impl Service<
-    Request<Incoming>,
-    Response = Response<Body>,
-    Error = Infallible,
-    Future = impl Future<Output = Result<Response<Body>, Infallible>> + Send,
-> + Clone
+pub(crate) fn own_errors<S, B>(max_body: u64, inner: S) -> impl Handler
 where
     S: Service<Request<Incoming>, Response = Response<B>, Error = ApiError> + Clone + Send + 'static,
     S::Future: Send,

@@ -27,10 +27,6 @@ use std::time::Duration;
 
 use chatfold::cache::RedisCache;
 use chatfold::{Extractive, NamedCounter};
-use std::convert::Infallible;
-
-use hyper::body::Incoming;
-use hyper::{Request, Response};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
@@ -38,7 +34,7 @@ use tokio::net::TcpListener;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::RequestBodyTimeoutLayer;
 
-use self::layers::{Drained, LayerFn};
+use self::layers::{Drained, Handler, LayerFn};
 use crate::flags::ServeArgs;
 use crate::summarizers::Chosen;
 use crate::{Failure, exit, setup};
@@ -175,16 +171,7 @@ async fn run(app: Arc<App>, listen: std::net::SocketAddr) -> Result<(), Failure>
 
 /// The service every connection runs: the handlers inside their layers,
 /// outermost first (see `layers`).
-fn service(
-    app: &Arc<App>,
-) -> impl tower::Service<
-    Request<Incoming>,
-    Response = Response<upstream::Body>,
-    Error = Infallible,
-    Future = impl Future<Output = Result<Response<upstream::Body>, Infallible>> + Send,
-> + Clone
-+ Send
-+ 'static {
+fn service(app: &Arc<App>) -> impl Handler {
     let config = &app.config;
     let (max_body, read_timeout) = (config.max_body, config.read_timeout);
     let limit = usize::try_from(max_body).unwrap_or(usize::MAX);
