@@ -60,11 +60,16 @@ Behaviour that differs, by design
     loses the summary and ledger on reload). The NER, salience,
     observation-crush, novelty and intent-planner settings have no effect.
 
+The LangGraph and LangChain ``integrations`` (``SawtoothLangGraphAdapter``,
+``build_sawtooth_graph``, ``SawtoothChatMessageHistory``) work as
+sawtooth's, with its frameworks installed (a tool result reaches the model
+only beside the call that asked for it).
+
 Not supported (the names import; using them raises :class:`NotSupportedError`)
     L3 semantic storage and retrieval (``enable_l3_semantic_storage``,
     ``embeddings``, ``l3_indexer``), ``PostgresStorageAdapter``, multi-agent
-    pools (``pool_id``), ``pin_entity``, the LangGraph and LangChain
-    ``integrations``, the ``providers`` adapters, and sawtooth's internal
+    pools (``pool_id``), ``pin_entity``, the ``providers`` adapters, and
+    sawtooth's internal
     machinery modules (``compressor``, ``sync_compressor``, ``worker``,
     ``monitor``, ``ner``, ``salience``, ``fold_unit``, ``dte_runtime``,
     ``compression_core``, ``compression_utils``, ``entity_guard``,

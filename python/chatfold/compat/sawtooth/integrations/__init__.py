@@ -1,7 +1,8 @@
-"""sawtooth-memory's ``integrations`` (LangGraph, LangChain): not supported
-by chatfold. ``integrations.langgraph`` and ``integrations.langchain_adapter``
-import (without langchain installed) and raise
-:class:`~chatfold.compat.sawtooth.exceptions.NotSupportedError` when used."""
+"""sawtooth-memory's ``integrations``: ``integrations.langgraph`` (the
+LangGraph adapter and graph, with ``langgraph`` installed) and
+``integrations.langchain_adapter`` (a LangChain chat message history, with
+``langchain-core``), on chatfold's tiered memory. As in sawtooth, importing
+either needs its framework; ``chatfold.compat.sawtooth`` itself does not."""
 
 from typing import List
 

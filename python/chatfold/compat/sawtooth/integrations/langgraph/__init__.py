@@ -1,6 +1,6 @@
-"""sawtooth-memory's LangGraph integration: not supported by chatfold; the
-names import and raise
-:class:`~chatfold.compat.sawtooth.exceptions.NotSupportedError` when used."""
+"""sawtooth-memory's LangGraph integration (it needs ``langgraph``): the
+adapter between LangChain messages and a context manager, and the graph
+that compacts before each model call."""
 
 from .adapter import SawtoothLangGraphAdapter
 from .graph import AgentState, build_sawtooth_graph, make_compression_node, make_llm_node
