@@ -133,10 +133,8 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
     /// The messages before the cut, and the (sorted) indices among them that
     /// are not folded: hoisted messages and previous summaries.
     fn folded_part(&self) -> (&[Message], Vec<usize>) {
-        let report = &self.report;
-        let mut skip: Vec<usize> = report.hoisted.iter().chain(&report.previous).copied().collect();
-        skip.sort_unstable();
-        (&self.messages[..report.cut], skip)
+        let cut = self.report.cut;
+        (&self.messages[..cut], self.report.not_folded(0..cut))
     }
 
     /// The fold begun (the previous summaries' prose, the ledger's
@@ -365,11 +363,7 @@ impl<C: TokenCounter> Folding<'_, '_, C> {
     pub(super) fn next_request(&mut self) -> Option<SummaryRequest<'_>> {
         let plan = self.plan;
         let report = &plan.report;
-        let empty = |chunk: &Range<usize>| {
-            chunk
-                .clone()
-                .all(|i| report.hoisted.contains(&i) || report.previous.contains(&i))
-        };
+        let empty = |chunk: &Range<usize>| report.not_folded(chunk.clone()).len() == chunk.len();
         while let Some(chunk) = plan.chunks.get(self.next).filter(|c| empty(c)) {
             let carried = match (&self.summary, &plan.reuse) {
                 (Some(text), _) | (None, Some(Reuse { text, .. })) => Some(text.clone()),
@@ -395,15 +389,7 @@ impl<C: TokenCounter> Folding<'_, '_, C> {
             (Some(text), _) | (None, Some(Reuse { text, .. })) => Some(Cow::Borrowed(text.as_str())),
             (None, None) => None,
         };
-        let report = &plan.report;
-        let mut skip: Vec<usize> = report
-            .hoisted
-            .iter()
-            .chain(&report.previous)
-            .filter(|&&i| chunk.contains(&i))
-            .map(|&i| i - chunk.start)
-            .collect();
-        skip.sort_unstable();
+        let skip = plan.report.not_folded(chunk.clone());
         Some(fold.request(
             previous,
             &plan.messages[chunk],

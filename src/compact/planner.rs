@@ -3,6 +3,8 @@
 use std::borrow::Cow;
 use std::sync::OnceLock;
 
+#[cfg(feature = "cache")]
+use super::reuse::CutAt;
 use super::{Compactor, Counts, CutReason, Plan, Tokens};
 use crate::count::TokenCounter;
 use crate::error::{Error, Result};
@@ -104,8 +106,13 @@ impl<C: TokenCounter> Compactor<C> {
         // otherwise the longest cached prefix is extended.
         #[cfg(feature = "cache")]
         if let Some(cache) = self.cache.as_ref().filter(|_| headers.summaries.is_empty()) {
-            let (reused_at, reuse, chains) =
-                self.reuse(messages, &headers.callers, after, start, room, &mut count, cache);
+            let (reused_at, reuse, chains) = self.reuse(
+                messages,
+                &headers.callers,
+                CutAt { after, start, room },
+                &mut count,
+                cache,
+            );
             if reused_at != start {
                 start = reused_at;
                 plan.report.cut = start;

@@ -319,6 +319,18 @@ impl Report {
         })
     }
 
+    /// The messages in `range` before the cut that are not folded (hoisted
+    /// ones and previous summaries): their indices counted from
+    /// `range.start`, ascending.
+    pub(crate) fn not_folded(&self, range: std::ops::Range<usize>) -> Vec<usize> {
+        let mut skip: Vec<usize> = (self.hoisted.iter().chain(&self.previous))
+            .filter(|i| range.contains(i))
+            .map(|&i| i - range.start)
+            .collect();
+        skip.sort_unstable();
+        skip
+    }
+
     /// The fate of every input message, in order.
     pub fn fates(&self) -> impl Iterator<Item = Fate> + '_ {
         (0..self.len).filter_map(|i| self.fate(i))

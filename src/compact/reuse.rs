@@ -9,6 +9,16 @@ use crate::fold::units;
 use crate::fold::{ClearToolResults, FoldPolicy};
 use crate::message::Message;
 
+/// Where the planner's walk cut: the first message it could keep
+/// (`after`: past the last previous summary), the cut (`start`), and the
+/// room beside the pinned messages and the summary.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct CutAt {
+    pub(super) after: usize,
+    pub(super) start: usize,
+    pub(super) room: usize,
+}
+
 /// How many unit boundaries before the cut are asked for a cached summary
 /// of the prefix they end, newest first, when none is found at the cut.
 const REUSE_PROBES: usize = 64;
@@ -77,17 +87,15 @@ impl<C: TokenCounter> Compactor<C> {
     /// has a summary of exactly the prefix before it; otherwise it stays, and
     /// the newest of [`REUSE_PROBES`] boundaries before it with a cached
     /// summary is extended.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn reuse(
         &self,
         messages: &[Message],
         callers: &[usize],
-        after: usize,
-        start: usize,
-        room: usize,
+        cut: CutAt,
         count: &mut dyn FnMut(usize) -> usize,
         cache: &Cache,
     ) -> (usize, Option<Reuse>, Vec<(usize, Link)>) {
+        let CutAt { after, start, room } = cut;
         // Cuts that keep more, up to keep_recent_max: the cut itself first.
         let limit = self.effective_keep_recent_max().max(self.effective_keep_recent());
         // Tokens of messages[range]: all of them, and the non-pinned ones.

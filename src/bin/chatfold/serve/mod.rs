@@ -133,10 +133,10 @@ async fn run(app: Arc<App>, listen: std::net::SocketAddr) -> Result<(), Failure>
     let local = listener
         .local_addr()
         .map_err(|e| Failure::new(exit::USAGE, format!("cannot listen on {listen}: {e}")))?;
-    eprintln!("chatfold serve: listening on http://{local}");
+    let mut signal = std::pin::pin!(shutdown_signal());
     let service = service(&app);
     let graceful = GracefulShutdown::new();
-    let mut signal = std::pin::pin!(shutdown_signal());
+    eprintln!("chatfold serve: listening on http://{local}");
     loop {
         tokio::select! {
             accepted = listener.accept() => {
@@ -191,24 +191,37 @@ fn service(app: &Arc<App>) -> impl Handler {
         .service(handlers)
 }
 
-/// Resolves on Ctrl-C or SIGTERM.
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Resolves on Ctrl-C or SIGTERM. The handlers are installed when this is
+/// called, not when it is first polled: a signal that comes as soon as the
+/// proxy says it listens still shuts it down gracefully.
+fn shutdown_signal() -> impl Future<Output = ()> {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut term) => {
-                term.recv().await;
-            }
-            Err(_) => std::future::pending().await,
-        }
+    let (interrupt, term) = {
+        use tokio::signal::unix::{SignalKind, signal};
+        (
+            signal(SignalKind::interrupt()).ok(),
+            signal(SignalKind::terminate()).ok(),
+        )
     };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = term => {}
+    async move {
+        #[cfg(unix)]
+        {
+            let received = |stream: Option<tokio::signal::unix::Signal>| async move {
+                match stream {
+                    Some(mut stream) => {
+                        stream.recv().await;
+                    }
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                () = received(interrupt) => {}
+                () = received(term) => {}
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
