@@ -5,7 +5,7 @@ use std::sync::Arc;
 use chatfold::{Compaction, Compactor, Fate, Format, History, Message, Report};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyDict, PyList};
 
 use crate::counter::{Counter, Mode, Shared};
 use crate::errors::IntoPy;
@@ -86,28 +86,11 @@ fn plain(list: &Bound<'_, PyAny>) -> PyResult<Option<Vec<Message>>> {
     let Ok(list) = list.cast::<PyList>() else {
         return Ok(None);
     };
-    let mut out = Vec::with_capacity(list.len());
-    for item in list.iter() {
-        let Ok(d) = item.cast::<PyDict>() else {
-            return Ok(None);
-        };
-        if d.len() != 2 {
-            return Ok(None);
-        }
-        let py = d.py();
-        let keys = (pyo3::intern!(py, "role"), pyo3::intern!(py, "content"));
-        let (Some(role), Some(content)) = (d.get_item(keys.0)?, d.get_item(keys.1)?) else {
-            return Ok(None);
-        };
-        let (Ok(role), Ok(content)) = (role.cast::<PyString>(), content.cast::<PyString>()) else {
-            return Ok(None);
-        };
-        out.push(Message::new(
-            crate::utf8::str_of(role)?,
-            crate::utf8::str_of(content)?,
-        ));
-    }
-    Ok(Some(out))
+    let Some(items) = crate::lazy::plain_items(list)? else {
+        return Ok(None);
+    };
+    let message = |p: &crate::lazy::Plain<'_>| Ok(Message::new(p.role.to_str()?, p.content.to_str()?));
+    items.iter().map(message).collect::<PyResult<_>>().map(Some)
 }
 
 fn read(py: Python<'_>, messages: &Bound<'_, PyAny>, format: Option<Format>) -> PyResult<Input> {

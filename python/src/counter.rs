@@ -3,6 +3,7 @@
 
 use std::sync::Mutex;
 
+use chatfold::summarize::PlainLine;
 use chatfold::{Message, NamedCounter, TokenCounter};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -133,7 +134,7 @@ impl TokenCounter for Counter {
     fn count_message(&self, message: &Message) -> usize {
         match (&self.kind, self.mode) {
             (_, Mode::TokenText) => self.count(&token_text(message)),
-            (_, Mode::Rendered) => self.count(&format!("{}: {}", message.role.as_str(), message.text())),
+            (_, Mode::Rendered) => self.count(&PlainLine::of(message).to_string()),
             (Kind::Named(n), Mode::Chat) => n.count_message(message),
             (_, Mode::Chat) => {
                 // The trait's accounting, over this counter's `count`.

@@ -13,7 +13,7 @@ pub fn to_value(obj: &Bound<'_, PyAny>, path: &mut String) -> PyResult<Value> {
         return Ok(Value::Null);
     }
     if let Ok(s) = obj.cast::<PyString>() {
-        return Ok(Value::String(crate::utf8::str_of(s)?.to_owned()));
+        return Ok(Value::String(s.to_str()?.to_owned()));
     }
     if let Ok(b) = obj.cast::<PyBool>() {
         return Ok(Value::Bool(b.is_true()));
@@ -41,7 +41,7 @@ pub fn to_value(obj: &Bound<'_, PyAny>, path: &mut String) -> PyResult<Value> {
             let key = k
                 .cast::<PyString>()
                 .map_err(|_| PyTypeError::new_err(format!("{path}: a key is not a string: {k}")))?;
-            let key = crate::utf8::str_of(key)?.to_owned();
+            let key = key.to_str()?.to_owned();
             let len = path.len();
             path.push('.');
             path.push_str(&key);

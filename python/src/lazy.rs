@@ -11,29 +11,23 @@
 //! per token of budget) and every pinned or summary-like message in full,
 //! and the counter watches for a stand-in being counted: then the history
 //! is read whole and planned again, so the result is always the one the
-//! whole reading gives. The summarizer's transcript is written in one pass
-//! from the caller's strings, and the kept and hoisted messages come back
-//! as the caller's own dicts (as chatcram returns them).
-//!
-//! The GIL is held throughout: the strings are borrowed from the caller's
-//! objects, and no Python code runs between the reading and the transcript
-//! (the counter is a built-in one; the summarizer is called after).
-
-// Reads the caller's strings without reference counts (see `read`).
-#![allow(unsafe_code)]
+//! whole reading gives. The plan's report says which messages it folded;
+//! their transcript is written in one pass from the caller's strings (held,
+//! and read in place), and the kept and hoisted messages come back as the
+//! caller's own dicts (as chatcram returns them).
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use chatfold::summarize::PlainLine;
 use chatfold::{Compactor, Fate, FoldPolicy, Message, Placement, Role, TokenCounter};
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString};
+use pyo3::types::{PyDict, PyList, PyString};
 
 use crate::compactor::Owned;
 use crate::counter::Shared;
 use crate::errors::{IntoPy, PyFailure};
 use crate::summarizer::{Lazy, Request, text_of};
-use crate::utf8::{Plain, plain_items};
 
 /// The bindings' counter, noticing a stand-in (a message read without its
 /// text) being counted.
@@ -76,24 +70,60 @@ impl TokenCounter for Watch {
         Some(self)
     }
 }
-/// A plain history read lazily: what the planner sees, where each of its
-/// messages comes from, and the caller's strings.
-struct Read<'a> {
+
+/// A plain message of the caller's: its role and content strings.
+pub struct Plain<'py> {
+    pub role: Bound<'py, PyString>,
+    pub content: Bound<'py, PyString>,
+}
+
+/// The items of `list` when every one is a plain message (a `dict` of
+/// exactly the keys `role` and `content`, both `str`); `None` otherwise.
+///
+/// # Errors
+///
+/// The exception a key lookup raised.
+pub fn plain_items<'py>(list: &Bound<'py, PyList>) -> PyResult<Option<Vec<Plain<'py>>>> {
+    let py = list.py();
+    let (role_key, content_key) = (pyo3::intern!(py, "role"), pyo3::intern!(py, "content"));
+    let mut out = Vec::with_capacity(list.len());
+    for item in list.iter() {
+        let Ok(dict) = item.cast_exact::<PyDict>() else {
+            return Ok(None);
+        };
+        if dict.len() != 2 {
+            return Ok(None);
+        }
+        let (Some(role), Some(content)) = (dict.get_item(role_key)?, dict.get_item(content_key)?) else {
+            return Ok(None);
+        };
+        let (Ok(role), Ok(content)) = (
+            role.cast_into_exact::<PyString>(),
+            content.cast_into_exact::<PyString>(),
+        ) else {
+            return Ok(None);
+        };
+        out.push(Plain { role, content });
+    }
+    Ok(Some(out))
+}
+
+/// A plain history read lazily: what the planner sees, and where each of
+/// its messages comes from.
+struct Read {
     /// The tail and the pinned or summary-like messages in full; each run
     /// of other messages before the tail as one stand-in.
     messages: Vec<Message>,
     /// The input indices each of `messages` stands for (one for a message
     /// read in full, a run for a stand-in).
     from: Vec<Range<usize>>,
-    /// Each input message's role and content, borrowed.
-    items: Vec<Plain<'a>>,
 }
 
-impl Read<'_> {
-    /// The input index of the planner's index `i` (its first; the input's
-    /// length past the end).
-    fn input(&self, i: usize) -> usize {
-        self.from.get(i).map_or(self.items.len(), |r| r.start)
+impl Read {
+    /// The input index of the planner's index `i` (its first; `n` past the
+    /// end).
+    fn input(&self, i: usize, n: usize) -> usize {
+        self.from.get(i).map_or(n, |r| r.start)
     }
 }
 
@@ -111,20 +141,15 @@ fn known(py: Python<'_>) -> Known<'_> {
     ]
 }
 
-/// The role of `item`.
-fn role_of(py: Python<'_>, known: &Known<'_>, item: &Plain<'_>) -> PyResult<Role> {
-    Ok(match known.iter().find(|(k, _, _)| item.role_is(k)) {
-        Some((_, r, _)) => r.clone(),
-        None => Role::from(item.role_text(py)?),
+/// The role of `item`, and its text as written.
+fn role_of<'a>(known: &Known<'_>, item: &'a Plain<'_>) -> PyResult<(Role, &'a str)> {
+    Ok(match known.iter().find(|(k, _, _)| item.role.is(*k)) {
+        Some((_, role, text)) => (role.clone(), text),
+        None => {
+            let text = item.role.to_str()?;
+            (Role::from(text), text)
+        }
     })
-}
-
-/// The role of `item` as written.
-fn role_text<'a>(py: Python<'_>, known: &Known<'_>, item: &Plain<'a>) -> PyResult<&'a str> {
-    match known.iter().find(|(k, _, _)| item.role_is(k)) {
-        Some((_, _, text)) => Ok(text),
-        None => item.role_text(py),
-    }
 }
 
 /// A message read without its content.
@@ -134,36 +159,23 @@ fn stand_in() -> Message {
     m
 }
 
-/// `list` read lazily with a tail of `tail_bytes` bytes of text; `None`
-/// when it is not a plain history (any item not a dict of exactly a `str`
-/// role and a `str` content).
-///
-/// # Safety
-///
-/// As [`plain_items`]: the GIL held and no Python code run while the
-/// result is used.
-unsafe fn read<'a>(
-    list: &'a Bound<'_, PyList>,
+/// `items` (whose contents are `texts`) read lazily with a tail of
+/// `tail_bytes` bytes of text.
+fn read(
+    known: &Known<'_>,
+    items: &[Plain<'_>],
+    texts: &[&str],
     tail_bytes: usize,
     summary: &FoldPolicy,
-) -> PyResult<Option<Read<'a>>> {
-    let py = list.py();
-    let known = known(py);
+) -> PyResult<Read> {
     let prefix = &*summary.summary_prefix;
-    let (role_key, content_key) = (pyo3::intern!(py, "role"), pyo3::intern!(py, "content"));
-    // SAFETY: the caller's contract.
-    let Some(items) = (unsafe { plain_items(list, role_key, content_key)? }) else {
-        return Ok(None);
-    };
     let n = items.len();
     let (mut bytes, mut tail) = (0usize, n);
     while tail > 0 && bytes < tail_bytes {
         tail -= 1;
-        bytes = bytes.saturating_add(items[tail].content().len());
+        bytes = bytes.saturating_add(texts[tail].len());
     }
-    let full = |i: usize| -> PyResult<Message> {
-        Ok(Message::new(role_of(py, &known, &items[i])?, items[i].content()))
-    };
+    let full = |i: usize| -> PyResult<Message> { Ok(Message::new(role_of(known, &items[i])?.0, texts[i])) };
     let (mut messages, mut from) = (Vec::new(), Vec::<Range<usize>>::new());
     let mut run = 0;
     for (i, item) in items[..tail].iter().enumerate() {
@@ -171,8 +183,8 @@ unsafe fn read<'a>(
         // previous summary (in a history planned with `Placement::Fixed`:
         // the summary's role, its text starting with the prefix) are read
         // in full.
-        let role = role_of(py, &known, item)?;
-        if !(role.is_pinned() || (role == summary.summary_role && item.content().starts_with(prefix))) {
+        let role = role_of(known, item)?.0;
+        if !(role.is_pinned() || (role == summary.summary_role && texts[i].starts_with(prefix))) {
             continue;
         }
         if run < i {
@@ -191,11 +203,7 @@ unsafe fn read<'a>(
         messages.push(full(i)?);
         from.push(i..i + 1);
     }
-    Ok(Some(Read {
-        messages,
-        from,
-        items,
-    }))
+    Ok(Read { messages, from })
 }
 
 thread_local! {
@@ -226,16 +234,18 @@ pub fn compact(
     let Ok(list) = messages.cast::<PyList>() else {
         return Ok(None);
     };
-    let tail_bytes = compactor.budget.saturating_mul(8);
-    let mut compactor = compactor.clone();
-    compactor.policy.placement = Placement::Fixed;
-    // SAFETY: the GIL is held until the transcript is written and `read`
-    // dropped, and nothing before that runs Python code: the counter is a
-    // built-in one (the caller checks), the planner is Rust, and the
-    // summarizer is called after.
-    let Some(mut read) = (unsafe { read(list, tail_bytes, &compactor.policy)? }) else {
+    let Some(items) = plain_items(list)? else {
         return Ok(None);
     };
+    let texts: Vec<&str> = items
+        .iter()
+        .map(|p| p.content.to_str())
+        .collect::<PyResult<_>>()?;
+    let mut compactor = compactor.clone();
+    compactor.policy.placement = Placement::Fixed;
+    let known = known(py);
+    let tail_bytes = compactor.budget.saturating_mul(8);
+    let read = read(&known, &items, &texts, tail_bytes, &compactor.policy)?;
     let inner = compactor.counter.clone();
     let compactor = compactor.counter(Watch {
         inner,
@@ -258,7 +268,7 @@ pub fn compact(
             return Ok(None);
         }
         let done = done.py(py)?;
-        let compaction = Owned::new(done).mapped(std::mem::take(&mut read.from));
+        let compaction = Owned::new(done).mapped(read.from);
         return Ok(Some(Done {
             messages: PyList::new(py, list.iter())?.into_any().unbind(),
             compaction,
@@ -271,32 +281,32 @@ pub fn compact(
     );
     drop(request);
     let report = plan.report();
-    let (n, cut) = (read.items.len(), read.input(report.cut()));
-    // Input indices: hoisted messages (in the output), then those before
-    // the cut that are not folded (hoisted, previous summaries).
-    let hoisted: Vec<usize> = report.indices(Fate::Hoisted).map(|i| read.input(i)).collect();
-    let mut skip: Vec<usize> = report
-        .indices(Fate::PreviousSummary)
-        .map(|i| read.input(i))
-        .chain(hoisted.iter().copied())
+    let n = items.len();
+    let cut = read.input(report.cut(), n);
+    // Input indices: the hoisted messages (in the output), and the runs
+    // the plan folded, as its report says.
+    let hoisted: Vec<usize> = report.indices(Fate::Hoisted).map(|i| read.input(i, n)).collect();
+    let folded: Vec<Range<usize>> = report
+        .indices(Fate::Folded)
+        .map(|i| read.from[i].clone())
         .collect();
-    skip.sort_unstable();
-    let from = std::mem::take(&mut read.from);
+    if folded.is_empty() {
+        // Only previous summaries before the cut: the compactor carries
+        // their text without a summarizer call, as the whole reading does.
+        return Ok(None);
+    }
     // The transcript, in one pass over the caller's strings, written into
     // this thread's buffer (a fresh one each time would cost as much in
     // page faults as the writing).
-    let known = known(py);
     let rendered = BUFFER.with(|buffer| -> PyResult<Py<PyString>> {
         let mut buffer = buffer.borrow_mut();
         buffer.clear();
-        for i in (0..cut).filter(|i| skip.binary_search(i).is_err()) {
+        for i in folded.iter().flat_map(Range::clone) {
             if !buffer.is_empty() {
                 buffer.push('\n');
             }
-            let item = &read.items[i];
-            buffer.push_str(role_text(py, &known, item)?);
-            buffer.push_str(": ");
-            buffer.push_str(item.content());
+            let role = role_of(&known, &items[i])?.1;
+            PlainLine::new(role, texts[i]).push_to(&mut buffer);
         }
         let text = PyString::new(py, &buffer).unbind();
         if buffer.capacity() > KEPT_BUFFER {
@@ -304,8 +314,6 @@ pub fn compact(
         }
         Ok(text)
     })?;
-    // No borrowed string is used past this point.
-    read.items.clear();
     // The caller's objects, taken before the summarizer (Python code) runs.
     let kept = list.get_slice(cut, n);
     let hoisted_objects: Vec<Bound<'_, PyAny>> = hoisted
@@ -317,8 +325,7 @@ pub fn compact(
         allowance,
         ledger,
         list: list.clone().unbind(),
-        cut,
-        skip,
+        folded,
         rendered,
         whole: std::sync::OnceLock::new(),
     };
@@ -342,7 +349,7 @@ pub fn compact(
     for k in kept.iter() {
         out.append(k)?;
     }
-    let compaction = Owned::new(done).mapped(from);
+    let compaction = Owned::new(done).mapped(read.from);
     Ok(Some(Done {
         messages: out.into_any().unbind(),
         compaction,

@@ -19,7 +19,6 @@ mod memory;
 mod policy;
 mod step;
 mod summarizer;
-mod utf8;
 
 use fork::detach;
 

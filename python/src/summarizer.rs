@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
 
 use chatfold::memory::State;
+use chatfold::summarize::PlainLine;
 use chatfold::{AsyncSummarizer, BoxError, Extractive, Summarizer, SummaryRequest};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -34,9 +35,8 @@ enum Body {
     Lazy(Lazy),
 }
 
-/// The folded part of a plain history read lazily: the caller's dicts
-/// before the cut (less `skip`: hoisted messages and previous summaries)
-/// and their transcript, written once. The dicts are read from the
+/// The folded part of a plain history read lazily: the runs of the
+/// caller's dicts the plan folded, and their transcript, written once. The dicts are read from the
 /// caller's list when asked for (nothing proportional to the history is
 /// copied for a summarizer that reads only the transcript).
 #[derive(Debug)]
@@ -44,11 +44,9 @@ pub struct Lazy {
     pub previous: Option<String>,
     pub allowance: usize,
     pub ledger: Vec<String>,
-    /// The caller's list, and where the kept part starts in it.
+    /// The caller's list, and the runs of it that are folded, in order.
     pub list: Py<PyList>,
-    pub cut: usize,
-    /// Sorted indices below `cut` that are not folded.
-    pub skip: Vec<usize>,
+    pub folded: Vec<std::ops::Range<usize>>,
     /// The folded messages as `role: content` lines.
     pub rendered: Py<PyString>,
     /// The request over chatfold's messages, made when asked for.
@@ -58,10 +56,10 @@ pub struct Lazy {
 impl Lazy {
     /// The folded messages as copies of the caller's dicts, oldest first.
     fn folded<'py>(&self, py: Python<'py>) -> impl Iterator<Item = PyResult<Bound<'py, PyDict>>> {
-        let skip = &self.skip;
         let list = self.list.bind(py).clone();
-        (0..self.cut.min(list.len()))
-            .filter(move |i| skip.binary_search(i).is_err())
+        let len = list.len();
+        (self.folded.iter())
+            .flat_map(move |run| run.start.min(len)..run.end.min(len))
             .map(move |i| {
                 list.get_item(i)?
                     .cast_into::<PyDict>()
@@ -152,12 +150,9 @@ impl Request {
     fn _rendered(&self, py: Python<'_>, first: Option<&str>) -> PyResult<Py<PyString>> {
         let lines = match &self.inner {
             Body::Lazy(l) if first.is_none() => return Ok(l.rendered.clone_ref(py)),
-            Body::Lazy(l) => crate::utf8::str_of(l.rendered.bind(py))?.to_owned(),
+            Body::Lazy(l) => l.rendered.bind(py).to_str()?.to_owned(),
             Body::Whole(r) => detach(py, || {
-                let lines: Vec<String> = r
-                    .messages()
-                    .map(|m| format!("{}: {}", m.role.as_str(), m.text()))
-                    .collect();
+                let lines: Vec<String> = r.messages().map(|m| PlainLine::of(m).to_string()).collect();
                 lines.join("\n")
             }),
         };
@@ -207,7 +202,7 @@ impl Request {
     fn __len__(&self) -> usize {
         match &self.inner {
             Body::Whole(r) => r.messages().len(),
-            Body::Lazy(l) => l.cut - l.skip.len(),
+            Body::Lazy(l) => l.folded.iter().map(ExactSizeIterator::len).sum(),
         }
     }
 

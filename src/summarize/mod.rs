@@ -14,10 +14,12 @@
 //! # Ok::<(), chatfold::Error>(())
 //! ```
 
+use std::borrow::Cow;
 use std::future::Future;
 
 use crate::error::BoxError;
 pub use crate::fold::request::SummaryRequest;
+use crate::message::Message;
 
 #[cfg(feature = "anthropic")]
 mod anthropic;
@@ -36,6 +38,58 @@ pub use http::{HttpError, HttpErrorKind, HttpSummarizer};
 #[cfg(feature = "openai")]
 pub use openai::{OpenAi, OpenAiSummarizer};
 pub use prompt::Prompt;
+
+/// A message's plain transcript line: `role: text`, without its name,
+/// tool calls or call id (which a [`Message`]'s `Display` adds). chatcram
+/// writes its transcripts in these lines and counts them; the Python
+/// package's chatcram module does both with this.
+///
+/// # Examples
+///
+/// ```
+/// use chatfold::Message;
+/// use chatfold::summarize::PlainLine;
+///
+/// assert_eq!(PlainLine::of(&Message::user("Hi.")).to_string(), "user: Hi.");
+/// assert_eq!(PlainLine::new("critic", "No.").to_string(), "critic: No.");
+/// let mut out = String::from("> ");
+/// PlainLine::new("user", "Hi.").push_to(&mut out);
+/// assert_eq!(out, "> user: Hi.");
+/// ```
+#[derive(Clone, Debug)]
+pub struct PlainLine<'a> {
+    role: &'a str,
+    text: Cow<'a, str>,
+}
+
+impl<'a> PlainLine<'a> {
+    /// The line of `role` saying `text`.
+    pub fn new(role: &'a str, text: impl Into<Cow<'a, str>>) -> Self {
+        PlainLine {
+            role,
+            text: text.into(),
+        }
+    }
+
+    /// The line of `message`.
+    pub fn of(message: &'a Message) -> Self {
+        PlainLine::new(message.role.as_str(), message.text())
+    }
+
+    /// Appends the line to `out` (as `Display` writes it, without the
+    /// formatter between: a transcript of many lines is written so).
+    pub fn push_to(&self, out: &mut String) {
+        out.push_str(self.role);
+        out.push_str(": ");
+        out.push_str(&self.text);
+    }
+}
+
+impl std::fmt::Display for PlainLine<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.role, self.text)
+    }
+}
 
 /// Turns folded messages into summary text, synchronously.
 ///
