@@ -1,13 +1,19 @@
 //! Gathering: the previous summary and the folded turns read into candidate lines.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::hash::BuildHasherDefault;
 use std::ops::ControlFlow;
 
-use super::*;
-use crate::message::Role;
+use super::text::{
+    clip, decision, error_line, is_error, is_question, keywords, opening, opening_of, sentences, speech,
+    telling, window,
+};
+use super::{ARGS_CHARS, LINE_CHARS, RECENT_TURNS, SENTENCES, STARTED_LINES, WINDOW};
+use crate::message::{Message, Part, Role};
 use crate::quick::Quick;
+use crate::summarize::SummaryRequest;
 
 /// The sections of a summary, in the order they are written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -274,90 +280,15 @@ pub(super) fn walk(
 ) {
     let n = request.messages().len();
     let mut started = carried_start;
-    let mut pending: HashMap<String, Pending> = HashMap::new();
-    let mut calls = 0usize;
+    let mut calls = Calls::default();
     let mut recent: Vec<usize> = Vec::new();
     for (i, m) in request.messages().enumerate() {
         let edge = i == 0 || i + 1 == n;
-        // Calls, OpenAI's and Anthropic's.
-        for call in &m.tool_calls {
-            calls += 1;
-            pending.insert(
-                call.id.clone(),
-                Pending {
-                    name: call.name.clone(),
-                    args: clip(&call.arguments, ARGS_CHARS).into_owned(),
-                    index: i,
-                    seq: calls,
-                },
-            );
-        }
-        for part in m.parts() {
-            if let Some(input) = part.tool_input() {
-                calls += 1;
-                let field = |key: &str| part.as_json().get(key).and_then(serde_json::Value::as_str);
-                pending.insert(
-                    field("id").unwrap_or("").to_owned(),
-                    Pending {
-                        name: field("name").unwrap_or("tool").to_owned(),
-                        args: clip(&input.to_string(), ARGS_CHARS).into_owned(),
-                        index: i,
-                        seq: calls,
-                    },
-                );
-            }
-        }
+        calls.note(m, i);
         // Results.
-        let mut results: Vec<(Option<&str>, String, bool)> = Vec::new();
-        if m.role == Role::Tool {
-            let flagged = m.extra().get("is_error").and_then(serde_json::Value::as_bool) == Some(true);
-            results.push((m.tool_call_id.as_deref(), window(&m.text()).to_owned(), flagged));
-        }
-        for part in m.parts().iter().filter(|p| p.kind() == Some("tool_result")) {
-            let id = part
-                .as_json()
-                .get("tool_use_id")
-                .and_then(serde_json::Value::as_str);
-            let flagged = part
-                .as_json()
-                .get("is_error")
-                .and_then(serde_json::Value::as_bool)
-                == Some(true);
-            let texts = part.result_texts();
-            let mut text = String::new();
-            for t in texts {
-                if text.len() >= WINDOW {
-                    break;
-                }
-                if !text.is_empty() {
-                    text.push('\n');
-                }
-                text.push_str(window(t));
-            }
-            results.push((id, text, flagged));
-        }
-        for (id, text, flagged) in results {
-            let call = id.and_then(|id| pending.remove(id));
-            // The call failed when its result is flagged or opens with an
-            // error; a result that only reports one further on (a search's
-            // matches, a log) is shown by that line, under no `failed`.
-            let error = error_line(&text);
-            let failed = flagged || error.is_some_and(|(_, opens)| opens);
-            let reports = flagged || error.is_some();
-            let outcome = error.map_or_else(|| opening(&text), |(line, _)| line.to_owned());
-            let mut line = match &call {
-                Some(c) => format!("{}({})", c.name, c.args),
-                None => format!("tool [{}]", id.unwrap_or("?")),
-            };
-            match (failed, outcome.is_empty()) {
-                (true, _) => {
-                    let _ = write!(line, " failed: {outcome}");
-                }
-                (false, true) => line.push_str(" → (no text)"),
-                (false, false) => {
-                    let _ = write!(line, " → {outcome}");
-                }
-            }
+        for result in tool_results(m) {
+            let call = result.id.and_then(|id| calls.pending.remove(id));
+            let (line, reports) = tool_line(call.as_ref(), &result);
             let score = if reports { 8 } else { 1 } + if edge { 2 } else { 0 };
             g.push(
                 Section::Tools,
@@ -371,48 +302,16 @@ pub(super) fn walk(
         if m.role == Role::Tool {
             continue;
         }
-        let text = m.text();
-        let text = window(&text);
-        if text.trim().is_empty() {
+        let Some(c) = turn_line(g, m, i, edge, &mut started, place) else {
             continue;
-        }
-        let role = m.role.as_str();
-        let said: Vec<&str> = sentences(text).take(SENTENCES).collect();
-        let line = |s: &str| format!("{role}: {}", clip(s, LINE_CHARS));
-        let base = match m.role {
-            Role::User => 3,
-            _ => 2,
-        } + if edge { 3 } else { 0 };
-        let at = place(i);
-        let c = if m.role == Role::User && !started {
-            started = true;
-            g.push(Section::Started, at, Some(i), 99, line(&opening_of(&said)))
-        } else if let Some(q) = (m.role == Role::User)
-            .then(|| said.iter().find(|s| is_question(s)))
-            .flatten()
-        {
-            let c = g.push(Section::Open, at, Some(i), base + 3, line(q));
-            g.ask(c, q);
-            c
-        } else if let Some((s, strength)) = said.iter().find_map(|s| decision(s, &m.role).map(|k| (s, k))) {
-            g.push(Section::Decided, at, Some(i), base + strength, line(s))
-        } else {
-            let opening = opening_of(&said);
-            let score = base - if opening.chars().count() < 16 { 2 } else { 0 };
-            g.push(Section::Discussed, at, Some(i), score, line(&opening))
         };
-        if m.role != Role::User {
-            g.answer(text, !m.makes_calls());
-        }
         recent.push(c);
         if recent.len() > RECENT_TURNS {
             recent.remove(0);
         }
     }
     // Calls never answered in the fold.
-    let mut unanswered: Vec<Pending> = pending.into_values().collect();
-    unanswered.sort_by_key(|call| call.seq);
-    for call in unanswered {
+    for call in calls.unanswered() {
         let line = clip(&format!("called {}({})", call.name, call.args), LINE_CHARS).into_owned();
         g.push(Section::Tools, place(call.index), Some(call.index), 1, line);
     }
@@ -431,6 +330,183 @@ pub(super) fn walk(
             candidate.score = 50;
         }
     }
+}
+
+/// The calls made in the fold and not yet answered, by id.
+#[derive(Default)]
+struct Calls {
+    pending: HashMap<String, Pending>,
+    /// Calls made so far.
+    made: usize,
+}
+
+impl Calls {
+    /// Notes the calls turn `m` (the `i`th) makes, OpenAI's and Anthropic's.
+    /// (Not by [`Message::call_ids`]: it reads `tool_use` blocks only, and
+    /// skips those without an id.)
+    fn note(&mut self, m: &Message, i: usize) {
+        for call in &m.tool_calls {
+            self.made += 1;
+            self.pending.insert(
+                call.id.clone(),
+                Pending {
+                    name: call.name.clone(),
+                    args: clip(&call.arguments, ARGS_CHARS).into_owned(),
+                    index: i,
+                    seq: self.made,
+                },
+            );
+        }
+        for part in m.parts() {
+            if let Some(input) = part.tool_input() {
+                self.made += 1;
+                self.pending.insert(
+                    string_field(part, "id").unwrap_or("").to_owned(),
+                    Pending {
+                        name: string_field(part, "name").unwrap_or("tool").to_owned(),
+                        args: clip(&input.to_string(), ARGS_CHARS).into_owned(),
+                        index: i,
+                        seq: self.made,
+                    },
+                );
+            }
+        }
+    }
+
+    /// The calls never answered, in the order they were made.
+    fn unanswered(self) -> Vec<Pending> {
+        let mut unanswered: Vec<Pending> = self.pending.into_values().collect();
+        unanswered.sort_by_key(|call| call.seq);
+        unanswered
+    }
+}
+
+/// A tool result in a turn.
+struct ToolResult<'m> {
+    /// The id of the call it answers.
+    id: Option<&'m str>,
+    /// Its text, about its first [`WINDOW`] bytes.
+    text: String,
+    /// Whether it is flagged as an error (`is_error`).
+    flagged: bool,
+}
+
+/// The tool results in turn `m`: a `tool` message's, and each
+/// `tool_result` block's (Anthropic's form). (Not by
+/// [`Message::answered_ids`]: it skips a result without an id, which is
+/// still a line here, `tool [?]`.)
+fn tool_results(m: &Message) -> Vec<ToolResult<'_>> {
+    let mut results = Vec::new();
+    if m.role == Role::Tool {
+        let flagged = is_flagged(m.extra().get("is_error"));
+        results.push(ToolResult {
+            id: m.tool_call_id.as_deref(),
+            text: window(&m.text()).to_owned(),
+            flagged,
+        });
+    }
+    for part in m.parts().iter().filter(|p| p.kind() == Some("tool_result")) {
+        let id = string_field(part, "tool_use_id");
+        let flagged = is_flagged(part.as_json().get("is_error"));
+        let texts = part.result_texts();
+        let mut text = String::new();
+        for t in texts {
+            if text.len() >= WINDOW {
+                break;
+            }
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(window(t));
+        }
+        results.push(ToolResult { id, text, flagged });
+    }
+    results
+}
+
+/// A part's `key` field, when it is a string.
+fn string_field<'p>(part: &'p Part, key: &str) -> Option<&'p str> {
+    part.as_json().get(key).and_then(serde_json::Value::as_str)
+}
+
+/// Whether an `is_error` field says so.
+fn is_flagged(is_error: Option<&serde_json::Value>) -> bool {
+    is_error.and_then(serde_json::Value::as_bool) == Some(true)
+}
+
+/// The line under `Tools:` for `result` (not yet clipped), naming `call`
+/// when it answers one made in the fold; and whether it reports an error.
+fn tool_line(call: Option<&Pending>, result: &ToolResult<'_>) -> (String, bool) {
+    // The call failed when its result is flagged or opens with an
+    // error; a result that only reports one further on (a search's
+    // matches, a log) is shown by that line, under no `failed`.
+    let error = error_line(&result.text);
+    let failed = result.flagged || error.is_some_and(|(_, opens)| opens);
+    let reports = result.flagged || error.is_some();
+    let outcome = error.map_or_else(|| opening(&result.text), |(line, _)| line.to_owned());
+    let mut line = match call {
+        Some(c) => format!("{}({})", c.name, c.args),
+        None => format!("tool [{}]", result.id.unwrap_or("?")),
+    };
+    match (failed, outcome.is_empty()) {
+        (true, _) => {
+            let _ = write!(line, " failed: {outcome}");
+        }
+        (false, true) => line.push_str(" → (no text)"),
+        (false, false) => {
+            let _ = write!(line, " → {outcome}");
+        }
+    }
+    (line, reports)
+}
+
+/// The candidate for what turn `m` says (the `i`th, no tool result;
+/// `edge` when first or last): the start when it is the first request and
+/// none has `started` the summary, else its question (a request's), its
+/// decision or its opening. An answer is also read for the questions it
+/// takes up. `None` for a turn without text.
+fn turn_line(
+    g: &mut Gathered,
+    m: &Message,
+    i: usize,
+    edge: bool,
+    started: &mut bool,
+    place: &dyn Fn(usize) -> Place,
+) -> Option<usize> {
+    let text = m.text();
+    let text = window(&text);
+    if text.trim().is_empty() {
+        return None;
+    }
+    let role = m.role.as_str();
+    let said: Vec<&str> = sentences(text).take(SENTENCES).collect();
+    let line = |s: &str| format!("{role}: {}", clip(s, LINE_CHARS));
+    let base = match m.role {
+        Role::User => 3,
+        _ => 2,
+    } + if edge { 3 } else { 0 };
+    let at = place(i);
+    let c = if m.role == Role::User && !*started {
+        *started = true;
+        g.push(Section::Started, at, Some(i), 99, line(&opening_of(&said)))
+    } else if let Some(q) = (m.role == Role::User)
+        .then(|| said.iter().find(|s| is_question(s)))
+        .flatten()
+    {
+        let c = g.push(Section::Open, at, Some(i), base + 3, line(q));
+        g.ask(c, q);
+        c
+    } else if let Some((s, strength)) = said.iter().find_map(|s| decision(s, &m.role).map(|k| (s, k))) {
+        g.push(Section::Decided, at, Some(i), base + strength, line(s))
+    } else {
+        let opening = opening_of(&said);
+        let score = base - if opening.chars().count() < 16 { 2 } else { 0 };
+        g.push(Section::Discussed, at, Some(i), score, line(&opening))
+    };
+    if m.role != Role::User {
+        g.answer(text, !m.makes_calls());
+    }
+    Some(c)
 }
 
 /// `Decided:` lines that say the same but for the names in backticks

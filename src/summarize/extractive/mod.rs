@@ -36,8 +36,6 @@
 //! decisions, tools, recent turns, the rest), and lines are written in
 //! their original order within each section.
 
-use std::cell::Cell;
-
 use crate::count::{Heuristic, TokenCounter};
 use crate::summarize::{Summarizer, SummaryRequest};
 
@@ -142,9 +140,8 @@ mod gather;
 mod pick;
 mod text;
 
-use gather::*;
-use pick::*;
-use text::*;
+use gather::{Gathered, Place, SPAN, carry, merge_names, walk};
+use pick::{choose, fallback, fit};
 
 /// The summary of `request`, measured with `measure`.
 fn digest(request: &SummaryRequest<'_>, measure: &dyn Fn(&str) -> usize) -> String {
@@ -169,6 +166,10 @@ fn digest(request: &SummaryRequest<'_>, measure: &dyn Fn(&str) -> usize) -> Stri
 
 #[cfg(test)]
 mod tests {
+    use super::text::{
+        IMPERATIVES, SHORT_FORMS, STOPWORDS, clip, decision, is_error, keywords, opening, sentences,
+        short_form, stem, telling,
+    };
     use super::*;
     use crate::ToolCall;
     use crate::message::{Message, Role};

@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 use std::ops::ControlFlow;
 
-use super::*;
+use super::{QUESTION_WORDS, SENTENCES, WINDOW};
 use crate::message::Role;
 
 /// A line's speaker and what it says, when it names one: lines of what
