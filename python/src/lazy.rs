@@ -125,6 +125,26 @@ impl Read {
     fn input(&self, i: usize, n: usize) -> usize {
         self.from.get(i).map_or(n, |r| r.start)
     }
+
+    /// Where the plan `report` put the `n` input messages.
+    fn placed(&self, report: &chatfold::Report, n: usize) -> Placed {
+        Placed {
+            cut: self.input(report.cut(), n),
+            hoisted: report.indices(Fate::Hoisted).map(|i| self.input(i, n)).collect(),
+            folded: report
+                .indices(Fate::Folded)
+                .map(|i| self.from[i].clone())
+                .collect(),
+        }
+    }
+}
+
+/// Where a plan put a plain history's messages, as input indices: the
+/// cut, the hoisted messages (in the output), and the runs it folded.
+struct Placed {
+    cut: usize,
+    hoisted: Vec<usize>,
+    folded: Vec<Range<usize>>,
 }
 
 /// The roles chatfold knows, as interned strings, and as written.
@@ -241,16 +261,10 @@ pub fn compact(
         .iter()
         .map(|p| p.content.to_str())
         .collect::<PyResult<_>>()?;
-    let mut compactor = compactor.clone();
-    compactor.policy.placement = Placement::Fixed;
     let known = known(py);
+    let compactor = watching(compactor);
     let tail_bytes = compactor.budget.saturating_mul(8);
     let read = read(&known, &items, &texts, tail_bytes, &compactor.policy)?;
-    let inner = compactor.counter.clone();
-    let compactor = compactor.counter(Watch {
-        inner,
-        missed: AtomicBool::new(false),
-    });
     let plan = compactor.plan(&read.messages);
     // A stand-in counted: the plan (or its refusal) may not be the whole
     // reading's. Likewise a plan of several chunks (their sizes are counted).
@@ -264,56 +278,24 @@ pub fn compact(
     let Some(request) = plan.folded() else {
         // Nothing folded: the history as it is.
         let done = plan.apply(String::new());
-        if compactor.counter.missed() {
-            return Ok(None);
-        }
-        let done = done.py(py)?;
-        let compaction = Owned::new(done).mapped(read.from);
-        return Ok(Some(Done {
-            messages: PyList::new(py, list.iter())?.into_any().unbind(),
-            compaction,
-        }));
+        return match compactor.counter.missed() {
+            true => Ok(None),
+            false => Ok(Some(Done {
+                messages: PyList::new(py, list.iter())?.into_any().unbind(),
+                compaction: Owned::new(done.py(py)?).mapped(read.from),
+            })),
+        };
     };
-    let (previous, allowance, ledger) = (
-        request.previous_summary().map(str::to_owned),
-        request.allowance(),
-        request.ledger().iter().map(|e| e.as_str().to_owned()).collect(),
-    );
+    let asked = Asked::of(&request);
     drop(request);
-    let report = plan.report();
     let n = items.len();
-    let cut = read.input(report.cut(), n);
-    // Input indices: the hoisted messages (in the output), and the runs
-    // the plan folded, as its report says.
-    let hoisted: Vec<usize> = report.indices(Fate::Hoisted).map(|i| read.input(i, n)).collect();
-    let folded: Vec<Range<usize>> = report
-        .indices(Fate::Folded)
-        .map(|i| read.from[i].clone())
-        .collect();
+    let Placed { cut, hoisted, folded } = read.placed(plan.report(), n);
     if folded.is_empty() {
         // Only previous summaries before the cut: the compactor carries
         // their text without a summarizer call, as the whole reading does.
         return Ok(None);
     }
-    // The transcript, in one pass over the caller's strings, written into
-    // this thread's buffer (a fresh one each time would cost as much in
-    // page faults as the writing).
-    let rendered = BUFFER.with(|buffer| -> PyResult<Py<PyString>> {
-        let mut buffer = buffer.borrow_mut();
-        buffer.clear();
-        for i in folded.iter().flat_map(Range::clone) {
-            if !buffer.is_empty() {
-                buffer.push('\n');
-            }
-            let role = role_of(&known, &items[i])?.1;
-            PlainLine::new(role, texts[i]).push_to(&mut buffer);
-        }
-        let text = PyString::new(py, &buffer).unbind();
-        if buffer.capacity() > KEPT_BUFFER {
-            *buffer = String::new();
-        }
-        Ok(text)
-    })?;
+    let rendered = transcript(py, &known, &items, &texts, &folded)?;
     // The caller's objects, taken before the summarizer (Python code) runs.
     let kept = list.get_slice(cut, n);
     let hoisted_objects: Vec<Bound<'_, PyAny>> = hoisted
@@ -321,37 +303,103 @@ pub fn compact(
         .map(|&i| list.get_item(i))
         .collect::<PyResult<_>>()?;
     let lazy = Lazy {
-        previous,
-        allowance,
-        ledger,
+        previous: asked.0,
+        allowance: asked.1,
+        ledger: asked.2,
         list: list.clone().unbind(),
         folded,
         rendered,
         whole: std::sync::OnceLock::new(),
     };
-    let answer = Py::new(py, Request::lazy(lazy))
-        .and_then(|r| summarize.call1(py, (r,)))
-        .and_then(|a| text_of(py, a.bind(py)));
-    let answer = answer
-        .map_err(|e| chatfold::Error::Summarize(Box::new(PyFailure(e))))
-        .py(py)?;
-    let done = plan.apply(answer).py(py)?;
+    let done = plan.apply(ask(py, summarize, lazy)?).py(py)?;
     if compactor.counter.missed() || done.messages.len() != hoisted.len() + 1 + (n - cut) {
         return Err(pyo3::exceptions::PyRuntimeError::new_err(
             "chatfold: the lazy reading of the history was inconsistent (a bug; nothing was changed)",
         ));
     }
-    let out = PyList::empty(py);
-    for h in hoisted_objects {
-        out.append(h)?;
-    }
-    out.append(crate::json::to_py(py, &done.messages[hoisted.len()].to_json())?)?;
-    for k in kept.iter() {
-        out.append(k)?;
-    }
-    let compaction = Owned::new(done).mapped(read.from);
+    let summary = crate::json::to_py(py, &done.messages[hoisted.len()].to_json())?;
+    let messages = joined(hoisted_objects, summary, &kept)?;
     Ok(Some(Done {
-        messages: out.into_any().unbind(),
-        compaction,
+        messages: messages.into_any().unbind(),
+        compaction: Owned::new(done).mapped(read.from),
     }))
+}
+
+/// The result's list: the caller's hoisted dicts, the summary, the
+/// caller's kept dicts.
+fn joined<'py>(
+    hoisted: Vec<Bound<'py, PyAny>>,
+    summary: Bound<'py, PyAny>,
+    kept: &Bound<'py, PyList>,
+) -> PyResult<Bound<'py, PyList>> {
+    let out = PyList::new(summary.py(), hoisted)?;
+    out.append(summary)?;
+    kept.iter().try_for_each(|k| out.append(k))?;
+    Ok(out)
+}
+
+/// What the plan's request asks besides the messages: the previous
+/// summary, the allowance, the ledger's entries (owned, for the Python
+/// request).
+struct Asked(Option<String>, usize, Vec<String>);
+
+impl Asked {
+    fn of(request: &chatfold::SummaryRequest<'_>) -> Self {
+        Asked(
+            request.previous_summary().map(str::to_owned),
+            request.allowance(),
+            request.ledger().iter().map(|e| e.as_str().to_owned()).collect(),
+        )
+    }
+}
+
+/// `compactor` planning a plain history as the lazy reading sees it: the
+/// summary in place, its counter watching for a stand-in.
+fn watching(compactor: &Compactor<Shared>) -> Compactor<Watch> {
+    let mut compactor = compactor.clone();
+    compactor.policy.placement = Placement::Fixed;
+    let inner = compactor.counter.clone();
+    compactor.counter(Watch {
+        inner,
+        missed: AtomicBool::new(false),
+    })
+}
+
+/// The transcript of the `folded` runs of `items` (whose contents are
+/// `texts`), in one pass over the caller's strings, written into this
+/// thread's buffer (a fresh one each time would cost as much in page
+/// faults as the writing).
+fn transcript(
+    py: Python<'_>,
+    known: &Known<'_>,
+    items: &[Plain<'_>],
+    texts: &[&str],
+    folded: &[Range<usize>],
+) -> PyResult<Py<PyString>> {
+    BUFFER.with(|buffer| {
+        let mut buffer = buffer.borrow_mut();
+        buffer.clear();
+        for i in folded.iter().flat_map(Range::clone) {
+            if !buffer.is_empty() {
+                buffer.push('\n');
+            }
+            let role = role_of(known, &items[i])?.1;
+            PlainLine::new(role, texts[i]).push_to(&mut buffer);
+        }
+        let text = PyString::new(py, &buffer).unbind();
+        if buffer.capacity() > KEPT_BUFFER {
+            *buffer = String::new();
+        }
+        Ok(text)
+    })
+}
+
+/// The Python summarizer's answer to the lazy request.
+fn ask(py: Python<'_>, summarize: &Py<PyAny>, lazy: Lazy) -> PyResult<String> {
+    let answer = Py::new(py, Request::lazy(lazy))
+        .and_then(|r| summarize.call1(py, (r,)))
+        .and_then(|a| text_of(py, a.bind(py)));
+    answer
+        .map_err(|e| chatfold::Error::Summarize(Box::new(PyFailure(e))))
+        .py(py)
 }

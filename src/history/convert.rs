@@ -170,22 +170,7 @@ fn to_anthropic(messages: &[Message]) -> Result<Vec<Message>> {
             Role::Developer => return Err(unconvertible(index, "role", "the role `developer`", TO)),
             Role::Tool => {
                 started = true;
-                let id = m.tool_call_id.clone().ok_or_else(|| {
-                    unconvertible(index, "tool_call_id", "a tool result without its call id", TO)
-                })?;
-                let content = match &m.content {
-                    Some(Content::Text(text)) => Value::String(text.clone()),
-                    Some(Content::Parts(parts)) => Value::Array(
-                        parts
-                            .iter()
-                            .enumerate()
-                            .map(|(k, p)| text_block(index, k, p, TO))
-                            .collect::<Result<_>>()?,
-                    ),
-                    None => Value::String(String::new()),
-                };
-                let block =
-                    Part::from_json(json!({"type": "tool_result", "tool_use_id": id, "content": content}));
+                let block = anthropic_tool_result(index, m)?;
                 // Results of one turn share one user message, as Anthropic wants.
                 match out.last_mut() {
                     Some(last) if last.role == Role::User && last.answered_ids().next().is_some() => {
@@ -216,28 +201,7 @@ fn to_anthropic(messages: &[Message]) -> Result<Vec<Message>> {
                         .collect::<Result<_>>()?,
                 };
                 for (k, call) in m.tool_calls.iter().enumerate() {
-                    let input: Value = serde_json::from_str(&call.arguments)
-                        .ok()
-                        .filter(Value::is_object)
-                        .ok_or_else(|| {
-                            unconvertible(
-                                index,
-                                format!("tool_calls[{k}].function.arguments"),
-                                "arguments that are not a JSON object",
-                                TO,
-                            )
-                        })?;
-                    if call.kind != "function" || !call.extra.is_empty() || !call.function_extra.is_empty() {
-                        return Err(unconvertible(
-                            index,
-                            format!("tool_calls[{k}]"),
-                            "a tool call with fields the other format lacks",
-                            TO,
-                        ));
-                    }
-                    blocks.push(Part::from_json(
-                        json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}),
-                    ));
+                    blocks.push(anthropic_tool_use(index, k, call)?);
                 }
                 out.push(Message::new(m.role.clone(), "").with_parts(blocks));
             }
@@ -245,6 +209,55 @@ fn to_anthropic(messages: &[Message]) -> Result<Vec<Message>> {
         }
     }
     Ok(out)
+}
+
+/// Tool message `index` (`m`) as an Anthropic `tool_result` block.
+fn anthropic_tool_result(index: usize, m: &Message) -> Result<Part> {
+    const TO: Format = Format::Anthropic;
+    let id = (m.tool_call_id.clone())
+        .ok_or_else(|| unconvertible(index, "tool_call_id", "a tool result without its call id", TO))?;
+    let content = match &m.content {
+        Some(Content::Text(text)) => Value::String(text.clone()),
+        Some(Content::Parts(parts)) => Value::Array(
+            parts
+                .iter()
+                .enumerate()
+                .map(|(k, p)| text_block(index, k, p, TO))
+                .collect::<Result<_>>()?,
+        ),
+        None => Value::String(String::new()),
+    };
+    Ok(Part::from_json(
+        json!({"type": "tool_result", "tool_use_id": id, "content": content}),
+    ))
+}
+
+/// Tool call `k` of message `index` as an Anthropic `tool_use` block: its
+/// arguments a JSON object, and no field Anthropic's block lacks.
+fn anthropic_tool_use(index: usize, k: usize, call: &ToolCall) -> Result<Part> {
+    const TO: Format = Format::Anthropic;
+    let input: Value = serde_json::from_str(&call.arguments)
+        .ok()
+        .filter(Value::is_object)
+        .ok_or_else(|| {
+            unconvertible(
+                index,
+                format!("tool_calls[{k}].function.arguments"),
+                "arguments that are not a JSON object",
+                TO,
+            )
+        })?;
+    if call.kind != "function" || !call.extra.is_empty() || !call.function_extra.is_empty() {
+        return Err(unconvertible(
+            index,
+            format!("tool_calls[{k}]"),
+            "a tool call with fields the other format lacks",
+            TO,
+        ));
+    }
+    Ok(Part::from_json(
+        json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}),
+    ))
 }
 
 /// An OpenAI content part as an Anthropic block: text, or an image.
@@ -301,6 +314,64 @@ fn text_block(index: usize, k: usize, part: &Part, to: Format) -> Result<Value> 
     }
 }
 
+/// Block `k` of message `index`, an Anthropic image, as an OpenAI
+/// `image_url` part (a base64 source as a data URL).
+fn openai_image(index: usize, k: usize, block: &Value) -> Result<Part> {
+    const TO: Format = Format::OpenAi;
+    only_keys(index, k, block, &["type", "source"], TO)?;
+    let source = &block["source"];
+    let url = match source["type"].as_str() {
+        Some("base64") => format!(
+            "data:{};base64,{}",
+            source["media_type"].as_str().unwrap_or_default(),
+            source["data"].as_str().unwrap_or_default()
+        ),
+        Some("url") => source["url"].as_str().unwrap_or_default().to_owned(),
+        _ => {
+            return Err(unconvertible(
+                index,
+                format!("content[{k}].source"),
+                "an image source the other format lacks",
+                TO,
+            ));
+        }
+    };
+    Ok(Part::from_json(
+        json!({"type": "image_url", "image_url": {"url": url}}),
+    ))
+}
+
+/// Block `k` of message `index`, an Anthropic `tool_result`, as an OpenAI
+/// tool message.
+fn openai_tool_result(index: usize, k: usize, block: &Value) -> Result<Message> {
+    const TO: Format = Format::OpenAi;
+    only_keys(index, k, block, &["type", "tool_use_id", "content"], TO)?;
+    let mut result = match &block["content"] {
+        Value::String(text) => Message::tool(text.clone(), ""),
+        Value::Array(items) => {
+            let parts = items
+                .iter()
+                .enumerate()
+                .map(|(j, item)| {
+                    text_block(index, j, &Part::from_json(item.clone()), TO).map(Part::from_json)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Message::tool("", "").with_parts(parts)
+        }
+        Value::Null => Message::tool("", ""),
+        _ => {
+            return Err(unconvertible(
+                index,
+                format!("content[{k}].content"),
+                "a tool result that is neither text nor blocks",
+                TO,
+            ));
+        }
+    };
+    result.tool_call_id = block["tool_use_id"].as_str().map(str::to_owned);
+    Ok(result)
+}
+
 fn to_openai(messages: &[Message]) -> Result<Vec<Message>> {
     const TO: Format = Format::OpenAi;
     let mut out = Vec::with_capacity(messages.len());
@@ -335,63 +406,13 @@ fn to_openai(messages: &[Message]) -> Result<Vec<Message>> {
                     only_keys(index, k, block, &["type", "text"], TO)?;
                     content.push(part.clone());
                 }
-                Some("image") => {
-                    only_keys(index, k, block, &["type", "source"], TO)?;
-                    let source = &block["source"];
-                    let url = match source["type"].as_str() {
-                        Some("base64") => format!(
-                            "data:{};base64,{}",
-                            source["media_type"].as_str().unwrap_or_default(),
-                            source["data"].as_str().unwrap_or_default()
-                        ),
-                        Some("url") => source["url"].as_str().unwrap_or_default().to_owned(),
-                        _ => {
-                            return Err(unconvertible(
-                                index,
-                                format!("content[{k}].source"),
-                                "an image source the other format lacks",
-                                TO,
-                            ));
-                        }
-                    };
-                    content.push(Part::from_json(
-                        json!({"type": "image_url", "image_url": {"url": url}}),
-                    ));
-                }
+                Some("image") => content.push(openai_image(index, k, block)?),
                 Some("tool_use") if m.role == Role::Assistant => {
                     only_keys(index, k, block, &["type", "id", "name", "input"], TO)?;
                     let get = |key: &str| block[key].as_str().unwrap_or_default().to_owned();
                     calls.push(ToolCall::new(get("id"), get("name"), block["input"].to_string()));
                 }
-                Some("tool_result") => {
-                    only_keys(index, k, block, &["type", "tool_use_id", "content"], TO)?;
-                    let text = match &block["content"] {
-                        Value::String(text) => Message::tool(text.clone(), ""),
-                        Value::Array(items) => {
-                            let parts = items
-                                .iter()
-                                .enumerate()
-                                .map(|(j, item)| {
-                                    text_block(index, j, &Part::from_json(item.clone()), TO)
-                                        .map(Part::from_json)
-                                })
-                                .collect::<Result<Vec<_>>>()?;
-                            Message::tool("", "").with_parts(parts)
-                        }
-                        Value::Null => Message::tool("", ""),
-                        _ => {
-                            return Err(unconvertible(
-                                index,
-                                format!("content[{k}].content"),
-                                "a tool result that is neither text nor blocks",
-                                TO,
-                            ));
-                        }
-                    };
-                    let mut result = text;
-                    result.tool_call_id = block["tool_use_id"].as_str().map(str::to_owned);
-                    out.push(result);
-                }
+                Some("tool_result") => out.push(openai_tool_result(index, k, block)?),
                 other => {
                     return Err(unconvertible(
                         index,

@@ -91,20 +91,31 @@ impl Metrics {
     /// Everything, in Prometheus' text exposition format.
     pub(crate) fn render(&self) -> String {
         let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "# HELP chatfold_requests_total Requests answered, by route and status."
-        );
-        let _ = writeln!(out, "# TYPE chatfold_requests_total counter");
+        self.render_requests(&mut out);
+        for (name, help, value) in self.counters() {
+            let _ = writeln!(out, "# HELP chatfold_{name} {help}");
+            let _ = writeln!(out, "# TYPE chatfold_{name} counter");
+            let _ = writeln!(out, "chatfold_{name} {}", value.load(Ordering::Relaxed));
+        }
+        self.render_latency(&mut out);
+        out
+    }
+
+    /// The requests answered, by route and status.
+    fn render_requests(&self, out: &mut String) {
+        let name = "chatfold_requests_total";
+        let _ = writeln!(out, "# HELP {name} Requests answered, by route and status.");
+        let _ = writeln!(out, "# TYPE {name} counter");
         if let Ok(requests) = self.requests.lock() {
             for ((route, status), n) in requests.iter() {
-                let _ = writeln!(
-                    out,
-                    "chatfold_requests_total{{route=\"{route}\",status=\"{status}\"}} {n}"
-                );
+                let _ = writeln!(out, "{name}{{route=\"{route}\",status=\"{status}\"}} {n}");
             }
         }
-        let counters: [(&str, &str, &AtomicU64); 9] = [
+    }
+
+    /// The plain counters: their names, help and values.
+    fn counters(&self) -> [(&'static str, &'static str, &AtomicU64); 9] {
+        [
             (
                 "compacted_requests_total",
                 "Requests forwarded compacted.",
@@ -150,12 +161,11 @@ impl Metrics {
                 "Summaries waited for while the same fold was in flight.",
                 &self.flight_waits,
             ),
-        ];
-        for (name, help, value) in counters {
-            let _ = writeln!(out, "# HELP chatfold_{name} {help}");
-            let _ = writeln!(out, "# TYPE chatfold_{name} counter");
-            let _ = writeln!(out, "chatfold_{name} {}", value.load(Ordering::Relaxed));
-        }
+        ]
+    }
+
+    /// The added latency's histogram.
+    fn render_latency(&self, out: &mut String) {
         let name = "chatfold_added_latency_seconds";
         let _ = writeln!(
             out,
@@ -171,6 +181,5 @@ impl Metrics {
         let sum = self.latency_sum_nanos.load(Ordering::Relaxed) as f64 / 1e9;
         let _ = writeln!(out, "{name}_sum {sum}");
         let _ = writeln!(out, "{name}_count {total}");
-        out
     }
 }
