@@ -256,6 +256,21 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
         &self.report
     }
 
+    /// The summary message for `body`, of `tokens`, in the role its place
+    /// allows, and its tokens: an Anthropic request that would open on a
+    /// response gets the summary as a leading user turn instead.
+    fn summary_message(&self, body: &str, tokens: usize) -> (Message, usize) {
+        let policy = &self.compactor.policy;
+        let mut message = policy.summary_message(body);
+        let role = policy.summary_role_before(self.messages.get(self.report.cut));
+        if message.role == role {
+            return (message, tokens);
+        }
+        message.role = role;
+        let tokens = self.compactor.counter.count_message(&message);
+        (message, tokens)
+    }
+
     /// Builds the result around `summary` (ignored when nothing is folded).
     /// A summary over its allowance is cut to fit.
     ///
@@ -291,20 +306,8 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
             self.summary_limit,
             &compactor.counter,
         )?;
-        let (mut message, mut summary_tokens, summary_truncated) = (
-            compactor.policy.summary_message(&fitted.body),
-            fitted.tokens,
-            fitted.truncated,
-        );
-        let role = compactor
-            .policy
-            .summary_role_before(self.messages.get(self.report.cut));
-        if message.role != role {
-            // An Anthropic request that would open on a response: the
-            // summary leads as a user turn instead.
-            message.role = role;
-            summary_tokens = compactor.counter.count_message(&message);
-        }
+        let (message, summary_tokens) = self.summary_message(&fitted.body, fitted.tokens);
+        let summary_truncated = fitted.truncated;
         let prose_allowance = fold.allowance;
         // The report shares the entries (the plan is done with them).
         // (Moved, not cloned: each clone and drop of a shared entry is an

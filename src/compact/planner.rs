@@ -93,36 +93,7 @@ impl<C: TokenCounter> Compactor<C> {
         };
 
         let walk = self.walk_kept(messages, &headers.callers, after, room, &mut count);
-        #[cfg_attr(not(feature = "cache"), allow(unused_mut))]
-        let mut start = walk.cut.start;
-        plan.report.cut = start;
-        plan.report.aligned_from = walk.cut.aligned_from;
-        plan.report.reason = match (walk.cut.stop, walk.refused) {
-            (Stop::Start, _) => CutReason::Start,
-            (Stop::Limit, Some(Refusal::Room)) => CutReason::Budget,
-            (Stop::Limit, _) => CutReason::KeepRecent,
-        };
-        // With a cache, a cut it has a summary for may be kept instead, and
-        // otherwise the longest cached prefix is extended.
-        #[cfg(feature = "cache")]
-        if let Some(cache) = self.cache.as_ref().filter(|_| headers.summaries.is_empty()) {
-            let (reused_at, reuse, chains) = self.reuse(
-                messages,
-                &headers.callers,
-                CutAt { after, start, room },
-                &mut count,
-                cache,
-            );
-            if reused_at != start {
-                start = reused_at;
-                plan.report.cut = start;
-                plan.report.aligned_from = None;
-                plan.report.reason = CutReason::Reused;
-            }
-            plan.report.reused = reuse.as_ref().map(|r| r.at);
-            plan.reuse = reuse;
-            plan.chains = chains;
-        }
+        let start = self.place_cut(&mut plan, &headers, &walk, (after, room), &mut count);
         // Before the cut: hoisted pinned messages, previous summaries, the rest folded.
         plan.report.hoisted = headers.pinned_at.into_iter().take_while(|&i| i < start).collect();
         plan.report.previous = headers.summaries;
@@ -143,6 +114,45 @@ impl<C: TokenCounter> Compactor<C> {
         }
         plan.report.counts = counts;
         Ok(plan)
+    }
+
+    /// Where the plan cuts: where the walk stopped, and why; with a cache,
+    /// a cut it has a summary for may be kept instead, and otherwise the
+    /// longest cached prefix is extended. `(after, room)` are the walk's
+    /// (see [`walk_kept`](Self::walk_kept)).
+    #[cfg_attr(not(feature = "cache"), allow(unused_variables))]
+    fn place_cut(
+        &self,
+        plan: &mut Plan<'_, '_, C>,
+        headers: &Headers,
+        walk: &Walk,
+        (after, room): (usize, usize),
+        count: &mut dyn FnMut(usize) -> usize,
+    ) -> usize {
+        let start = walk.cut.start;
+        plan.report.cut = start;
+        plan.report.aligned_from = walk.cut.aligned_from;
+        plan.report.reason = match (walk.cut.stop, walk.refused) {
+            (Stop::Start, _) => CutReason::Start,
+            (Stop::Limit, Some(Refusal::Room)) => CutReason::Budget,
+            (Stop::Limit, _) => CutReason::KeepRecent,
+        };
+        #[cfg(feature = "cache")]
+        if let Some(cache) = self.cache.as_ref().filter(|_| headers.summaries.is_empty()) {
+            let messages = plan.messages.as_ref();
+            let cut = CutAt { after, start, room };
+            let (reused_at, reuse, chains) = self.reuse(messages, &headers.callers, cut, count, cache);
+            plan.report.reused = reuse.as_ref().map(|r| r.at);
+            plan.reuse = reuse;
+            plan.chains = chains;
+            if reused_at != start {
+                plan.report.cut = reused_at;
+                plan.report.aligned_from = None;
+                plan.report.reason = CutReason::Reused;
+                return reused_at;
+            }
+        }
+        start
     }
 
     /// Phase 1: one pass over the headers finds previous summaries, pinned

@@ -95,46 +95,8 @@ impl<C: TokenCounter> Compactor<C> {
         count: &mut dyn FnMut(usize) -> usize,
         cache: &Cache,
     ) -> (usize, Option<Reuse>, Vec<(usize, Link)>) {
-        let CutAt { after, start, room } = cut;
-        // Cuts that keep more, up to keep_recent_max: the cut itself first.
-        let limit = self.effective_keep_recent_max().max(self.effective_keep_recent());
-        // Tokens of messages[range]: all of them, and the non-pinned ones.
-        let mut tokens = |range: Range<usize>| {
-            range.fold((0usize, 0usize), |(all, loose), i| {
-                let t = count(i);
-                let pinned = messages[i].role.is_pinned();
-                (
-                    all.saturating_add(t),
-                    if pinned { loose } else { loose.saturating_add(t) },
-                )
-            })
-        };
-        let (mut all, mut loose) = tokens(start..messages.len());
-        let mut steps = vec![start];
-        // Room each step leaves for the summary.
-        let mut rooms = vec![usize::MAX];
-        let mut older = units::Backward::new(messages, callers, after)
-            .map(|unit| unit.start)
-            .skip_while(|&b| b >= start)
-            .peekable();
-        let mut end = start;
-        while let Some(&b) = older.peek() {
-            let (unit_all, unit_loose) = tokens(b..end);
-            all = all.saturating_add(unit_all);
-            loose = loose.saturating_add(unit_loose);
-            if all > limit || loose > room {
-                break;
-            }
-            if units::is_aligned(messages, b, units::Pinned::LookPast) {
-                steps.push(b);
-                rooms.push(
-                    room.saturating_sub(loose)
-                        .saturating_add(self.policy.min_summary_tokens),
-                );
-            }
-            end = b;
-            older.next();
-        }
+        let start = cut.start;
+        let (steps, rooms) = self.steps_back(messages, callers, cut, count);
         // A step back is taken only when its cached summary fits beside the
         // longer kept part, uncut (at the cut itself, it is cut as any summary).
         let fits = |at: usize, text: &str| {
@@ -176,5 +138,57 @@ impl<C: TokenCounter> Compactor<C> {
         }
         let reuse = first_cached(&probes, &|_, _| true);
         (start, reuse, links)
+    }
+
+    /// The cuts that keep more, up to `keep_recent_max` and `room`: the cut
+    /// itself first, then each user-led unit boundary before it, with the
+    /// room each leaves for the summary.
+    fn steps_back(
+        &self,
+        messages: &[Message],
+        callers: &[usize],
+        cut: CutAt,
+        count: &mut dyn FnMut(usize) -> usize,
+    ) -> (Vec<usize>, Vec<usize>) {
+        let CutAt { after, start, room } = cut;
+        let limit = self.effective_keep_recent_max().max(self.effective_keep_recent());
+        // Tokens of messages[range]: all of them, and the non-pinned ones.
+        let mut tokens = |range: Range<usize>| {
+            range.fold((0usize, 0usize), |(all, loose), i| {
+                let t = count(i);
+                let pinned = messages[i].role.is_pinned();
+                (
+                    all.saturating_add(t),
+                    if pinned { loose } else { loose.saturating_add(t) },
+                )
+            })
+        };
+        let (mut all, mut loose) = tokens(start..messages.len());
+        let mut steps = vec![start];
+        // Room each step leaves for the summary.
+        let mut rooms = vec![usize::MAX];
+        let mut older = units::Backward::new(messages, callers, after)
+            .map(|unit| unit.start)
+            .skip_while(|&b| b >= start)
+            .peekable();
+        let mut end = start;
+        while let Some(&b) = older.peek() {
+            let (unit_all, unit_loose) = tokens(b..end);
+            all = all.saturating_add(unit_all);
+            loose = loose.saturating_add(unit_loose);
+            if all > limit || loose > room {
+                break;
+            }
+            if units::is_aligned(messages, b, units::Pinned::LookPast) {
+                steps.push(b);
+                rooms.push(
+                    room.saturating_sub(loose)
+                        .saturating_add(self.policy.min_summary_tokens),
+                );
+            }
+            end = b;
+            older.next();
+        }
+        (steps, rooms)
     }
 }
