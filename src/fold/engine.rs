@@ -84,14 +84,14 @@ impl<'a> Fold<'a> {
             &prose_text,
             &old,
             &policy.ledger_patterns,
-            policy.enough(allowance),
+            policy.max_entries(allowance),
             allowance.saturating_mul(8),
             // A stateless compactor reads the same history again and again.
             true,
         );
         let entries = Entries::keyed(texts, counter);
         let sum = entries.tokens.iter().map(|&t| t as u128).sum();
-        let told = policy.told(
+        let told = policy.told_allowance(
             entries.tokens.iter().copied(),
             (entries.len(), sum),
             allowance,
@@ -126,7 +126,7 @@ impl<'a> Fold<'a> {
     ///
     /// # Errors
     ///
-    /// [`Error::EmptySummary`] for a blank answer.
+    /// [`Error::EmptySummary`](crate::Error::EmptySummary) for a blank answer.
     pub(crate) fn complete<C: TokenCounter + ?Sized>(
         &self,
         policy: &FoldPolicy,
@@ -137,7 +137,7 @@ impl<'a> Fold<'a> {
     ) -> Result<Fitted> {
         let text = policy.accept(text)?;
         let texts: Vec<&str> = self.entries.texts.iter().map(|t| &**t).collect();
-        Ok(policy.finish(&text, &texts, &self.entries.tokens, held, limit, counter, true))
+        Ok(policy.fit(&text, &texts, &self.entries.tokens, held, limit, counter, true))
     }
 
     /// The same fold, owning its prose.

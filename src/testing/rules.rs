@@ -292,116 +292,184 @@ pub fn check_compaction<C: TokenCounter>(
     compactor: &Compactor<C>,
 ) -> Result<(), Violations> {
     let c = compactor;
-    let out: &[Message] = &result.messages;
-    let mut found = Found::default();
+    let mut check = Check {
+        input,
+        out: &result.messages,
+        result,
+        c,
+        found: Found::default(),
+    };
     let total_in = total(&c.counter, input);
+    let total_out = total(&c.counter, check.out);
+    check.counts(total_out);
+    check.under_budget(total_in);
+    check.budget(total_out);
+    let Some(s) = check.one_summary() else {
+        return check.found.done();
+    };
+    let Some(cut) = check.suffix(s) else {
+        return check.found.done();
+    };
+    check.pinned(s, cut);
+    check.aligned(cut);
+    check.latest_kept(cut);
+    check.prefixed(s);
+    check.found.done()
+}
 
-    // Counts.
-    let total_out = total(&c.counter, out);
-    found.check(result.tokens_after == total_out, Rule::Counts, [], || {
-        format!(
-            "tokens_after is {}, the output takes {total_out}",
-            result.tokens_after
-        )
-    });
-    found.check(
-        result.over_budget == (total_out > c.budget),
-        Rule::Counts,
-        [],
-        || {
-            format!(
-                "over_budget is {} for {total_out} tokens against {}",
-                result.over_budget, c.budget
-            )
-        },
-    );
+/// A compaction's result being checked: what was compacted, the result
+/// and its messages, the compactor, and the violations found so far.
+struct Check<'a, C> {
+    input: &'a [Message],
+    out: &'a [Message],
+    result: &'a Compaction<'a>,
+    c: &'a Compactor<C>,
+    found: Found,
+}
 
-    // Rule 1.
-    if total_in <= c.budget {
-        found.check(out == input, Rule::UnderBudgetUnchanged, [], || {
-            format!(
-                "{total_in} tokens fit the budget of {} yet the history changed",
-                c.budget
-            )
-        });
-        found.check(
+impl<C: TokenCounter> Check<'_, C> {
+    /// The counts: `tokens_after` is the output's `total_out` tokens, and
+    /// `over_budget` says whether they exceed the budget.
+    fn counts(&mut self, total_out: usize) {
+        let (result, c) = (self.result, self.c);
+        self.found
+            .check(result.tokens_after == total_out, Rule::Counts, [], || {
+                format!(
+                    "tokens_after is {}, the output takes {total_out}",
+                    result.tokens_after
+                )
+            });
+        self.found.check(
+            result.over_budget == (total_out > c.budget),
+            Rule::Counts,
+            [],
+            || {
+                format!(
+                    "over_budget is {} for {total_out} tokens against {}",
+                    result.over_budget, c.budget
+                )
+            },
+        );
+    }
+
+    /// Rule 1: an input of `total_in` tokens within the budget comes back
+    /// unchanged, borrowed, and not summarized.
+    fn under_budget(&mut self, total_in: usize) {
+        let (result, c) = (self.result, self.c);
+        if total_in > c.budget {
+            return;
+        }
+        self.found
+            .check(self.out == self.input, Rule::UnderBudgetUnchanged, [], || {
+                format!(
+                    "{total_in} tokens fit the budget of {} yet the history changed",
+                    c.budget
+                )
+            });
+        self.found.check(
             matches!(result.messages, Cow::Borrowed(_)),
             Rule::UnderBudgetUnchanged,
             [],
             || "an unchanged history was copied".to_owned(),
         );
-        found.check(!result.summarized, Rule::UnderBudgetUnchanged, [], || {
-            "summarized a history under budget".to_owned()
-        });
+        self.found
+            .check(!result.summarized, Rule::UnderBudgetUnchanged, [], || {
+                "summarized a history under budget".to_owned()
+            });
     }
 
-    // Rule 6.
-    if total_out > c.budget {
-        found.check(!c.strict, Rule::Budget, [], || {
+    /// Rule 6: an output of `total_out` tokens over the budget is not
+    /// strict mode's, and the budget was unreachable.
+    fn budget(&mut self, total_out: usize) {
+        let c = self.c;
+        if total_out <= c.budget {
+            return;
+        }
+        self.found.check(!c.strict, Rule::Budget, [], || {
             "strict mode returned an over-budget result".to_owned()
         });
-        found.check(unreachable(c, input), Rule::Budget, [], || {
-            format!(
-                "{total_out} tokens over the budget of {} though it was reachable",
-                c.budget
-            )
-        });
+        self.found
+            .check(unreachable(c, self.input), Rule::Budget, [], || {
+                format!(
+                    "{total_out} tokens over the budget of {} though it was reachable",
+                    c.budget
+                )
+            });
     }
 
-    // Rule 7.
-    let summaries: Vec<usize> = (0..out.len()).filter(|&i| c.policy.is_summary(&out[i])).collect();
-    if !result.summarized {
-        found.check(out == input, Rule::OneSummary, [], || {
-            "not summarized, yet changed".to_owned()
-        });
-        return found.done();
+    /// Rule 7, its count: an output not summarized is the input; a
+    /// summarized one holds exactly one summary. Where the first summary
+    /// is in the output, when the result is summarized and has one.
+    fn one_summary(&mut self) -> Option<usize> {
+        let (out, c) = (self.out, self.c);
+        let summaries: Vec<usize> = (0..out.len()).filter(|&i| c.policy.is_summary(&out[i])).collect();
+        if !self.result.summarized {
+            self.found.check(out == self.input, Rule::OneSummary, [], || {
+                "not summarized, yet changed".to_owned()
+            });
+            return None;
+        }
+        self.found
+            .check(summaries.len() == 1, Rule::OneSummary, summaries.clone(), || {
+                format!(
+                    "{} summary messages in the output (indices in the output)",
+                    summaries.len()
+                )
+            });
+        summaries.first().copied()
     }
-    found.check(summaries.len() == 1, Rule::OneSummary, summaries.clone(), || {
-        format!(
-            "{} summary messages in the output (indices in the output)",
-            summaries.len()
-        )
-    });
-    let Some(&s) = summaries.first() else {
-        return found.done();
-    };
 
-    // Rule 3.
-    let Some(cut) = cut_of(input, out, s) else {
-        found.check(false, Rule::UnitBoundary, [], || {
-            "the messages after the summary are not a suffix of the input".to_owned()
-        });
-        return found.done();
-    };
-    found.check(is_boundary(input, cut), Rule::UnitBoundary, [cut], || {
-        format!("the cut at {cut} separates a tool call from its result")
-    });
+    /// Rule 3: the messages after the summary at `s` are a suffix of the
+    /// input, cut at a unit boundary. Where the cut is in the input, when
+    /// they are a suffix.
+    fn suffix(&mut self, s: usize) -> Option<usize> {
+        let Some(cut) = cut_of(self.input, self.out, s) else {
+            self.found.check(false, Rule::UnitBoundary, [], || {
+                "the messages after the summary are not a suffix of the input".to_owned()
+            });
+            return None;
+        };
+        self.found
+            .check(is_boundary(self.input, cut), Rule::UnitBoundary, [cut], || {
+                format!("the cut at {cut} separates a tool call from its result")
+            });
+        Some(cut)
+    }
 
-    // Rule 2.
-    let expected: Vec<&Message> = input[..cut]
-        .iter()
-        .filter(|m| is_pinned(m) && !c.policy.is_summary(m))
-        .collect();
-    let hoisted: Vec<&Message> = out[..s].iter().collect();
-    if hoisted != expected {
-        let lost: Vec<usize> = (0..cut)
-            .filter(|&i| is_pinned(&input[i]) && !c.policy.is_summary(&input[i]))
-            .filter(|&i| !hoisted.contains(&&input[i]))
+    /// Rule 2: the pinned messages before the `cut` (previous summaries
+    /// aside) come before the summary at `s`, verbatim and in order.
+    fn pinned(&mut self, s: usize, cut: usize) {
+        let (input, c) = (self.input, self.c);
+        let expected: Vec<&Message> = input[..cut]
+            .iter()
+            .filter(|m| is_pinned(m) && !c.policy.is_summary(m))
             .collect();
-        found.check(false, Rule::PinnedKept, lost, || {
-            format!(
-                "{} pinned messages before the cut, {} before the summary, or not in order",
-                expected.len(),
-                hoisted.len()
-            )
-        });
+        let hoisted: Vec<&Message> = self.out[..s].iter().collect();
+        if hoisted != expected {
+            let lost: Vec<usize> = (0..cut)
+                .filter(|&i| is_pinned(&input[i]) && !c.policy.is_summary(&input[i]))
+                .filter(|&i| !hoisted.contains(&&input[i]))
+                .collect();
+            self.found.check(false, Rule::PinnedKept, lost, || {
+                format!(
+                    "{} pinned messages before the cut, {} before the summary, or not in order",
+                    expected.len(),
+                    hoisted.len()
+                )
+            });
+        }
     }
 
-    // Rule 4.
-    if opens_with_response(input, cut) {
+    /// Rule 4: the kept part from `cut` opens with a response only when no
+    /// later boundary opens with a user turn.
+    fn aligned(&mut self, cut: usize) {
+        let input = self.input;
+        if !opens_with_response(input, cut) {
+            return;
+        }
         let better =
             (cut + 1..input.len()).find(|&b| is_boundary(input, b) && !opens_with_response(input, b));
-        found.check(better.is_none(), Rule::AlignedCut, [cut], || {
+        self.found.check(better.is_none(), Rule::AlignedCut, [cut], || {
             format!(
                 "the kept part opens with a response at {cut} though {} opens with a user turn",
                 better.unwrap_or_default()
@@ -409,21 +477,30 @@ pub fn check_compaction<C: TokenCounter>(
         });
     }
 
-    // Rule 5.
-    let after = after_summaries(c, input);
-    if after < input.len() {
-        let latest = after + last_unit_start(&input[after..]);
-        found.check(cut <= latest, Rule::LatestUnitKept, [latest], || {
-            format!("the latest unit starts at {latest}, the kept part at {cut}")
-        });
+    /// Rule 5: the kept part from `cut` holds the latest unit after the
+    /// previous summaries.
+    fn latest_kept(&mut self, cut: usize) {
+        let input = self.input;
+        let after = after_summaries(self.c, input);
+        if after < input.len() {
+            let latest = after + last_unit_start(&input[after..]);
+            self.found
+                .check(cut <= latest, Rule::LatestUnitKept, [latest], || {
+                    format!("the latest unit starts at {latest}, the kept part at {cut}")
+                });
+        }
     }
-    found.check(
-        out[s].text().starts_with(&*c.policy.summary_prefix),
-        Rule::OneSummary,
-        [],
-        || "the summary does not start with the policy's prefix".to_owned(),
-    );
-    found.done()
+
+    /// Rule 7, its form: the summary at `s` starts with the policy's
+    /// prefix.
+    fn prefixed(&mut self, s: usize) {
+        self.found.check(
+            self.out[s].text().starts_with(&*self.c.policy.summary_prefix),
+            Rule::OneSummary,
+            [],
+            || "the summary does not start with the policy's prefix".to_owned(),
+        );
+    }
 }
 
 /// One call a [`Recording`] summarizer received.

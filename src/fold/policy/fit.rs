@@ -45,7 +45,7 @@ impl FoldPolicy {
     /// summary text: as many as twice its share could list at 8 tokens an
     /// entry, so that the room a short prose leaves is used, while finding
     /// and carrying entries stays a cost of the share's size.
-    pub(crate) fn enough(&self, allowance: usize) -> usize {
+    pub(crate) fn max_entries(&self, allowance: usize) -> usize {
         self.ledger_share(allowance) / 4 + 8
     }
 
@@ -56,7 +56,7 @@ impl FoldPolicy {
     ///
     /// `tokens` are the entries' counts, `(n, sum)` their number and sum:
     /// when every entry fits, the section is known without a pass over them.
-    pub(crate) fn told<C: TokenCounter + ?Sized>(
+    pub(crate) fn told_allowance<C: TokenCounter + ?Sized>(
         &self,
         tokens: impl IntoIterator<Item = usize>,
         (n, sum): (usize, u128),
@@ -132,7 +132,7 @@ impl FoldPolicy {
     /// entries' (for a memory that folds on every add, where counting the
     /// whole section each time would cost more than the fold).
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn finish<C: TokenCounter + ?Sized>(
+    pub(crate) fn fit<C: TokenCounter + ?Sized>(
         &self,
         text: &str,
         texts: &[&str],
@@ -143,7 +143,7 @@ impl FoldPolicy {
         exact: bool,
     ) -> Fitted {
         let frame = self.frame(text, limit, counter);
-        self.finish_framed(text, texts, tokens, held, frame, counter, exact)
+        self.fit_framed(text, texts, tokens, held, frame, counter, exact)
     }
 
     /// The frame of a summary message for the summarizer's `text`, within
@@ -163,9 +163,9 @@ impl FoldPolicy {
         }
     }
 
-    /// [`finish`](Self::finish) in `frame`, found for `text`.
+    /// [`fit`](Self::fit) in `frame`, found for `text`.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn finish_framed<C: TokenCounter + ?Sized>(
+    pub(crate) fn fit_framed<C: TokenCounter + ?Sized>(
         &self,
         text: &str,
         texts: &[&str],
@@ -175,82 +175,42 @@ impl FoldPolicy {
         counter: &C,
         exact: bool,
     ) -> Fitted {
-        let Frame {
-            limit,
-            share,
-            mut spoken,
-        } = frame;
-        let tokens_of = |body: &str| counter.count_message(&self.summary_message(body));
-        let mut prose = text;
-        let mut packed: Vec<usize> = Vec::with_capacity(texts.len());
-        let mut section = 0;
-        // Which entries the kept turns hold, asked once each; which the
-        // prose holds, once a prose.
+        // Which entries the kept turns hold, asked once each.
         let kept: Vec<bool> = (0..texts.len()).map(held).collect();
-        let closed_by = |prose: &str| -> Vec<bool> {
-            // (No entries, nothing to look up: the prose is not read.)
-            let said = ledger::Said::text(if texts.is_empty() { "" } else { prose });
-            (texts.iter().zip(&kept))
-                .map(|(t, &k)| k || said.holds(t))
-                .collect()
+        let fitting = Fitting {
+            policy: self,
+            texts,
+            tokens,
+            kept: &kept,
+            counter,
         };
-        // The answers and the prose they are for.
-        let (mut closed, mut closed_for) = (Vec::new(), None);
-        // Twice at most: cutting the prose can uncover entries it held.
-        for _ in 0..2 {
-            closed = closed_by(prose);
-            closed_for = Some(prose);
-            let open = |i: usize| !closed[i];
-            let ledger_room = share.max(limit.saturating_sub(spoken));
-            packed.clear();
-            section = self
-                .pack(
-                    tokens.iter().copied(),
-                    open,
-                    ledger_room,
-                    counter,
-                    Some(&mut packed),
-                )
-                .1;
-            if spoken.saturating_add(section) <= limit {
-                break;
-            }
-            prose = fitting_prefix(text, |p| tokens_of(p).saturating_add(section) <= limit);
-            spoken = tokens_of(prose);
-        }
+        let Cut {
+            prose,
+            spoken,
+            mut packed,
+            section,
+            mut closed,
+            closed_for,
+        } = fitting.cut_prose(text, frame);
         // A prose cut to nothing shows it was cut; an empty answer (when the
         // policy takes one) stays empty.
         let cut_out = prose.is_empty() && !text.is_empty();
         let shown = if cut_out { "…" } else { prose };
-        let render = |packed: &[usize]| {
-            let listed: Vec<&str> = packed.iter().map(|&i| texts[i]).collect();
-            ledger::render(shown, &listed)
-        };
-        let mut body = render(&packed);
+        let mut body = fitting.render(shown, &packed);
         let mut total = match (exact, prose.is_empty()) {
-            (true, _) | (false, true) => tokens_of(&body),
+            (true, _) | (false, true) => fitting.message_tokens(&body),
             (false, false) => spoken.saturating_add(section),
         };
-        // Exact at last: BPE is not additive, so drop the oldest entries while
-        // the whole is over, as many at a time as the excess asks.
-        while exact && total > limit && !packed.is_empty() {
-            let mut excess = total - limit;
-            while excess > 0 {
-                let Some(i) = packed.pop() else { break };
-                excess = excess.saturating_sub(tokens[i]);
-            }
-            body = render(&packed);
-            total = tokens_of(&body);
+        // Exact at last: BPE is not additive.
+        if exact {
+            (body, total) = fitting.drop_oldest(shown, &mut packed, body, total, frame.limit);
         }
-        let mut listed = vec![false; texts.len()];
-        packed.iter().for_each(|&i| listed[i] = true);
-        if closed_for != Some(shown) {
-            closed = closed_by(shown);
+        if closed_for != shown {
+            closed = fitting.closed_by(shown);
         }
-        let dropped = (0..texts.len()).filter(|&i| !listed[i] && !closed[i]).collect();
-        let tokens = total;
+        let dropped = fitting.dropped(&packed, &closed);
         Fitted {
-            tokens,
+            tokens: total,
             prose_len: shown.len(),
             body,
             truncated: shown.len() < text.len() || cut_out,
@@ -259,15 +219,15 @@ impl FoldPolicy {
         }
     }
 
-    /// [`finish`](Self::finish) with nothing held beside the summary, for a
+    /// [`fit`](Self::fit) with nothing held beside the summary, for a
     /// memory's fold, whose candidates are `fresh`, then `kept`'s entries
     /// less those at `again` (ascending indices): the same summary, the
     /// section copied from the one `kept` holds rendered, and only the
     /// loose entries looked up when the prose holds no word the patterns
     /// read. `None` when the prose must be cut to make room (or is blank),
-    /// which `finish` does, in the same `frame`.
+    /// which [`fit_framed`](Self::fit_framed) does, in the same `frame`.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn finish_kept<C: TokenCounter + ?Sized>(
+    pub(crate) fn fit_kept<C: TokenCounter + ?Sized>(
         &self,
         text: &str,
         fresh: &Kept,
@@ -281,49 +241,12 @@ impl FoldPolicy {
             return None;
         }
         let Frame { limit, share, spoken } = frame;
-        let tokens_of = |body: &str| counter.count_message(&self.summary_message(body));
-        // The candidates: `fresh`'s, then the kept entries not at `again`.
-        let f = fresh.len();
-        let m = f + kept.len() - again.len();
-        let kept_at = |i: usize| Kept::skipping(i - f, again);
-        let text_of = |i: usize| match i < f {
-            true => &*fresh.entries.texts[i],
-            false => &*kept.entries.texts[kept_at(i)],
-        };
-        let token_of = |i: usize| match i < f {
-            true => fresh.entries.tokens[i],
-            false => kept.entries.tokens[kept_at(i)],
-        };
-        // Those the prose holds: none unless it holds a word the patterns
-        // read, or an entry is loose.
-        let hot = crate::fold::hot::has_ledger_word(text);
-        let loose = kept.loose_count > 0 || fresh.loose_count > 0;
-        let mut said = Vec::new();
-        if m > 0 && (hot || loose) {
-            let prose = ledger::Said::text(text);
-            let loose = |i: usize| match i < f {
-                true => fresh.entries.loose[i],
-                false => kept.entries.loose[kept_at(i)],
-            };
-            said = (0..m)
-                .map(|i| (hot || loose(i)) && prose.holds(text_of(i)))
-                .collect();
-            // None held: as if none was asked (all may be listed at once).
-            if !said.contains(&true) {
-                said.clear();
-            }
-        }
-        let open = |i: usize| !said.get(i).copied().unwrap_or(false);
+        let joined = Joined::new(fresh, kept, again);
+        let m = joined.m;
+        let said = joined.said(text);
+        let open = |i: usize| is_open(&said, i);
         let ledger_room = share.max(limit.saturating_sub(spoken));
-        // All of them, when none is held and all fit; else packed in turn.
-        let again_tokens: u128 = again.iter().map(|&j| kept.entries.tokens[j] as u128).sum();
-        let all = fresh.total + kept.total - again_tokens;
-        let every = Self::all_fit(m, all, ledger_room, counter).filter(|_| said.is_empty());
-        let (stop, section) = match (every, m) {
-            (_, 0) => (0, 0),
-            (Some(section), _) => (m, section),
-            _ => self.pack((0..m).map(token_of), open, ledger_room, counter, None),
-        };
+        let (stop, section) = self.pack_joined(&joined, &said, ledger_room, counter);
         if spoken.saturating_add(section) > limit {
             return None;
         }
@@ -331,28 +254,9 @@ impl FoldPolicy {
             true => (0..stop).collect(),
             false => (0..stop).filter(|&i| open(i)).collect(),
         };
-        let mut body =
-            String::with_capacity(text.len() + ledger::SECTION_START.len() + kept.rendered.len() + 64);
-        body.push_str(text);
-        if !listed.is_empty() {
-            body.push_str(ledger::SECTION_START);
-            let from_fresh = listed.partition_point(|&i| i < f);
-            let from_kept = listed.len() - from_fresh;
-            match said.is_empty() {
-                // The fold's entries listed, then the kept ones: the first
-                // ones not found again.
-                true => {
-                    fresh.push_lines(&mut body, &[], from_fresh, true);
-                    kept.push_lines(&mut body, again, from_kept, from_fresh == 0);
-                }
-                false => {
-                    let texts: Vec<&str> = listed.iter().map(|&i| text_of(i)).collect();
-                    ledger::push_lines(&mut body, &texts);
-                }
-            }
-        }
+        let body = joined.render(text, &listed, &said);
         let total = match exact {
-            true => tokens_of(&body),
+            true => self.message_tokens(&body, counter),
             false => spoken.saturating_add(section),
         };
         if total > limit {
@@ -368,9 +272,46 @@ impl FoldPolicy {
         })
     }
 
+    /// Packs `joined`'s candidates not `said` into `room` tokens: all of
+    /// them at once when none is said and all fit, else in turn. Where
+    /// packing stopped and the section's tokens, as [`pack`](Self::pack)
+    /// gives them.
+    fn pack_joined<C: TokenCounter + ?Sized>(
+        &self,
+        joined: &Joined<'_>,
+        said: &[bool],
+        room: usize,
+        counter: &C,
+    ) -> (usize, usize) {
+        let m = joined.m;
+        let every = Self::all_fit(m, joined.total(), room, counter).filter(|_| said.is_empty());
+        match (every, m) {
+            (_, 0) => (0, 0),
+            (Some(section), _) => (m, section),
+            _ => self.pack(
+                (0..m).map(|i| joined.tokens(i)),
+                |i| is_open(said, i),
+                room,
+                counter,
+                None,
+            ),
+        }
+    }
+
+    /// Tokens of the summary message whose text is `body`, framing and
+    /// prefix included.
+    fn message_tokens<C: TokenCounter + ?Sized>(&self, body: &str, counter: &C) -> usize {
+        counter.count_message(&self.summary_message(body))
+    }
+
     /// A stored summary text (prose and section) fitted into `limit` tokens
     /// for the whole message, its entries kept in their order.
-    pub(crate) fn refit<C: TokenCounter + ?Sized>(&self, body: &str, limit: usize, counter: &C) -> Fitted {
+    pub(crate) fn fit_stored<C: TokenCounter + ?Sized>(
+        &self,
+        body: &str,
+        limit: usize,
+        counter: &C,
+    ) -> Fitted {
         let (prose, entries) = ledger::split(body);
         let tokens: Vec<usize> = entries.iter().map(|e| ledger::entry_tokens(e, counter)).collect();
         // Every stored entry may take the room: the share applied when it was made.
@@ -378,8 +319,258 @@ impl FoldPolicy {
             ledger_percent: 100,
             ..self.clone()
         };
-        all.finish(prose, &entries, &tokens, &|_| false, limit, counter, true)
+        all.fit(prose, &entries, &tokens, &|_| false, limit, counter, true)
     }
+}
+
+/// A summary being fitted by [`FoldPolicy::fit_framed`]: the policy, the
+/// candidates' texts and counts, which of them the kept turns hold, and the
+/// counter.
+struct Fitting<'a, C: ?Sized> {
+    policy: &'a FoldPolicy,
+    texts: &'a [&'a str],
+    tokens: &'a [usize],
+    kept: &'a [bool],
+    counter: &'a C,
+}
+
+/// The prose cut to make room for the section, and the entries packed
+/// beside it.
+struct Cut<'t> {
+    /// The text, or the prefix it was cut to.
+    prose: &'t str,
+    /// Tokens of the summary message holding `prose` alone.
+    spoken: usize,
+    /// The packed entries' indices, newest first.
+    packed: Vec<usize>,
+    /// The section's tokens (0 when none is packed).
+    section: usize,
+    /// Which entries the kept turns or `closed_for` hold.
+    closed: Vec<bool>,
+    /// The prose `closed` was found for (the one before the last cut).
+    closed_for: &'t str,
+}
+
+impl<C: TokenCounter + ?Sized> Fitting<'_, C> {
+    /// Tokens of the summary message whose text is `body`.
+    fn message_tokens(&self, body: &str) -> usize {
+        self.policy.message_tokens(body, self.counter)
+    }
+
+    /// Which entries the kept turns or `prose` hold verbatim.
+    fn closed_by(&self, prose: &str) -> Vec<bool> {
+        // (No entries, nothing to look up: the prose is not read.)
+        let said = ledger::Said::text(if self.texts.is_empty() { "" } else { prose });
+        (self.texts.iter().zip(self.kept))
+            .map(|(t, &k)| k || said.holds(t))
+            .collect()
+    }
+
+    /// Packs the open entries into the room `text` leaves in `frame`, and
+    /// cuts the prose at a word when the whole is over; twice at most,
+    /// since cutting the prose can uncover entries it held.
+    fn cut_prose<'t>(&self, text: &'t str, frame: Frame) -> Cut<'t> {
+        let Frame {
+            limit,
+            share,
+            mut spoken,
+        } = frame;
+        let mut prose = text;
+        let mut packed: Vec<usize> = Vec::with_capacity(self.texts.len());
+        let mut section = 0;
+        // The answers and the prose they are for.
+        let (mut closed, mut closed_for) = (Vec::new(), text);
+        for _ in 0..2 {
+            closed = self.closed_by(prose);
+            closed_for = prose;
+            let open = |i: usize| !closed[i];
+            let ledger_room = share.max(limit.saturating_sub(spoken));
+            packed.clear();
+            section = self
+                .policy
+                .pack(
+                    self.tokens.iter().copied(),
+                    open,
+                    ledger_room,
+                    self.counter,
+                    Some(&mut packed),
+                )
+                .1;
+            if spoken.saturating_add(section) <= limit {
+                break;
+            }
+            prose = fitting_prefix(text, |p| self.message_tokens(p).saturating_add(section) <= limit);
+            spoken = self.message_tokens(prose);
+        }
+        Cut {
+            prose,
+            spoken,
+            packed,
+            section,
+            closed,
+            closed_for,
+        }
+    }
+
+    /// The summary text: `shown`, then the section listing the `packed`
+    /// entries.
+    fn render(&self, shown: &str, packed: &[usize]) -> String {
+        let listed: Vec<&str> = packed.iter().map(|&i| self.texts[i]).collect();
+        ledger::render(shown, &listed)
+    }
+
+    /// `body` and its `total` tokens made exact: BPE is not additive, so
+    /// the oldest `packed` entries are dropped while the whole is over
+    /// `limit`, as many at a time as the excess asks, and the body
+    /// rendered and counted again.
+    fn drop_oldest(
+        &self,
+        shown: &str,
+        packed: &mut Vec<usize>,
+        mut body: String,
+        mut total: usize,
+        limit: usize,
+    ) -> (String, usize) {
+        while total > limit && !packed.is_empty() {
+            let mut excess = total - limit;
+            while excess > 0 {
+                let Some(i) = packed.pop() else { break };
+                excess = excess.saturating_sub(self.tokens[i]);
+            }
+            body = self.render(shown, packed);
+            total = self.message_tokens(&body);
+        }
+        (body, total)
+    }
+
+    /// The entries neither `packed` nor `closed`: there was no room (their
+    /// indices, in order).
+    fn dropped(&self, packed: &[usize], closed: &[bool]) -> Vec<usize> {
+        let mut listed = vec![false; self.texts.len()];
+        packed.iter().for_each(|&i| listed[i] = true);
+        (0..self.texts.len())
+            .filter(|&i| !listed[i] && !closed[i])
+            .collect()
+    }
+}
+
+/// The candidates of a memory's fold: `fresh`'s entries, then `kept`'s
+/// less those at `again` (ascending indices).
+struct Joined<'a> {
+    fresh: &'a Kept,
+    kept: &'a Kept,
+    again: &'a [usize],
+    /// How many candidates are `fresh`'s.
+    f: usize,
+    /// How many candidates there are.
+    m: usize,
+}
+
+impl<'a> Joined<'a> {
+    /// `fresh`'s entries, then `kept`'s less those at `again`.
+    fn new(fresh: &'a Kept, kept: &'a Kept, again: &'a [usize]) -> Self {
+        let f = fresh.len();
+        Joined {
+            fresh,
+            kept,
+            again,
+            f,
+            m: f + kept.len() - again.len(),
+        }
+    }
+
+    /// The index in `kept` of candidate `i` (one of `kept`'s).
+    fn kept_at(&self, i: usize) -> usize {
+        Kept::skipping(i - self.f, self.again)
+    }
+
+    /// Candidate `i`'s text.
+    fn text(&self, i: usize) -> &'a str {
+        match i < self.f {
+            true => &self.fresh.entries.texts[i],
+            false => &self.kept.entries.texts[self.kept_at(i)],
+        }
+    }
+
+    /// Candidate `i`'s tokens.
+    fn tokens(&self, i: usize) -> usize {
+        match i < self.f {
+            true => self.fresh.entries.tokens[i],
+            false => self.kept.entries.tokens[self.kept_at(i)],
+        }
+    }
+
+    /// Whether candidate `i` is loose.
+    fn loose(&self, i: usize) -> bool {
+        match i < self.f {
+            true => self.fresh.entries.loose[i],
+            false => self.kept.entries.loose[self.kept_at(i)],
+        }
+    }
+
+    /// The candidates' tokens summed.
+    fn total(&self) -> u128 {
+        let again: u128 = self
+            .again
+            .iter()
+            .map(|&j| self.kept.entries.tokens[j] as u128)
+            .sum();
+        self.fresh.total + self.kept.total - again
+    }
+
+    /// Which candidates the prose `text` holds verbatim; empty when none
+    /// does, or none is looked up: only when the prose holds a word the
+    /// patterns read, or for the loose entries.
+    fn said(&self, text: &str) -> Vec<bool> {
+        let hot = crate::fold::hot::has_ledger_word(text);
+        let loose = self.kept.loose_count > 0 || self.fresh.loose_count > 0;
+        let mut said = Vec::new();
+        if self.m > 0 && (hot || loose) {
+            let prose = ledger::Said::text(text);
+            said = (0..self.m)
+                .map(|i| (hot || self.loose(i)) && prose.holds(self.text(i)))
+                .collect();
+            // None held: as if none was asked (all may be listed at once).
+            if !said.contains(&true) {
+                said.clear();
+            }
+        }
+        said
+    }
+
+    /// The summary text: `text`, then the section listing the `listed`
+    /// candidates. With none `said`, those listed are the first ones, and
+    /// their lines are copied from the rendered sections.
+    fn render(&self, text: &str, listed: &[usize], said: &[bool]) -> String {
+        let mut body =
+            String::with_capacity(text.len() + ledger::SECTION_START.len() + self.kept.rendered.len() + 64);
+        body.push_str(text);
+        if !listed.is_empty() {
+            body.push_str(ledger::SECTION_START);
+            let from_fresh = listed.partition_point(|&i| i < self.f);
+            let from_kept = listed.len() - from_fresh;
+            match said.is_empty() {
+                // The fold's entries listed, then the kept ones: the first
+                // ones not found again.
+                true => {
+                    self.fresh.push_lines(&mut body, &[], from_fresh, true);
+                    self.kept
+                        .push_lines(&mut body, self.again, from_kept, from_fresh == 0);
+                }
+                false => {
+                    let texts: Vec<&str> = listed.iter().map(|&i| self.text(i)).collect();
+                    ledger::push_lines(&mut body, &texts);
+                }
+            }
+        }
+        body
+    }
+}
+
+/// Whether candidate `i` is open: not among those `said` (none is when
+/// `said` is empty).
+fn is_open(said: &[bool], i: usize) -> bool {
+    !said.get(i).copied().unwrap_or(false)
 }
 
 /// The longest prefix of `text` that `fits`, ending at a word boundary (before

@@ -30,7 +30,7 @@ fn fin(
         .iter()
         .map(|t| ledger::entry_tokens(t, &Heuristic))
         .collect();
-    let fitted = policy.finish(text, &texts, &tokens, &|_| false, limit, &Heuristic, true);
+    let fitted = policy.fit(text, &texts, &tokens, &|_| false, limit, &Heuristic, true);
     let kept = fitted.listed.iter().map(|&i| entries[i].clone()).collect();
     let dropped = fitted.dropped.iter().map(|&i| entries[i].clone()).collect();
     (fitted, kept, dropped)
@@ -104,9 +104,9 @@ fn the_ledger_takes_the_room_a_short_prose_leaves() {
 
 /// Where counting the whole says more than the parts (as BPE can), the
 /// oldest entries leave until the whole fits, never the newest. A
-/// counter that charges long texts extra reaches that refit.
+/// counter that charges long texts extra reaches that recount.
 #[test]
-fn the_refit_drops_the_oldest_entries_when_the_whole_counts_more() {
+fn the_recount_drops_the_oldest_entries_when_the_whole_counts_more() {
     let policy = FoldPolicy::new();
     let surcharged = |t: &str| t.len().div_ceil(4) + (t.len() / 100).pow(2);
     let entries: Vec<String> = (0..30).map(|i| format!("/srv/data/file-{i:03}.csv")).collect();
@@ -116,7 +116,7 @@ fn the_refit_drops_the_oldest_entries_when_the_whole_counts_more() {
         .map(|t| ledger::entry_tokens(t, &surcharged))
         .collect();
     let limit = 260;
-    let fitted = policy.finish("Loaded.", &texts, &tokens, &|_| false, limit, &surcharged, true);
+    let fitted = policy.fit("Loaded.", &texts, &tokens, &|_| false, limit, &surcharged, true);
     assert!(fitted.tokens <= limit, "{}", fitted.tokens);
     assert_eq!(
         fitted.tokens,
@@ -224,7 +224,7 @@ fn an_entry_the_second_cut_uncovers_is_dropped() {
         .map(|t| ledger::entry_tokens(t, &counter))
         .collect();
     let prose = "The The PROJ-12. The (/srv/b.csv) The The (/srv/b.csv) The deadbeef12";
-    let fitted = policy.finish(prose, &entries, &tokens, &|_| false, 48, &counter, false);
+    let fitted = policy.fit(prose, &entries, &tokens, &|_| false, 48, &counter, false);
     assert!(!fitted.body[..fitted.prose_len].contains("PROJ-12"));
     assert_eq!(fitted.dropped, [4, 6]);
 }
@@ -241,8 +241,8 @@ proptest::proptest! {
     ) {
         let policy = FoldPolicy::new().ledger_percent(percent).min_summary_tokens(min);
         let sum = tokens.iter().map(|&t| t as u128).sum();
-        let walked = policy.told(tokens.iter().copied(), (tokens.len(), u128::MAX), allowance, &Heuristic);
-        let summed = policy.told(tokens.iter().copied(), (tokens.len(), sum), allowance, &Heuristic);
+        let walked = policy.told_allowance(tokens.iter().copied(), (tokens.len(), u128::MAX), allowance, &Heuristic);
+        let summed = policy.told_allowance(tokens.iter().copied(), (tokens.len(), sum), allowance, &Heuristic);
         proptest::prop_assert_eq!(summed, walked);
     }
 
@@ -270,7 +270,7 @@ proptest::proptest! {
         let prose = words.iter().map(|&i| WORDS[i]).collect::<Vec<_>>().join(" ");
         let held_set: Vec<&str> = (texts.iter().zip(&held_mask)).filter(|(_, h)| **h).map(|(t, _)| *t).collect();
         let held = |e: &str| held_set.contains(&e);
-        let fitted = policy.finish(&prose, &texts, &tokens, &|i| held(texts[i]), limit, &counter, exact);
+        let fitted = policy.fit(&prose, &texts, &tokens, &|i| held(texts[i]), limit, &counter, exact);
         let shown = ledger::Said::text(&fitted.body[..fitted.prose_len]);
         for (i, e) in texts.iter().enumerate() {
             let (listed, dropped) = (fitted.listed.contains(&i), fitted.dropped.contains(&i));

@@ -65,7 +65,7 @@ impl Tiers {
         let left = hard.saturating_sub(base);
         let policy = &settings.policy;
         let fitted = (!summary.is_empty() && left > policy.overhead(&settings.counter))
-            .then(|| policy.refit(summary, left, &settings.counter))
+            .then(|| policy.fit_stored(summary, left, &settings.counter))
             .filter(|fitted| fitted.tokens <= left);
         match fitted {
             Some(fitted) => View {

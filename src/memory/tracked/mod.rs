@@ -72,7 +72,7 @@ pub(crate) struct Completed {
     fitted: Fitted,
     /// The memory's entries this fold found again (their indices, ascending).
     again: Vec<usize>,
-    /// The most entries the memory keeps ([`FoldPolicy::enough`]).
+    /// The most entries the memory keeps ([`FoldPolicy::max_entries`]).
     cap: usize,
 }
 
@@ -268,7 +268,7 @@ impl Tracked {
                     "",
                     &[],
                     &policy.ledger_patterns,
-                    policy.enough(allowance),
+                    policy.max_entries(allowance),
                     allowance.saturating_mul(8),
                     // A memory folds each message once: nothing to remember.
                     false,
@@ -288,7 +288,7 @@ impl Tracked {
                     .iter()
                     .chain(&self.ledger.entries.tokens)
                     .copied();
-                policy.told(tokens, (n, sum), rules.allowance, rules.counter)
+                policy.told_allowance(tokens, (n, sum), rules.allowance, rules.counter)
             }
             false => rules.allowance,
         };
@@ -367,16 +367,15 @@ impl Tracked {
         let frame = policy.frame(&text, limit, counter);
         let (fitted, again) = match policy.ledger {
             false => {
-                let fitted = policy.finish_framed(&text, &[], &[], &|_| false, frame, counter, rules.exact);
+                let fitted = policy.fit_framed(&text, &[], &[], &|_| false, frame, counter, rules.exact);
                 (fitted, Vec::new())
             }
             true => {
                 let again = self.again(&fresh.entries);
-                let kept =
-                    policy.finish_kept(&text, fresh, &self.ledger, &again, frame, counter, rules.exact);
+                let kept = policy.fit_kept(&text, fresh, &self.ledger, &again, frame, counter, rules.exact);
                 let fitted = kept.unwrap_or_else(|| {
                     let (texts, tokens) = self.merged(&fresh.entries, &again);
-                    policy.finish_framed(&text, &texts, &tokens, &|_| false, frame, counter, rules.exact)
+                    policy.fit_framed(&text, &texts, &tokens, &|_| false, frame, counter, rules.exact)
                 });
                 (fitted, again)
             }
@@ -384,7 +383,7 @@ impl Tracked {
         Ok(Completed {
             fitted,
             again,
-            cap: policy.enough(rules.allowance),
+            cap: policy.max_entries(rules.allowance),
         })
     }
 

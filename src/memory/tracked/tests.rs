@@ -160,9 +160,9 @@ proptest::proptest! {
         let again = b.again(&fresh.entries);
         let (texts, tokens) = b.merged(&fresh.entries, &again);
         let limit = policy.overhead(&counter).saturating_add(allowance);
-        let reference = policy.finish(prose, &texts, &tokens, &|_| false, limit, &counter, exact);
+        let reference = policy.fit(prose, &texts, &tokens, &|_| false, limit, &counter, exact);
         let frame = policy.frame(prose, limit, &counter);
-        if let Some(fast) = policy.finish_kept(prose, &fresh, &kept, &again, frame, &counter, exact) {
+        if let Some(fast) = policy.fit_kept(prose, &fresh, &kept, &again, frame, &counter, exact) {
             proptest::prop_assert_eq!(&fast.body, &reference.body);
             proptest::prop_assert_eq!(fast.tokens, reference.tokens);
             proptest::prop_assert_eq!(fast.prose_len, reference.prose_len);
