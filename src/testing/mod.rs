@@ -39,13 +39,14 @@
 //! });
 //! ```
 
+mod calls;
 mod faults;
 mod rules;
 
+pub use calls::{Recording, SummarizerCall, check_summarizer_calls, compact_checked};
 pub use faults::{Fault, FaultError, Faulty, Gate};
 pub use rules::{
-    Recording, Rule, SummarizerCall, Violation, Violations, check_compaction, check_memory_step,
-    check_summarizer_calls, compact_checked, is_boundary, last_unit_start,
+    Rule, Violation, Violations, check_compaction, check_memory_step, is_boundary, last_unit_start,
 };
 
 use proptest::prelude::*;

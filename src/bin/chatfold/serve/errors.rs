@@ -42,6 +42,14 @@ impl ApiError {
         }
     }
 
+    /// The 413 for a body over `max_body` bytes.
+    pub(crate) fn too_large(max_body: u64) -> Self {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the request body is larger than this proxy's limit of {max_body} bytes"),
+        )
+    }
+
     /// A 400 for a body chatfold must compact but cannot read, naming the
     /// message and field as the CLI does.
     pub(crate) fn unreadable(e: Error) -> Self {

@@ -25,14 +25,8 @@ use tower::{Layer, Service, ServiceExt as _};
 use super::App;
 use super::errors::ApiError;
 use super::fold::Outcome;
-use super::proxy::{Route, plain, too_large};
-use super::upstream::Body;
-
-/// Put in a response's extensions by the handler that forwarded its
-/// request: when it was dispatched upstream. A response without it is the
-/// proxy's own.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Dispatched(pub(crate) Instant);
+use super::route::{Dispatched, Route};
+use super::upstream::{Body, plain};
 
 /// What the server runs, and what each layer here is and wraps: a
 /// service of the client's requests that always answers.
@@ -114,7 +108,7 @@ where
             };
             let ours = response.extensions().get::<Dispatched>().is_none();
             if ours && response.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                return Ok(own_error(&too_large(max_body), shape));
+                return Ok(own_error(&ApiError::too_large(max_body), shape));
             }
             Ok(response.map(|body| {
                 use http_body_util::BodyExt as _;

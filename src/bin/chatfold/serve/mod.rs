@@ -2,7 +2,8 @@
 //! Anthropic-compatible API.
 //!
 //! The rooms: `config` (what the flags mean: upstreams, budgets, limits),
-//! `proxy` (the handlers: routes, reading, forwarding, the proxy's
+//! `route` (where a request goes, the marks handlers leave for the
+//! layers), `proxy` (the handlers: reading, forwarding, the proxy's
 //! headers), `layers` (around them: metrics and the log line, error shapes,
 //! draining an unread body), `fold` (a chat body through the compactor,
 //! with the fallback summary), `flight` (one summarizer call per fold at a
@@ -19,6 +20,7 @@ mod fold;
 mod layers;
 mod metrics;
 mod proxy;
+mod route;
 mod tenant;
 mod upstream;
 

@@ -10,82 +10,20 @@ use std::time::Instant;
 use bytes::Bytes;
 use chatfold::{BoxError, Format};
 use http_body_util::BodyExt as _;
-use hyper::header::{self, HeaderValue};
+use hyper::header::HeaderValue;
 use hyper::http::request::Parts;
-use hyper::{Method, Request, Response, StatusCode, Version};
+use hyper::{Request, Response, StatusCode, Version};
 
 use super::App;
 use super::errors::ApiError;
 use super::fold::{Folded, Outcome};
-use super::layers::Dispatched;
+use super::route::{Dispatched, Route};
 use super::tenant::tenant;
-use super::upstream::{self, Body, full};
+use super::upstream::{self, Body, full, plain};
 
 /// The largest chat body read and counted on the runtime's own threads
 /// (when it fits, nothing else is done with it).
 const INLINE: usize = 64 << 10;
-
-/// Where a request goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Route {
-    /// A chat request of this format, compacted when over budget.
-    Chat(Format),
-    /// `GET /healthz`.
-    Health,
-    /// `GET /metrics`.
-    Metrics,
-    /// Anything else: forwarded as it is.
-    Other,
-}
-
-impl Route {
-    /// The route of a request to `path`.
-    pub(crate) fn of(method: &Method, path: &str) -> Route {
-        match (method, path) {
-            // With or without the version: a client whose base URL has none.
-            (&Method::POST, "/v1/chat/completions" | "/chat/completions") => Route::Chat(Format::OpenAi),
-            (&Method::POST, "/v1/messages") => Route::Chat(Format::Anthropic),
-            (&Method::GET, "/healthz") => Route::Health,
-            (&Method::GET, "/metrics") => Route::Metrics,
-            _ => Route::Other,
-        }
-    }
-
-    /// A request's route, as the outermost layer found it.
-    fn from<B>(request: &Request<B>) -> Route {
-        match request.extensions().get::<Route>() {
-            Some(&route) => route,
-            None => Route::of(request.method(), request.uri().path()),
-        }
-    }
-
-    /// The route's name in metrics and logs.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Route::Chat(Format::Anthropic) => "messages",
-            Route::Chat(_) => "chat_completions",
-            Route::Health => "healthz",
-            Route::Metrics => "metrics",
-            Route::Other => "other",
-        }
-    }
-
-    /// Whose error shape (and upstream) a request gets: its chat route's
-    /// format; else Anthropic's on `/v1/messages...` or with an
-    /// `anthropic-version` header, else OpenAI's.
-    pub(crate) fn shape<B>(request: &Request<B>) -> Format {
-        if let Route::Chat(format) = Route::from(request) {
-            return format;
-        }
-        if request.uri().path().starts_with("/v1/messages")
-            || request.headers().contains_key("anthropic-version")
-        {
-            Format::Anthropic
-        } else {
-            Format::OpenAi
-        }
-    }
-}
 
 /// Answers one request: routes it to its handler.
 pub(crate) async fn handle<B>(app: Arc<App>, request: Request<B>) -> Result<Response<Body>, ApiError>
@@ -105,29 +43,11 @@ where
     }
 }
 
-/// A response of the proxy's own.
-pub(crate) fn plain(status: StatusCode, content_type: &'static str, body: Bytes) -> Response<Body> {
-    let mut response = Response::new(full(body));
-    *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    response
-}
-
-/// The 413 for a body over `max_body` bytes.
-pub(crate) fn too_large(max_body: u64) -> ApiError {
-    ApiError::new(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        format!("the request body is larger than this proxy's limit of {max_body} bytes"),
-    )
-}
-
 /// The error for a client's body that could not be read: over the limit
 /// (tower-http's), stalled (its time-out), or broken.
 fn unread(app: &App, e: &(dyn std::error::Error + 'static)) -> ApiError {
     if caused_by::<http_body_util::LengthLimitError>(e) {
-        too_large(app.config.max_body)
+        ApiError::too_large(app.config.max_body)
     } else if caused_by::<tower_http::timeout::TimeoutError>(e) {
         ApiError::new(
             StatusCode::REQUEST_TIMEOUT,

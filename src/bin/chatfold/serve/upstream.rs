@@ -5,8 +5,9 @@
 use bytes::Bytes;
 use http_body_util::BodyExt as _;
 use http_body_util::combinators::BoxBody;
-use hyper::HeaderMap;
+use hyper::header::HeaderValue;
 use hyper::header::{self, HeaderName};
+use hyper::{HeaderMap, Response, StatusCode};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client as Legacy;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -26,6 +27,16 @@ pub(crate) fn full(bytes: impl Into<Bytes>) -> Body {
     http_body_util::Full::new(bytes.into())
         .map_err(|never| match never {})
         .boxed()
+}
+
+/// A response of the proxy's own.
+pub(crate) fn plain(status: StatusCode, content_type: &'static str, body: Bytes) -> Response<Body> {
+    let mut response = Response::new(full(body));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
 }
 
 /// The client: connections pooled and kept alive, `config`'s connect
