@@ -2,77 +2,19 @@
 
 use std::sync::Arc;
 
-use chatfold::{Compaction, Compactor, Fate, Format, History, Message, Report};
+use chatfold::{Compactor, Format, History, Message};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::PyList;
 
 use crate::counter::{Counter, Mode, Shared};
 use crate::errors::IntoPy;
 use crate::fork::detach;
 use crate::json;
 use crate::policy;
+use crate::result::{CompactionResult, Owned};
 use crate::step::{Finish, Step};
 use crate::summarizer::{Bridge, Sync};
-
-/// A compaction's outcome.
-#[pyclass(module = "chatfold", name = "Compaction", frozen)]
-#[derive(Debug)]
-pub struct CompactionResult {
-    /// The compacted messages (a body dict when a body came in).
-    #[pyo3(get)]
-    messages: Py<PyAny>,
-    /// Whether a summary was made.
-    #[pyo3(get)]
-    summarized: bool,
-    /// Tokens of the input (a lower bound when `tokens_before_exact` is false).
-    #[pyo3(get)]
-    tokens_before: usize,
-    /// Whether `tokens_before` is exact.
-    #[pyo3(get)]
-    tokens_before_exact: bool,
-    /// Tokens of the output.
-    #[pyo3(get)]
-    tokens_after: usize,
-    /// Whether the output is over the budget (unreachable).
-    #[pyo3(get)]
-    over_budget: bool,
-    /// Whether the summary was cut to fit.
-    #[pyo3(get)]
-    summary_truncated: bool,
-    /// What happened to each message, and the ledger (made into a dict
-    /// when first asked for).
-    report: Report,
-    from: Option<Vec<std::ops::Range<usize>>>,
-    report_dict: std::sync::OnceLock<Py<PyDict>>,
-}
-
-#[pymethods]
-impl CompactionResult {
-    /// What happened to each message, and the ledger, as a dict.
-    #[getter(report)]
-    fn report_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        if let Some(d) = self.report_dict.get() {
-            return Ok(d.bind(py).clone());
-        }
-        let d = report(py, &self.report, self.from.as_deref())?.unbind();
-        Ok(self.report_dict.get_or_init(|| d).bind(py).clone())
-    }
-
-    fn __repr__(&self) -> String {
-        format!(
-            "Compaction(summarized={}, tokens_before={}, tokens_after={}, over_budget={})",
-            py_bool(self.summarized),
-            self.tokens_before,
-            self.tokens_after,
-            py_bool(self.over_budget)
-        )
-    }
-}
-
-fn py_bool(b: bool) -> &'static str {
-    if b { "True" } else { "False" }
-}
 
 /// The input read: the history, and whether it was a body.
 pub struct Input {
@@ -116,126 +58,28 @@ fn read(py: Python<'_>, messages: &Bound<'_, PyAny>, format: Option<Format>) -> 
     })
 }
 
-/// A compaction with the lifetime taken out: what Python gets back.
-pub struct Owned {
-    messages: Option<Vec<Message>>,
-    summarized: bool,
-    tokens_before: chatfold::Tokens,
-    tokens_after: usize,
-    over_budget: bool,
-    summary_truncated: bool,
-    report: Report,
-    /// For a lazily read history: the input indices each planned message stands for.
-    from: Option<Vec<std::ops::Range<usize>>>,
-}
-
-impl Owned {
-    /// The same, planned over stand-ins for the input ranges `from`.
-    pub fn mapped(mut self, from: Vec<std::ops::Range<usize>>) -> Self {
-        self.from = Some(from);
-        self
-    }
-
-    /// `c`, its messages kept only when they changed.
-    pub fn new(c: Compaction<'_>) -> Self {
-        let changed = matches!(c.messages, std::borrow::Cow::Owned(_));
-        Owned {
-            messages: changed.then(|| c.messages.into_owned()),
-            summarized: c.summarized,
-            tokens_before: c.tokens_before,
-            tokens_after: c.tokens_after,
-            over_budget: c.over_budget,
-            summary_truncated: c.summary_truncated,
-            report: c.report,
-            from: None,
-        }
-    }
-
-    fn into_py(self, py: Python<'_>, input: Input) -> PyResult<CompactionResult> {
-        let messages = match &self.messages {
-            // Unchanged: the caller's own objects, in a new list.
-            None => match input.original.bind(py).cast::<PyList>() {
-                Ok(list) => PyList::new(py, list.iter())?.into_any().unbind(),
-                Err(_) => json::to_py(py, &input.history.to_json())?.unbind(),
-            },
-            Some(out) => match input.history.is_body() {
-                true => json::to_py(py, &input.history.to_json_with(out))?.unbind(),
-                false => {
-                    let list = PyList::empty(py);
-                    for m in out {
-                        list.append(json::to_py(py, &m.to_json())?)?;
-                    }
-                    list.into_any().unbind()
+/// The Python result of `owned`, a compaction of `input`: the caller's own
+/// objects when nothing changed, else the new messages (in a body when a
+/// body came in).
+fn into_py(owned: Owned, py: Python<'_>, input: Input) -> PyResult<CompactionResult> {
+    let messages = match owned.changed() {
+        // Unchanged: the caller's own objects, in a new list.
+        None => match input.original.bind(py).cast::<PyList>() {
+            Ok(list) => PyList::new(py, list.iter())?.into_any().unbind(),
+            Err(_) => json::to_py(py, &input.history.to_json())?.unbind(),
+        },
+        Some(out) => match input.history.is_body() {
+            true => json::to_py(py, &input.history.to_json_with(out))?.unbind(),
+            false => {
+                let list = PyList::empty(py);
+                for m in out {
+                    list.append(json::to_py(py, &m.to_json())?)?;
                 }
-            },
-        };
-        Ok(self.result(messages))
-    }
-
-    /// The result with `messages` as its messages.
-    pub fn result(self, messages: Py<PyAny>) -> CompactionResult {
-        CompactionResult {
-            messages,
-            summarized: self.summarized,
-            tokens_before: self.tokens_before.get(),
-            tokens_before_exact: self.tokens_before.exact().is_some(),
-            tokens_after: self.tokens_after,
-            over_budget: self.over_budget,
-            summary_truncated: self.summary_truncated,
-            report: self.report,
-            from: self.from,
-            report_dict: std::sync::OnceLock::new(),
-        }
-    }
-}
-
-/// The report as a dict; `from`: the input indices each planned message
-/// stands for (a lazily read history), so that indices are the input's.
-fn report<'py>(
-    py: Python<'py>,
-    r: &Report,
-    from: Option<&[std::ops::Range<usize>]>,
-) -> PyResult<Bound<'py, PyDict>> {
-    let input = |i: usize| match from {
-        Some(from) => from
-            .get(i)
-            .map_or_else(|| from.last().map_or(0, |r| r.end), |r| r.start),
-        None => i,
+                list.into_any().unbind()
+            }
+        },
     };
-    let times = |i: usize| from.map_or(1, |from| from.get(i).map_or(1, |r| r.len()));
-    let d = PyDict::new(py);
-    // One string object per fate, shared by the list's items.
-    let names = [
-        pyo3::intern!(py, "kept"),
-        pyo3::intern!(py, "hoisted"),
-        pyo3::intern!(py, "folded"),
-        pyo3::intern!(py, "previous_summary"),
-        pyo3::intern!(py, "other"),
-    ];
-    let fate = |f: Fate| match f {
-        Fate::Kept => names[0],
-        Fate::Hoisted => names[1],
-        Fate::Folded => names[2],
-        Fate::PreviousSummary => names[3],
-        _ => names[4],
-    };
-    let fates: Vec<_> = r
-        .fates()
-        .enumerate()
-        .flat_map(|(i, f)| std::iter::repeat_n(fate(f), times(i)))
-        .collect();
-    d.set_item("fates", PyList::new(py, fates)?)?;
-    d.set_item("cut", input(r.cut()))?;
-    d.set_item("reason", format!("{:?}", r.reason()).to_lowercase())?;
-    d.set_item("aligned_from", r.aligned_from().map(input))?;
-    d.set_item("folds", r.folds())?;
-    d.set_item("allowance", r.allowance())?;
-    d.set_item("prose_allowance", r.prose_allowance())?;
-    d.set_item("ledger", texts(r.ledger()))?;
-    d.set_item("ledger_dropped", texts(r.ledger_dropped()))?;
-    d.set_item("cleared", r.cleared().to_vec())?;
-    d.set_item("reused", r.reused())?;
-    Ok(d)
+    Ok(owned.result(messages))
 }
 
 fn parse_format(format: Option<&str>) -> PyResult<Option<Format>> {
@@ -383,7 +227,7 @@ impl PyCompactor {
                 .map(Owned::new)
         });
         self.counter.check()?;
-        done.py(py)?.into_py(py, input)
+        into_py(done.py(py)?, py, input)
     }
 
     /// The async compaction as a step Python drives (see `compact_async`).
@@ -398,15 +242,10 @@ impl PyCompactor {
                 .map(Owned::new)?;
             let finish: Finish = Box::new(move |py: Python<'_>| {
                 counter.check()?;
-                Ok(owned.into_py(py, input)?.into_pyobject(py)?.into_any().unbind())
+                Ok(into_py(owned, py, input)?.into_pyobject(py)?.into_any().unbind())
             });
             Ok(finish)
         };
         Ok(Step::new(Box::pin(future)))
     }
-}
-
-/// Ledger entries as the texts Python reads.
-pub(crate) fn texts(entries: &[chatfold::LedgerEntry]) -> Vec<&str> {
-    entries.iter().map(|e| e.as_str()).collect()
 }

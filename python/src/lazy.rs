@@ -24,9 +24,9 @@ use chatfold::{Compactor, Fate, FoldPolicy, Message, Placement, Role, TokenCount
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 
-use crate::compactor::Owned;
 use crate::counter::Shared;
 use crate::errors::{IntoPy, PyFailure};
+use crate::result::Owned;
 use crate::summarizer::{Lazy, Request, text_of};
 
 /// The bindings' counter, noticing a stand-in (a message read without its

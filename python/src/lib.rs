@@ -17,6 +17,7 @@ mod json;
 mod lazy;
 mod memory;
 mod policy;
+mod result;
 mod step;
 mod summarizer;
 
@@ -48,7 +49,7 @@ fn count_text(py: Python<'_>, text: &str, tokenizer: &str) -> PyResult<usize> {
 #[pymodule]
 fn _chatfold(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<compactor::PyCompactor>()?;
-    m.add_class::<compactor::CompactionResult>()?;
+    m.add_class::<result::CompactionResult>()?;
     m.add_class::<summarizer::Request>()?;
     m.add_class::<http::PyOpenAi>()?;
     m.add_class::<http::PyAnthropic>()?;

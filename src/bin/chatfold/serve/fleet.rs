@@ -9,7 +9,19 @@ use std::time::{Duration, Instant};
 
 use chatfold::BoxError;
 
-use super::flight::{Had, Key};
+/// A fold's name: a keyed hash of its tenant's namespace and everything the
+/// summarizer is asked.
+pub(crate) type Key = [u8; 32];
+
+/// How a summary was had.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Had {
+    /// This call made it.
+    Made,
+    /// Another call in flight (in this process or, through Redis, in
+    /// another) made it; this one waited.
+    Waited,
+}
 
 /// How often a waiter looks for the summary.
 const POLL: Duration = Duration::from_millis(20);

@@ -8,11 +8,7 @@ use std::time::{Duration, Instant};
 
 use chatfold::{BoxError, SummaryRequest};
 
-use super::fleet::Fleet;
-
-/// A fold's name: a keyed hash of its tenant's namespace and everything the
-/// summarizer is asked.
-pub(crate) type Key = [u8; 32];
+use super::fleet::{Fleet, Had, Key};
 
 /// How long a landed summary stays for calls that planned before their
 /// cache had it (planning takes milliseconds; this is ample).
@@ -45,16 +41,6 @@ impl Slot {
             .map(|a| a.as_ref().is_some_and(|(_, at)| at.elapsed() > linger))
             .unwrap_or(true)
     }
-}
-
-/// How a summary was had.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Had {
-    /// This call made it.
-    Made,
-    /// Another call in flight (in this process or, through Redis, in
-    /// another) made it; this one waited.
-    Waited,
 }
 
 impl Flights {

@@ -16,7 +16,8 @@ use serde_json::Value;
 
 use super::config::Budgets;
 use super::errors::ApiError;
-use super::flight::{self, Flights, Had};
+use super::fleet::Had;
+use super::flight::{self, Flights};
 use crate::body;
 use crate::summarizers::Chosen;
 
