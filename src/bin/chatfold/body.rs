@@ -2,22 +2,9 @@
 //! `compact` and `serve` share, from a history read in its format to the
 //! bytes written back.
 
-use chatfold::{Compaction, Compactor, Format, History, NamedCounter, Plan};
+use chatfold::{Compaction, Compactor, History, NamedCounter, Plan};
 
 use crate::{Failure, exit, io, messages};
-
-/// `history` read as `format` when one is given (`--format`, or the
-/// proxy's route), else as it came.
-///
-/// # Errors
-///
-/// The library's, when the body's marks say the other format.
-pub(crate) fn in_format(history: History, format: Option<Format>) -> chatfold::Result<History> {
-    match format {
-        Some(format) => history.into_format(format),
-        None => Ok(history),
-    }
-}
 
 /// The plan for `history`, its summary placed where the history's format
 /// wants it. Refused (exit 2) when it must fold a body that does not say

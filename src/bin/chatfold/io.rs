@@ -62,7 +62,7 @@ fn path(args: &InputArgs) -> Option<&Path> {
 pub(crate) fn read_input(args: &InputArgs) -> Result<Input, Failure> {
     let format = args.format.as_deref().map(str::parse::<Format>).transpose()?;
     let mut input = read_from(path(args))?;
-    input.history = crate::body::in_format(input.history, format)?;
+    input.history = in_format(input.history, format)?;
     Ok(input)
 }
 
@@ -114,6 +114,19 @@ pub(crate) fn write_stdout(bytes: &[u8]) -> Result<(), Failure> {
 pub(crate) fn write_report(path: &Path, text: &str) -> Result<(), Failure> {
     std::fs::write(path, text)
         .map_err(|e| Failure::new(exit::CANNOT_WRITE, messages::cannot_write_report(path, e)))
+}
+
+/// `history` read as `format` when one is given (`--format`, or the
+/// proxy's route), else as it came.
+///
+/// # Errors
+///
+/// The library's, when the body's marks say the other format.
+pub(crate) fn in_format(history: History, format: Option<Format>) -> chatfold::Result<History> {
+    match format {
+        Some(format) => history.into_format(format),
+        None => Ok(history),
+    }
 }
 
 /// `value` as JSON, one line or indented, with a final newline.

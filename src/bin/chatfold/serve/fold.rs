@@ -18,8 +18,8 @@ use super::config::Budgets;
 use super::errors::ApiError;
 use super::fleet::Had;
 use super::flight::{self, Flights};
-use crate::body;
 use crate::summarizers::Chosen;
+use crate::{body, io};
 
 /// What the fold step works with: the compactor every request's is cloned
 /// from, the summarizer and its stand-in, the cache, the folds in flight.
@@ -139,7 +139,7 @@ impl Folding {
         // reader's errors, at the same places, say where it is not).
         let parsed =
             std::str::from_utf8(bytes).map_or_else(|_| History::from_reader(bytes), History::from_json_str);
-        let history = match parsed.and_then(|h| body::in_format(h, Some(format))) {
+        let history = match parsed.and_then(|h| io::in_format(h, Some(format))) {
             Ok(history) => history,
             Err(e) => return Err(Box::new(self.unreadable(bytes, asked, e))),
         };
