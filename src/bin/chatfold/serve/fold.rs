@@ -177,19 +177,15 @@ impl Folding {
         bytes: &[u8],
         asked: Option<usize>,
     ) -> Option<Result<Folded, ApiError>> {
-        let Read {
-            history,
-            budget,
-            pass,
-        } = match self.read(format, bytes, asked) {
+        let read = match self.read(format, bytes, asked) {
             Ok(read) => read,
             Err(answer) => return Some(*answer),
         };
         let mut compactor = self.base.clone();
-        compactor.budget = budget;
-        match body::plan(&mut compactor, &history) {
+        compactor.budget = read.budget;
+        match body::plan(&mut compactor, &read.history) {
             Err(failure) => Some(Err(refused(failure))),
-            Ok(plan) if !plan.folds() => Some(unchanged(plan, pass)),
+            Ok(plan) if !plan.folds() => Some(unchanged(plan, read.pass)),
             Ok(_) => None,
         }
     }
