@@ -508,8 +508,11 @@ pub enum InputError {
     /// Reading failed; the I/O error is the [`source`](std::error::Error::source).
     #[error("cannot read the input")]
     Io(#[source] std::io::Error),
-    /// JSON, but neither an array nor an object with a `messages` array.
-    #[error("expected an array of messages or an object with a \"messages\" array, not {found}")]
+    /// JSON, but neither an array nor an object with a `messages` array (or
+    /// the Responses API's `input`).
+    #[error(
+        "expected an array of messages or an object with a \"messages\" array or an \"input\", not {found}"
+    )]
     NotAHistory {
         /// What the top level is (`"a number"`, `"an object without \"messages\""`).
         found: &'static str,
@@ -520,17 +523,24 @@ pub enum InputError {
         /// What it is.
         found: &'static str,
     },
+    /// A Responses body whose `input` is neither a string nor an array.
+    #[error("\"input\" must be a string or an array of items, not {found}")]
+    InputNotList {
+        /// What it is.
+        found: &'static str,
+    },
     /// A field of the body other than the messages (Anthropic's `system`:
     /// `system[2].text`) is missing or has the wrong type.
     #[error(transparent)]
     Field(FieldError),
-    /// A body with marks of both formats (Anthropic's and OpenAI's).
-    #[error("the body mixes formats: {anthropic} is Anthropic's, {openai} is OpenAI's")]
+    /// A body with marks of two formats (a `tool_use` block and a `tool`
+    /// message, say).
+    #[error("the body mixes formats: {} is {}'s, {} is {}'s", .first.1, .first.0, .second.1, .second.0)]
     MixedFormats {
-        /// The first mark of Anthropic's format.
-        anthropic: FormatMark,
-        /// The first mark of OpenAI's format.
-        openai: FormatMark,
+        /// One format and its first mark.
+        first: (crate::Format, FormatMark),
+        /// Another format and its first mark.
+        second: (crate::Format, FormatMark),
     },
     /// A body in one format where the other was asked for.
     #[error("the body is in {found}'s format, not {expected}'s: {mark}")]

@@ -56,10 +56,11 @@ fn tool_use_and_its_results_are_one_unit() {
 fn mixed_and_wrong_formats_are_refused_with_their_marks() {
     let mixed = json!({"system": "s", "messages": [{"role": "user", "content": "q"}, {"role": "tool", "tool_call_id": "c", "content": "r"}]});
     let err = History::from_json_value(mixed).unwrap_err();
-    let Error::InvalidInput(InputError::MixedFormats { anthropic, openai }) = &err else {
+    let Error::InvalidInput(InputError::MixedFormats { first, second }) = &err else {
         panic!("{err}");
     };
-    assert_eq!((anthropic.message(), openai.message()), (None, Some(1)));
+    assert_eq!((first.0, second.0), (Format::Anthropic, Format::OpenAi));
+    assert_eq!((first.1.message(), second.1.message()), (None, Some(1)));
 
     let openai = json!([{"role": "system", "content": "s"}, {"role": "user", "content": "q"}]);
     let err = History::from_json_value(openai)

@@ -956,6 +956,44 @@ fn an_anthropic_body_is_compacted_in_its_own_format() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
 
+/// A Responses API body: items kept whole, `instructions` where it was, the
+/// summary a system item at the head of `input`, every call with its output.
+#[test]
+fn a_responses_body_is_compacted_in_its_own_format() {
+    let body = include_str!("../examples/responses_request.json");
+    let out = run(
+        &["compact", "--budget", "300", "--keep-recent", "150"],
+        body.as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let got: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sent: serde_json::Value = serde_json::from_str(body).unwrap();
+    for field in ["model", "instructions", "tools", "include", "store"] {
+        assert_eq!(got[field], sent[field], "{field}");
+    }
+    let (got, sent) = (
+        got["input"].as_array().unwrap(),
+        sent["input"].as_array().unwrap(),
+    );
+    assert_eq!(got[0]["role"], "system");
+    assert!(got[0]["content"].as_str().unwrap().contains("ORD-58213"));
+    assert!(got.len() < sent.len());
+    assert_eq!(got[1..], sent[sent.len() - (got.len() - 1)..]);
+
+    // Asked for another format: exit 1, naming the mark.
+    let out = run(
+        &["compact", "--budget", "300", "--format", "openai"],
+        body.as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("`input`"), "{}", stderr(&out));
+    let out = run(
+        &["compact", "--budget", "300", "--format", "responses"],
+        body.as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
 /// A body that says nothing of its format (plain text turns, an unknown
 /// model) cannot take a summary without `--format`: where it goes differs.
 #[test]

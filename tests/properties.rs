@@ -63,6 +63,18 @@ proptest! {
         check_rules(&compactor(budget, keep, strict), &h, &summary);
     }
 
+    /// The same rules over Responses API items: reasoning, parallel
+    /// `function_call` items and their outputs (split around interleaved
+    /// turns, orphans), typed message items beside the shorthand.
+    #[test]
+    fn rules_hold_over_responses_items(
+        h in chatfold::testing::Histories::new().max_turns(40).form(chatfold::testing::Form::Responses).strategy(),
+        (budget, keep, strict) in config(),
+        summary in summary_text(),
+    ) {
+        check_rules(&compactor(budget, keep, strict), &h, &summary);
+    }
+
     /// Rule 7 for a stateless server: compact, append new turns, feed the
     /// result back, again and again: one running summary, within budget.
     #[test]

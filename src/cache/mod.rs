@@ -326,6 +326,10 @@ impl Chain {
                     e.json(part.as_json());
                 }
             }
+            Some(Content::Item(item)) => {
+                e.word(3);
+                e.json(item.as_json());
+            }
         }
         e.optional_text(m.name.as_deref());
         e.word(m.tool_calls.len() as u64);

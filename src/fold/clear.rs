@@ -99,14 +99,16 @@ impl ClearToolResults {
         counter: &C,
     ) -> Option<(Vec<Message>, Vec<usize>)> {
         // Each result: a tool message (no block), or a `tool_result` block
-        // (Anthropic's) of a user message, oldest first.
+        // (Anthropic's) of a user message, or a Responses output item (its
+        // one part), oldest first.
         let results: Vec<(usize, Option<usize>)> = (0..messages.len())
             .flat_map(|i| {
                 let m = &messages[i];
-                let whole = (m.role == Role::Tool || m.tool_call_id.is_some()).then_some((i, None));
+                let whole = (m.item().is_none() && (m.role == Role::Tool || m.tool_call_id.is_some()))
+                    .then_some((i, None));
                 let blocks = m.parts().iter().enumerate();
                 let blocks = blocks
-                    .filter(|(_, p)| p.kind() == Some("tool_result"))
+                    .filter(|(_, p)| p.is_result())
                     .map(move |(k, _)| (i, Some(k)));
                 whole.into_iter().chain(blocks)
             })
@@ -120,11 +122,10 @@ impl ClearToolResults {
                 None => (m.text(), m.tool_call_id.as_deref()),
                 Some(k) => {
                     let part = &m.parts()[k];
-                    let id = part
-                        .as_json()
-                        .get("tool_use_id")
-                        .and_then(serde_json::Value::as_str);
-                    (std::borrow::Cow::Owned(part.result_texts().join("\n")), id)
+                    (
+                        std::borrow::Cow::Owned(part.result_texts().join("\n")),
+                        part.answered_id(),
+                    )
                 }
             };
             // A token takes at least one byte for every shipped counter.
@@ -143,6 +144,7 @@ impl ClearToolResults {
             let copy = out.get_or_insert_with(|| messages.to_vec());
             match (block, &mut copy[i].content) {
                 (Some(k), Some(Content::Parts(parts))) => parts[k].set_result_content(placeholder),
+                (Some(_), Some(Content::Item(item))) => item.set_result_content(placeholder),
                 (_, content) => *content = Some(Content::Text(placeholder)),
             }
             if cleared.last() != Some(&i) {

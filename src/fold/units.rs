@@ -8,7 +8,9 @@
 //!   several), and everything between them (interleaved messages, and other
 //!   tool exchanges that overlap it, transitively);
 //! - any other message on its own, including an *orphan* result (one whose
-//!   call id no earlier call has).
+//!   call id no earlier call has);
+//! - and with each, the Responses API `reasoning` items just before it
+//!   ([`Message::leads_in`]): reasoning travels with the item it led to.
 //!
 //! A result answers the nearest earlier call with its id, so a reused id
 //! starts a new exchange. A call nobody answers ends its unit at itself.
@@ -103,6 +105,10 @@ impl Iterator for Backward<'_> {
             if let Some(call) = self.earliest_call_of(k) {
                 start = start.min(call);
             }
+        }
+        // Reasoning goes with what it led to.
+        while start > self.floor && self.messages[start - 1].leads_in() {
+            start -= 1;
         }
         self.end = start;
         Some(start..end)

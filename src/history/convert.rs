@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use super::{Format, History, System};
-use crate::error::{ConversionError, Error, Result};
+use crate::error::{ConfigError, ConversionError, Error, Result};
 use crate::message::{Content, Message, Part, Role, ToolCall};
 
 impl History {
@@ -51,6 +51,13 @@ impl History {
         let messages = match to {
             Format::Anthropic => to_anthropic(&self.messages)?,
             Format::OpenAi => to_openai(&self.messages)?,
+            Format::Responses => {
+                return Err(Error::InvalidConfig(ConfigError::NotAllowed {
+                    setting: "format",
+                    value: to.to_string(),
+                    why: "histories convert between openai and anthropic",
+                }));
+            }
         };
         let mut body = self.body;
         if body.is_none()
@@ -83,8 +90,9 @@ impl History {
             known: true,
             system: match to {
                 Format::Anthropic => System::Blocks,
-                Format::OpenAi => System::Absent,
+                Format::OpenAi | Format::Responses => System::Absent,
             },
+            text_input: false,
         })
     }
 }
@@ -95,6 +103,15 @@ fn unconvertible(message: usize, field: impl Into<String>, what: impl Into<Strin
 
 /// Fields beyond the ones both formats share make a message unconvertible.
 fn check_shared(index: usize, m: &Message, to: Format) -> Result<()> {
+    if let Some(item) = m.item() {
+        let kind = item.kind().unwrap_or("message");
+        return Err(unconvertible(
+            index,
+            "type",
+            format!("a Responses `{kind}` item"),
+            to,
+        ));
+    }
     if m.name.is_some() {
         return Err(unconvertible(index, "name", "a message name", to));
     }
@@ -199,6 +216,9 @@ fn to_anthropic(messages: &[Message]) -> Result<Vec<Message>> {
                         .enumerate()
                         .map(|(k, p)| openai_part(index, k, p).map(Part::from_json))
                         .collect::<Result<_>>()?,
+                    Some(Content::Item(_)) => {
+                        return Err(unconvertible(index, "type", "a Responses item", TO));
+                    }
                 };
                 for (k, call) in m.tool_calls.iter().enumerate() {
                     blocks.push(anthropic_tool_use(index, k, call)?);
@@ -226,6 +246,7 @@ fn anthropic_tool_result(index: usize, m: &Message) -> Result<Part> {
                 .collect::<Result<_>>()?,
         ),
         None => Value::String(String::new()),
+        Some(Content::Item(_)) => return Err(unconvertible(index, "type", "a Responses item", TO)),
     };
     Ok(Part::from_json(
         json!({"type": "tool_result", "tool_use_id": id, "content": content}),

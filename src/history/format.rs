@@ -1,6 +1,7 @@
-//! The two request formats: which one a body is in, and Anthropic's
-//! top-level `system` field, read into leading system messages and written
-//! back from them.
+//! The three request formats: which one a body is in, and the system
+//! prompt outside the messages (Anthropic's top-level `system`, the
+//! Responses API's `instructions`), read into leading system messages and
+//! written back from them.
 
 use std::fmt;
 use std::str::FromStr;
@@ -31,20 +32,28 @@ pub enum Format {
     /// as `tool_use` blocks and their results as `tool_result` blocks in
     /// user messages.
     Anthropic,
+    /// OpenAI's Responses API: an `input` list of items (messages,
+    /// `function_call` and `function_call_output`, `reasoning` ...), each
+    /// read into a [`Message`] that keeps it whole
+    /// ([`Content::Item`](crate::Content::Item)); `instructions` is the
+    /// system prompt. The summary goes into `input` as a system message
+    /// item.
+    Responses,
 }
 
 impl FromStr for Format {
     type Err = Error;
 
-    /// `openai` or `anthropic`.
+    /// `openai`, `anthropic` or `responses`.
     fn from_str(name: &str) -> Result<Self> {
         match name {
             "openai" => Ok(Format::OpenAi),
             "anthropic" => Ok(Format::Anthropic),
+            "responses" => Ok(Format::Responses),
             _ => Err(Error::InvalidConfig(ConfigError::NotAllowed {
                 setting: "format",
                 value: name.to_owned(),
-                why: "the formats are openai and anthropic",
+                why: "the formats are openai, anthropic and responses",
             })),
         }
     }
@@ -55,6 +64,7 @@ impl fmt::Display for Format {
         f.write_str(match self {
             Format::OpenAi => "openai",
             Format::Anthropic => "anthropic",
+            Format::Responses => "responses",
         })
     }
 }
@@ -139,12 +149,13 @@ fn anthropic_mark(index: usize, m: &Message) -> Option<FormatMark> {
     Some(FormatMark::new(Some(index), format!("a `{kind}` block")))
 }
 
-/// The first mark of OpenAI's format in the message at `index`.
-fn openai_mark(index: usize, m: &Message) -> Option<FormatMark> {
+/// The first mark of OpenAI's format in the message at `index`. A system or
+/// developer message marks it only when `roles` (the Responses API has
+/// them too).
+fn openai_mark(index: usize, m: &Message, roles: bool) -> Option<FormatMark> {
     let what = match () {
-        () if matches!(m.role, Role::System | Role::Developer | Role::Tool) => {
-            format!("the role `{}`", m.role)
-        }
+        () if m.item().is_some() => return None,
+        () if m.role == Role::Tool || roles && m.role.is_pinned() => format!("the role `{}`", m.role),
         () if !m.tool_calls.is_empty() => "`tool_calls`".to_owned(),
         () if m.tool_call_id.is_some() => "`tool_call_id`".to_owned(),
         () => {
@@ -161,33 +172,47 @@ fn openai_mark(index: usize, m: &Message) -> Option<FormatMark> {
     Some(FormatMark::new(Some(index), what))
 }
 
+/// The first mark of the Responses API's format in the message at `index`:
+/// an item.
+fn responses_mark(index: usize, m: &Message) -> Option<FormatMark> {
+    let kind = m.item()?.kind().unwrap_or("message");
+    Some(FormatMark::new(Some(index), format!("a `{kind}` item")))
+}
+
 /// Which format a body (or bare array) is in, by its marks: a top-level
-/// `system` or an Anthropic block says Anthropic; a system, developer or
-/// tool message, tool calls or an OpenAI part type say OpenAI. Neither is
-/// OpenAI's (the two read the same); both is an error naming one mark of
-/// each.
+/// `system` or an Anthropic block says Anthropic; a top-level `input` or a
+/// Responses item says the Responses API; a system, developer or tool
+/// message, tool calls or an OpenAI part type say OpenAI. None is OpenAI's
+/// (plain user and assistant text reads the same in all three); two is an
+/// error naming one mark of each.
 pub(super) fn detect(
     body: Option<&Map<String, Value>>,
     messages: &[Message],
 ) -> Result<Option<(Format, FormatMark)>> {
-    let top = body
-        .filter(|b| b.contains_key("system"))
-        .map(|_| FormatMark::new(None, "the top-level `system`".to_owned()));
-    let anthropic = top.or_else(|| {
-        messages
-            .iter()
-            .enumerate()
-            .find_map(|(i, m)| anthropic_mark(i, m))
-    });
-    let openai = messages.iter().enumerate().find_map(|(i, m)| openai_mark(i, m));
-    match (anthropic, openai) {
-        (Some(anthropic), Some(openai)) => Err(Error::InvalidInput(InputError::MixedFormats {
-            anthropic,
-            openai,
-        })),
-        (Some(mark), None) => Ok(Some((Format::Anthropic, mark))),
-        (None, Some(mark)) => Ok(Some((Format::OpenAi, mark))),
-        (None, None) => Ok(None),
+    let top = |key: &str| {
+        body.filter(|b| b.contains_key(key))
+            .map(|_| FormatMark::new(None, format!("the top-level `{key}`")))
+    };
+    let first = |mark: fn(usize, &Message) -> Option<FormatMark>| {
+        messages.iter().enumerate().find_map(|(i, m)| mark(i, m))
+    };
+    let anthropic = top("system").or_else(|| first(anthropic_mark));
+    let responses = top("input").or_else(|| first(responses_mark));
+    let roles = responses.is_none();
+    let openai = messages
+        .iter()
+        .enumerate()
+        .find_map(|(i, m)| openai_mark(i, m, roles));
+    let mut marks = [
+        (Format::Anthropic, anthropic),
+        (Format::Responses, responses),
+        (Format::OpenAi, openai),
+    ]
+    .into_iter()
+    .filter_map(|(format, mark)| Some((format, mark?)));
+    match (marks.next(), marks.next()) {
+        (Some(first), Some(second)) => Err(Error::InvalidInput(InputError::MixedFormats { first, second })),
+        (one, _) => Ok(one),
     }
 }
 
@@ -293,6 +318,23 @@ pub(super) fn lift_system(body: &mut Map<String, Value>) -> Result<(System, Vec<
         }
     };
     Ok(lifted)
+}
+
+/// Takes the Responses API's `instructions` out of `body` (leaving a `null`
+/// to mark its place) as a leading system message.
+pub(super) fn lift_instructions(body: &mut Map<String, Value>) -> Result<(System, Vec<Message>)> {
+    let Some(instructions) = body.get_mut("instructions") else {
+        return Ok((System::Absent, Vec::new()));
+    };
+    match instructions.take() {
+        Value::String(text) => Ok((System::Text, vec![Message::system(text)])),
+        Value::Null => Ok((System::Absent, Vec::new())),
+        other => Err(Error::InvalidInput(InputError::Field(FieldError::wrong(
+            "instructions",
+            "a string",
+            &other,
+        )))),
+    }
 }
 
 /// The `system` field for the leading system messages of `messages` (none:

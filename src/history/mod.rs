@@ -64,14 +64,21 @@ pub struct History {
     mark: Option<FormatMark>,
     /// Whether anything said it: the structure, or the model's name.
     known: bool,
-    /// How Anthropic's `system` was written.
+    /// How Anthropic's `system` (or the Responses API's `instructions`) was
+    /// written.
     system: System,
+    /// A Responses body whose `input` is a string: one user message.
+    text_input: bool,
 }
 
 /// The body's field that holds the messages.
 const MESSAGES: &str = "messages";
 /// Anthropic's top-level system prompt.
 const SYSTEM: &str = "system";
+/// The Responses API's field of items.
+const INPUT: &str = "input";
+/// The Responses API's system prompt.
+const INSTRUCTIONS: &str = "instructions";
 
 impl From<Vec<Message>> for History {
     /// A bare array of `messages`, in OpenAI's format.
@@ -133,6 +140,7 @@ impl History {
             mark: None,
             known: false,
             system: System::Absent,
+            text_input: false,
         }
     }
 
@@ -144,15 +152,21 @@ impl History {
         } else if let Some((format, _)) = format::hint(self.body.as_ref()) {
             (self.format, self.known) = (format, true);
         }
-        if self.format == Format::Anthropic {
-            format::check_blocks(&self.messages)?;
-            if let Some(body) = &mut self.body {
-                let (form, mut system) = format::lift_system(body)?;
-                self.system = form;
-                system.append(&mut self.messages);
-                self.messages = system;
+        let lifted = match (self.format, &mut self.body) {
+            (Format::Anthropic, body) => {
+                format::check_blocks(&self.messages)?;
+                match body {
+                    Some(body) => format::lift_system(body)?,
+                    None => return Ok(self),
+                }
             }
-        }
+            (Format::Responses, Some(body)) => format::lift_instructions(body)?,
+            _ => return Ok(self),
+        };
+        let (form, mut system) = lifted;
+        self.system = form;
+        system.append(&mut self.messages);
+        self.messages = system;
         Ok(self)
     }
 
@@ -229,25 +243,32 @@ impl History {
     /// ```
     pub fn placement(&self) -> Placement {
         match (self.format, self.body.is_some()) {
-            (Format::OpenAi, _) => Placement::Fixed,
+            (Format::OpenAi | Format::Responses, _) => Placement::Fixed,
             (Format::Anthropic, true) => Placement::AnthropicBody,
             (Format::Anthropic, false) => Placement::AnthropicArray,
         }
     }
 
     /// The format the history was read in: Anthropic's when the body has a
-    /// top-level `system` or any Anthropic block, else OpenAI's.
+    /// top-level `system` or any Anthropic block, the Responses API's when it
+    /// has an `input` or any item, else OpenAI's.
     pub fn format(&self) -> Format {
         self.format
     }
 
     /// A field of the request body other than `messages` (`model`,
-    /// `temperature` ...; Anthropic's `system` is in the messages); `None`
-    /// for a bare array.
+    /// `temperature` ...; Anthropic's `system`, and the Responses API's
+    /// `input` and `instructions`, are in the messages); `None` for a bare
+    /// array.
     pub fn field(&self, name: &str) -> Option<&Value> {
+        let lifted = match self.format {
+            Format::OpenAi => [MESSAGES, MESSAGES],
+            Format::Anthropic => [MESSAGES, SYSTEM],
+            Format::Responses => [INPUT, INSTRUCTIONS],
+        };
         self.body
             .as_ref()
-            .filter(|_| name != MESSAGES && !(self.format == Format::Anthropic && name == SYSTEM))
+            .filter(|_| !lifted.contains(&name))
             .and_then(|body| body.get(name))
     }
 
@@ -260,33 +281,55 @@ impl History {
     /// The history's JSON with `messages` in place of its own: how a
     /// compaction's result is written back into the request it came from.
     pub fn to_json_with(&self, messages: &[Message]) -> Value {
-        let (system, messages) = match (&self.body, self.format) {
-            (Some(_), Format::Anthropic) => {
-                // The leading system messages (the caller's and the summary) go
-                // back into `system`.
-                let n = messages.iter().take_while(|m| m.role == Role::System).count();
-                messages.split_at(n)
-            }
-            _ => (&[][..], messages),
+        let (list_key, system_key) = match self.format {
+            Format::OpenAi => (MESSAGES, None),
+            Format::Anthropic => (MESSAGES, Some(SYSTEM)),
+            Format::Responses => (INPUT, Some(INSTRUCTIONS)),
         };
-        let mut list = Some(Value::Array(messages.iter().map(Message::to_json).collect()));
+        let lifted = match (&self.body, self.format) {
+            // The leading system messages (the caller's and the summary) go
+            // back into `system`.
+            (Some(_), Format::Anthropic) => messages.iter().take_while(|m| m.role == Role::System).count(),
+            // The instructions: the first message, when it is the one they
+            // were read into.
+            (Some(_), Format::Responses) => {
+                usize::from(self.system == System::Text && messages.first() == self.messages.first())
+            }
+            _ => 0,
+        };
+        let (system, messages) = messages.split_at(lifted);
+        let mut list = Some(match messages {
+            // A string `input` stays one while it is the same one message.
+            [only] if self.text_input && self.messages.last() == Some(only) => {
+                Value::String(only.text().into_owned())
+            }
+            _ => Value::Array(messages.iter().map(Message::to_json).collect()),
+        });
         let Some(body) = &self.body else {
             return list.unwrap_or_default();
         };
-        let mut system = format::system_value(self.system, system);
+        let mut system = match self.format {
+            Format::Anthropic => format::system_value(self.system, system),
+            _ => system.first().map(|m| Value::String(m.text().into_owned())),
+        };
         let mut out: Map<String, Value> = body
             .iter()
             .filter_map(|(k, v)| {
                 let v = match k.as_str() {
-                    MESSAGES => list.take().unwrap_or_default(),
-                    SYSTEM if self.format == Format::Anthropic => system.take()?,
+                    key if key == list_key => list.take().unwrap_or_default(),
+                    // Written back as it came (`null`) when it held nothing.
+                    key if Some(key) == system_key => match system.take() {
+                        Some(system) => system,
+                        None if self.system == System::Absent => v.clone(),
+                        None => return None,
+                    },
                     _ => v.clone(),
                 };
                 Some((k.clone(), v))
             })
             .collect();
-        if let Some(system) = system {
-            out.insert(SYSTEM.to_owned(), system);
+        if let (Some(system), Some(key)) = (system, system_key) {
+            out.insert(key.to_owned(), system);
         }
         Value::Object(out)
     }
@@ -398,7 +441,7 @@ impl<'de> Visitor<'de> for Top<'_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> std::result::Result<History, A::Error> {
-        let messages = List {
+        let messages = Elements {
             failure: self.failure,
         }
         .visit_seq(seq)?;
@@ -407,83 +450,122 @@ impl<'de> Visitor<'de> for Top<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<History, A::Error> {
         let mut body = Map::new();
-        let mut messages = None;
+        let (mut messages, mut input) = (None, None);
         while let Some(key) = map.next_key::<String>()? {
-            if key == MESSAGES {
-                messages = Some(map.next_value_seed(Nested {
-                    failure: self.failure,
-                })?);
-                body.insert(key, Value::Null);
-            } else {
-                let value = map.next_value::<Value>()?;
-                body.insert(key, value);
+            let nested = |field| Nested {
+                failure: self.failure,
+                field,
+            };
+            match key.as_str() {
+                MESSAGES => messages = Some(map.next_value_seed(nested(MESSAGES))?),
+                INPUT => input = Some(map.next_value_seed(nested(INPUT))?),
+                _ => {
+                    let value = map.next_value::<Value>()?;
+                    body.insert(key, value);
+                    continue;
+                }
             }
+            body.insert(key, Value::Null);
         }
-        match messages {
-            Some(messages) => Ok(History {
-                body: Some(body),
-                ..History::bare(messages)
-            }),
-            None => Err(self.wrong("an object without \"messages\"")),
-        }
+        let (messages, text_input) = match (messages, input) {
+            (Some(List::Messages(messages)), None) => (messages, false),
+            (None, Some(List::Messages(items))) => (items, false),
+            (None, Some(List::Text(text))) => (vec![Message::user(text)], true),
+            (Some(_), Some(_)) => return Err(self.wrong("an object with both \"messages\" and \"input\"")),
+            _ => return Err(self.wrong("an object without \"messages\"")),
+        };
+        Ok(History {
+            body: Some(body),
+            text_input,
+            ..History::bare(messages)
+        })
     }
 
     refuse_scalars!();
 }
 
-/// The `messages` field of a body: must be an array.
+/// The `messages` field of a body (an array), or the Responses API's
+/// `input` (an array of items, or a string).
 struct Nested<'f> {
     failure: &'f RefCell<Option<Error>>,
+    field: &'static str,
+}
+
+/// What a body's list field holds.
+enum List {
+    Messages(Vec<Message>),
+    /// A string `input`.
+    Text(String),
 }
 
 impl<'de> DeserializeSeed<'de> for Nested<'_> {
-    type Value = Vec<Message>;
+    type Value = List;
 
-    fn deserialize<D: de::Deserializer<'de>>(
-        self,
-        deserializer: D,
-    ) -> std::result::Result<Vec<Message>, D::Error> {
+    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> std::result::Result<List, D::Error> {
         deserializer.deserialize_any(self)
     }
 }
 
 impl<'de> Visitor<'de> for Nested<'_> {
-    type Value = Vec<Message>;
+    type Value = List;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("an array of messages")
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> std::result::Result<Vec<Message>, A::Error> {
-        List {
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> std::result::Result<List, A::Error> {
+        Elements {
             failure: self.failure,
         }
         .visit_seq(seq)
+        .map(List::Messages)
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, _: A) -> std::result::Result<Vec<Message>, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, _: A) -> std::result::Result<List, A::Error> {
         Err(self.wrong("an object"))
     }
 
-    refuse_scalars!();
+    fn visit_str<E: de::Error>(self, text: &str) -> std::result::Result<List, E> {
+        match self.field {
+            INPUT => Ok(List::Text(text.to_owned())),
+            _ => Err(self.wrong("a string")),
+        }
+    }
+
+    fn visit_unit<E: de::Error>(self) -> std::result::Result<List, E> {
+        Err(self.wrong("null"))
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> std::result::Result<List, E> {
+        Err(self.wrong("a boolean"))
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> std::result::Result<List, E> {
+        Err(self.wrong("a number"))
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> std::result::Result<List, E> {
+        Err(self.wrong("a number"))
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> std::result::Result<List, E> {
+        Err(self.wrong("a number"))
+    }
 }
 
 impl Nested<'_> {
     fn wrong<E: de::Error>(&self, found: &'static str) -> E {
-        fail(
-            self.failure,
-            Error::InvalidInput(InputError::MessagesNotArray { found }),
-        )
+        let error = match self.field {
+            INPUT => InputError::InputNotList { found },
+            _ => InputError::MessagesNotArray { found },
+        };
+        fail(self.failure, Error::InvalidInput(error))
     }
 }
 
 /// The elements of a message array, each read field by field into a
 /// [`Message`] (no JSON object is built for it).
-struct List<'f> {
+struct Elements<'f> {
     failure: &'f RefCell<Option<Error>>,
 }
 
-impl List<'_> {
+impl Elements<'_> {
     fn visit_seq<'de, A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Vec<Message>, A::Error> {
         let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
         while let Some(crate::message::Read(read)) = seq.next_element()? {

@@ -14,9 +14,13 @@ impl Message {
     /// from its typed field, or as kept in [`extra`](Message::extra) when the
     /// typed field is unset), then every other field of `extra`.
     pub fn to_json(&self) -> Value {
+        if let Some(item) = self.item() {
+            return item.0.clone();
+        }
         let content = self.content.as_ref().map(|c| match c {
             Content::Text(s) => Value::String(s.clone()),
             Content::Parts(parts) => Value::Array(parts.iter().map(|p| p.0.clone()).collect()),
+            Content::Item(item) => item.0.clone(),
         });
         let calls = (!self.tool_calls.is_empty())
             .then(|| Value::Array(self.tool_calls.iter().map(ToolCall::to_json).collect()));
@@ -62,7 +66,7 @@ impl Message {
         match value {
             Value::Object(map) => {
                 let mut fields = Fields::default();
-                map.into_iter().for_each(|(key, value)| fields.put(key, value));
+                map.into_iter().for_each(|(key, value)| fields.put(&key, value));
                 Message::from_fields(fields)
             }
             other => Err(FieldError::wrong("", "an object", &other)),
@@ -71,14 +75,15 @@ impl Message {
 
     /// The message a JSON object's fields make.
     fn from_fields(fields: Fields) -> std::result::Result<Self, FieldError> {
+        let kind = fields.rest.get("type").and_then(Value::as_str);
+        // A typed Responses message, or a typed object with no role: an item.
+        if kind == Some("message") || kind.is_some() && fields.known[0].is_none() {
+            return Message::from_item(fields.into_object());
+        }
         let Fields {
-            role,
-            content,
-            name,
-            tool_calls,
-            tool_call_id,
-            id,
+            known: [role, content, name, tool_calls, tool_call_id, id],
             rest: mut map,
+            ..
         } = fields;
         let role = match role {
             Some(Value::String(s)) => Role::from(s),
@@ -126,41 +131,85 @@ impl Message {
     }
 }
 
+impl Message {
+    /// A Responses API item as a message that keeps it whole
+    /// ([`Content::Item`]): a `message` item has its own role (which it
+    /// must have); a `*_output` item is a `tool` message; anything else an
+    /// `assistant` one. A `call_id`, where there is one, must be a string.
+    fn from_item(item: Map<String, Value>) -> std::result::Result<Self, FieldError> {
+        let kind = item.get("type").and_then(Value::as_str).unwrap_or("message");
+        if let Some(call) = item.get("call_id").filter(|v| !v.is_string()) {
+            return Err(FieldError::wrong("call_id", "a string", call));
+        }
+        let role = match (kind, item.get("role")) {
+            ("message", Some(Value::String(role))) => Role::from(role.as_str()),
+            ("message", Some(other)) => return Err(FieldError::wrong("role", "a string", other)),
+            ("message", None) => return Err(FieldError::missing("role", "a string")),
+            (kind, _) if kind.ends_with("_output") => Role::Tool,
+            _ => Role::Assistant,
+        };
+        let mut m = Message::new(role, "");
+        m.content = Some(Content::Item(Part(Value::Object(item))));
+        Ok(m)
+    }
+}
+
 /// A message object's fields as read: the known ones apart, the others in
-/// order (a repeated key: the last one wins, as in a JSON value).
+/// order (a repeated key: the last one wins, at the first one's place, as
+/// in a JSON value), and where each known one stood, so that an object that
+/// is not a chat message (a Responses item) is put back together as it came.
 #[derive(Default)]
 struct Fields {
-    role: Option<Value>,
-    content: Option<Value>,
-    name: Option<Value>,
-    tool_calls: Option<Value>,
-    tool_call_id: Option<Value>,
-    id: Option<Value>,
+    /// `role`, `content`, `name`, `tool_calls`, `tool_call_id`, `id`: [`KNOWN`].
+    known: [Option<Value>; 6],
+    /// Each known field's place among all the fields.
+    at: [u32; 6],
     rest: Map<String, Value>,
 }
 
+/// The fields a chat message models.
+const KNOWN: [&str; 6] = ["role", "content", "name", "tool_calls", "tool_call_id", "id"];
+
 impl Fields {
     /// Sets field `key`.
-    fn put(&mut self, key: String, value: Value) {
-        match self.slot(&key) {
-            Some(slot) => *slot = Some(value),
+    fn put(&mut self, key: &str, value: Value) {
+        match KNOWN.iter().position(|k| *k == key) {
+            Some(i) => self.set(i, value),
             None => {
-                self.rest.insert(key, value);
+                self.rest.insert(key.to_owned(), value);
             }
         }
     }
 
-    /// The slot of a known field, `None` for any other.
-    fn slot(&mut self, key: &str) -> Option<&mut Option<Value>> {
-        Some(match key {
-            "role" => &mut self.role,
-            "content" => &mut self.content,
-            "name" => &mut self.name,
-            "tool_calls" => &mut self.tool_calls,
-            "tool_call_id" => &mut self.tool_call_id,
-            "id" => &mut self.id,
-            _ => return None,
-        })
+    /// Sets known field `i`.
+    fn set(&mut self, i: usize, value: Value) {
+        if self.known[i].is_none() {
+            let before = self.rest.len() + self.known.iter().filter(|v| v.is_some()).count();
+            self.at[i] = u32::try_from(before).unwrap_or(u32::MAX);
+        }
+        self.known[i] = Some(value);
+    }
+
+    /// The object, its fields in the order they came.
+    fn into_object(self) -> Map<String, Value> {
+        let mut known: Vec<(u32, &str, Value)> = (self.known.into_iter().zip(self.at).zip(KNOWN))
+            .filter_map(|((value, at), key)| Some((at, key, value?)))
+            .collect();
+        known.sort_by_key(|&(at, _, _)| at);
+        let mut known = known.into_iter().peekable();
+        let mut rest = self.rest.into_iter();
+        let mut out = Map::new();
+        for place in 0u32.. {
+            let next = match known.next_if(|&(at, _, _)| at == place) {
+                Some((_, key, value)) => Some((key.to_owned(), value)),
+                None => rest.next(),
+            };
+            let Some((key, value)) = next.or_else(|| known.next().map(|(_, k, v)| (k.to_owned(), v))) else {
+                break;
+            };
+            out.insert(key, value);
+        }
+        out
     }
 }
 
@@ -242,15 +291,7 @@ impl<'de> serde::de::Visitor<'de> for ReadVisitor {
         let mut fields = Fields::default();
         while let Some(key) = map.next_key::<Key<'de>>()? {
             let value = map.next_value::<Value>()?;
-            match key {
-                Key::Borrowed(k) => match fields.slot(k) {
-                    Some(slot) => *slot = Some(value),
-                    None => {
-                        fields.rest.insert(k.to_owned(), value);
-                    }
-                },
-                Key::Owned(k) => fields.put(k, value),
-            }
+            fields.put(key.as_str(), value);
         }
         Ok(Read(Message::from_fields(fields)))
     }

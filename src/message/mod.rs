@@ -8,8 +8,10 @@ use serde_json::{Map, Value};
 use crate::error::FieldError;
 
 mod json;
+mod part;
 
 pub(crate) use json::{Key, KeyVisitor, Read};
+pub use part::Part;
 
 /// The author of a message.
 ///
@@ -110,123 +112,8 @@ impl fmt::Display for Role {
     }
 }
 
-/// One part of an array content (`{"type": "text", "text": ...}`, an image, audio ...).
-///
-/// Parts are kept as the JSON object they came as, so parts chatfold does not
-/// know about are written back unchanged. Only their text is read.
-///
-/// # Examples
-///
-/// ```
-/// use chatfold::Part;
-///
-/// let part = Part::text("hello");
-/// assert_eq!(part.as_text(), Some("hello"));
-/// assert_eq!(part.kind(), Some("text"));
-/// ```
-#[derive(Clone, Debug, PartialEq)]
-pub struct Part(Value);
-
-impl Part {
-    /// A `{"type": "text", "text": ...}` part.
-    pub fn text(text: impl Into<String>) -> Self {
-        let mut map = Map::new();
-        map.insert("type".into(), Value::String("text".into()));
-        map.insert("text".into(), Value::String(text.into()));
-        Part(Value::Object(map))
-    }
-
-    /// A part from any JSON value, kept as it is.
-    pub fn from_json(value: Value) -> Self {
-        Part(value)
-    }
-
-    /// The part's `type`, if it has one.
-    pub fn kind(&self) -> Option<&str> {
-        self.0.get("type").and_then(Value::as_str)
-    }
-
-    /// The part's text: its `text` field when that is a string, else `None`
-    /// (images, audio and files carry no text and count no tokens).
-    pub fn as_text(&self) -> Option<&str> {
-        self.0.get("text").and_then(Value::as_str)
-    }
-
-    /// The part as JSON.
-    pub fn as_json(&self) -> &Value {
-        &self.0
-    }
-
-    /// The texts in the part that count as tokens, borrowed: its `text`;
-    /// for Anthropic's blocks, a `thinking` block's thinking, a tool call's
-    /// id and name (`tool_use`, `server_tool_use`), and a `tool_result`'s
-    /// `tool_use_id` and content (a string, or its blocks' texts). A tool
-    /// call's `input`, an object, is counted as JSON by
-    /// [`TokenCounter::count_message`](crate::TokenCounter::count_message).
-    pub(crate) fn text_pieces(&self) -> Vec<&str> {
-        let get = |key: &str| self.0.get(key).and_then(Value::as_str);
-        let mut pieces = self.prose();
-        match self.kind() {
-            Some("tool_use" | "server_tool_use" | "mcp_tool_use") => {
-                pieces.extend([get("id"), get("name")].into_iter().flatten())
-            }
-            Some("tool_result") => pieces.extend(get("tool_use_id")),
-            _ => {}
-        }
-        pieces
-    }
-
-    /// What the part says, without ids: its `text`, a `thinking` block's
-    /// thinking, a `tool_result`'s content. What the ledger reads.
-    pub(crate) fn prose(&self) -> Vec<&str> {
-        let mut prose: Vec<&str> = self.as_text().into_iter().collect();
-        match self.kind() {
-            Some("thinking") => prose.extend(self.0.get("thinking").and_then(Value::as_str)),
-            Some("tool_result") => prose.extend(self.result_texts()),
-            _ => {}
-        }
-        prose
-    }
-
-    /// A `tool_result` block's content as texts: the string, or its text
-    /// blocks' texts; none for any other part.
-    pub(crate) fn result_texts(&self) -> Vec<&str> {
-        if self.kind() != Some("tool_result") {
-            return Vec::new();
-        }
-        match self.0.get("content") {
-            Some(Value::String(s)) => vec![s.as_str()],
-            Some(Value::Array(blocks)) => blocks
-                .iter()
-                .filter_map(|b| b.get("text").and_then(Value::as_str))
-                .collect(),
-            _ => Vec::new(),
-        }
-    }
-
-    /// Replaces a `tool_result` block's content with `text`.
-    pub(crate) fn set_result_content(&mut self, text: String) {
-        if let Value::Object(map) = &mut self.0 {
-            map.insert("content".to_owned(), Value::String(text));
-        }
-    }
-
-    /// A tool call block's `input` (Anthropic's `tool_use` and its kin).
-    pub(crate) fn tool_input(&self) -> Option<&Value> {
-        matches!(self.kind(), Some("tool_use" | "server_tool_use" | "mcp_tool_use"))
-            .then(|| self.0.get("input"))
-            .flatten()
-    }
-
-    /// The `key` field of a part of type `kind`, when it is a string.
-    fn field_of(&self, kind: &str, key: &str) -> Option<&str> {
-        (self.kind() == Some(kind))
-            .then(|| self.0.get(key).and_then(Value::as_str))
-            .flatten()
-    }
-}
-
-/// A message's content: a string or an array of parts.
+/// A message's content: a string or an array of parts; or, for an item of
+/// OpenAI's Responses API, the whole item.
 ///
 /// A `null` or absent content is `None` in [`Message::content`].
 #[derive(Clone, Debug, PartialEq)]
@@ -235,6 +122,28 @@ pub enum Content {
     Text(String),
     /// An array of parts (text, images, audio ...).
     Parts(Vec<Part>),
+    /// A Responses API input item, kept whole and written back byte for
+    /// byte: a typed `message`, a `function_call` or its
+    /// `function_call_output` (and the other `*_call` / `*_call_output`
+    /// kinds), `reasoning`, `compaction`, `item_reference`, or a type
+    /// chatfold does not know. The message's role says what it is to the
+    /// fold: a message item's own role; `tool` for an output; `assistant`
+    /// for anything else. Made by reading JSON (an object with a `type`
+    /// and no `role`, or of type `message`):
+    ///
+    /// ```
+    /// use chatfold::Message;
+    ///
+    /// let call: Message = serde_json::from_str(r#"{"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}"#)?;
+    /// assert_eq!(call.call_ids().collect::<Vec<_>>(), ["c1"]);
+    /// let output: Message = serde_json::from_str(r#"{"type": "function_call_output", "call_id": "c1", "output": "42"}"#)?;
+    /// assert_eq!(output.role, chatfold::Role::Tool);
+    /// assert_eq!(output.answered_ids().collect::<Vec<_>>(), ["c1"]);
+    /// // Written back as it came.
+    /// assert_eq!(output.to_json().to_string(), r#"{"type":"function_call_output","call_id":"c1","output":"42"}"#);
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    Item(Part),
 }
 
 /// A tool (function) call requested by an assistant message.
@@ -551,6 +460,7 @@ impl Message {
             Some(Content::Parts(parts)) => {
                 join_lines(parts.iter().filter_map(Part::as_text)).unwrap_or(Cow::Borrowed(""))
             }
+            Some(Content::Item(item)) => join_lines(item.message_texts()).unwrap_or(Cow::Borrowed("")),
         }
     }
 
@@ -570,7 +480,7 @@ impl Message {
     /// assert_eq!(anthropic.call_ids().collect::<Vec<_>>(), ["toolu_1"]);
     /// ```
     pub fn call_ids(&self) -> impl Iterator<Item = &str> {
-        let blocks = self.parts().iter().filter_map(|p| p.field_of("tool_use", "id"));
+        let blocks = self.parts().iter().filter_map(Part::call_id);
         self.tool_calls.iter().map(|c| c.id.as_str()).chain(blocks)
     }
 
@@ -590,10 +500,7 @@ impl Message {
     /// ```
     pub fn answered_ids(&self) -> impl Iterator<Item = &str> {
         let id = self.tool_call_id.as_deref().filter(|_| self.role == Role::Tool);
-        let blocks = self
-            .parts()
-            .iter()
-            .filter_map(|p| p.field_of("tool_result", "tool_use_id"));
+        let blocks = self.parts().iter().filter_map(Part::answered_id);
         id.into_iter().chain(blocks)
     }
 
@@ -607,34 +514,44 @@ impl Message {
         openai.or_else(|| {
             self.parts()
                 .iter()
-                .find(|p| p.field_of("tool_use", "id") == Some(id))
-                .and_then(|p| p.as_json().get("name").and_then(Value::as_str))
+                .find(|p| p.call_id() == Some(id))
+                .and_then(Part::call_name)
         })
     }
 
     /// Whether the message makes a tool call ([`call_ids`](Self::call_ids)).
     pub fn makes_calls(&self) -> bool {
-        !self.tool_calls.is_empty() || self.parts().iter().any(|p| p.kind() == Some("tool_use"))
+        !self.tool_calls.is_empty() || self.parts().iter().any(|p| p.call_id().is_some())
     }
 
     /// Whether the message must not open a history: an assistant turn, or a
     /// tool result (a `tool` message, any message with a `tool_call_id`, or
     /// one holding `tool_result` blocks), which needs its call before it.
     pub fn is_response(&self) -> bool {
-        self.role.is_response()
-            || self.tool_call_id.is_some()
-            || self
-                .parts()
-                .iter()
-                .any(|p| p.field_of("tool_result", "tool_use_id").is_some())
+        self.role.is_response() || self.tool_call_id.is_some() || self.parts().iter().any(Part::is_result)
     }
 
-    /// The content's parts (Anthropic's blocks, OpenAI's content parts);
-    /// empty for text or no content.
+    /// Whether the message belongs with the one after it, kept or folded
+    /// together: a Responses `reasoning` item.
+    pub(crate) fn leads_in(&self) -> bool {
+        matches!(&self.content, Some(Content::Item(item)) if item.is_reasoning())
+    }
+
+    /// The content's parts (Anthropic's blocks, OpenAI's content parts; a
+    /// Responses item as one part); empty for text or no content.
     pub fn parts(&self) -> &[Part] {
         match &self.content {
             Some(Content::Parts(parts)) => parts,
+            Some(Content::Item(item)) => std::slice::from_ref(item),
             _ => &[],
+        }
+    }
+
+    /// The Responses item the message is, if it is one.
+    pub fn item(&self) -> Option<&Part> {
+        match &self.content {
+            Some(Content::Item(item)) => Some(item),
+            _ => None,
         }
     }
 
@@ -646,7 +563,7 @@ impl Message {
         let (text, parts): (Option<&str>, &[Part]) = match &self.content {
             None => (None, &[]),
             Some(Content::Text(s)) => (Some(s), &[]),
-            Some(Content::Parts(parts)) => (None, parts),
+            Some(Content::Parts(_) | Content::Item(_)) => (None, self.parts()),
         };
         let calls = self
             .tool_calls
@@ -699,19 +616,18 @@ impl fmt::Display for Message {
             )?;
             gap = " ";
         }
-        // Anthropic's tool calls and results, as blocks in the content.
+        // Anthropic's tool calls and results (blocks in the content), and
+        // Responses items' (the item itself).
         for part in self.parts() {
             let get = |key: &str| part.as_json().get(key).and_then(Value::as_str).unwrap_or("");
-            if let Some(input) = part.tool_input() {
-                write!(f, "{gap}[tool call {}: {}({input})]", get("id"), get("name"))?;
-            } else if part.kind() == Some("tool_result") {
-                let result = part.result_texts();
-                write!(
-                    f,
-                    "{gap}[tool result {}: {}]",
-                    get("tool_use_id"),
-                    result.join(" ")
-                )?;
+            if part.tool_input().is_some() || part.call_id().is_some() {
+                let id = part.call_id().unwrap_or_else(|| get("id"));
+                let name = part.call_name().unwrap_or_else(|| get("name"));
+                write!(f, "{gap}[tool call {id}: {name}({})]", part.shown_arguments())?;
+            } else if let Some(id) = part.answered_id() {
+                write!(f, "{gap}[tool result {id}: {}]", part.result_texts().join(" "))?;
+            } else if part.is_reasoning() {
+                write!(f, "{gap}[reasoning: {}]", part.reasoning_texts().join(" "))?;
             } else {
                 continue;
             }

@@ -165,6 +165,12 @@ pub enum Form {
     /// message, `tool_result` blocks in user messages (the first result alone, the rest together
     /// after any interleaved turn; an orphan is a user message with one).
     Anthropic,
+    /// OpenAI's Responses API items: a `reasoning` item and one
+    /// `function_call` item per call, one `function_call_output` item per
+    /// result; assistant text and user content arrays as typed `message`
+    /// items (user text stays the `{role, content}` shorthand; an orphan is
+    /// an output item alone).
+    Responses,
 }
 
 impl Default for Histories {
@@ -390,6 +396,11 @@ pub fn render_in(turns: &[Turn], form: Form) -> Vec<Message> {
     out
 }
 
+/// A Responses item as a message, read as any input is.
+fn item(value: serde_json::Value) -> Message {
+    Message::parse(value).unwrap_or_else(|problem| unreachable!("a generated item is valid: {problem}"))
+}
+
 /// A user message holding a `tool_result` block for each of `ids`.
 fn tool_results<'i>(ids: impl IntoIterator<Item = &'i String>) -> Message {
     let blocks = ids
@@ -408,6 +419,25 @@ fn render_one(turn: &Turn, out: &mut Vec<Message>, next_id: &mut usize, form: Fo
         Turn::System(t) => out.push(Message::system(t.clone())),
         Turn::Developer(t) => out.push(Message::developer(t.clone())),
         Turn::User(t) => out.push(Message::user(t.clone())),
+        Turn::UserParts(ts) if form == Form::Responses => {
+            let mut content: Vec<serde_json::Value> = ts
+                .iter()
+                .map(|t| serde_json::json!({"type": "input_text", "text": t}))
+                .collect();
+            content.push(
+                serde_json::json!({"type": "input_image", "image_url": "https://x/y.png", "detail": "auto"}),
+            );
+            out.push(item(
+                serde_json::json!({"type": "message", "role": "user", "content": content}),
+            ));
+        }
+        Turn::Assistant(t) if form == Form::Responses => out.push(item(serde_json::json!({
+            "type": "message", "id": format!("msg_{}", out.len()), "status": "completed", "role": "assistant",
+            "content": [{"type": "output_text", "text": t, "annotations": []}]
+        }))),
+        Turn::AssistantNull if form == Form::Responses => out.push(item(serde_json::json!({
+            "type": "message", "role": "assistant", "content": []
+        }))),
         Turn::UserParts(ts) => {
             let mut parts: Vec<Part> = ts.iter().map(|t| Part::text(t.clone())).collect();
             parts.push(Part::from_json(
@@ -428,6 +458,9 @@ fn render_one(turn: &Turn, out: &mut Vec<Message>, next_id: &mut usize, form: Fo
             out.push(match form {
                 Form::OpenAi => Message::tool(t.clone(), id),
                 Form::Anthropic => tool_results([&id]),
+                Form::Responses => {
+                    item(serde_json::json!({"type": "function_call_output", "call_id": id, "output": t}))
+                }
             });
         }
         Turn::Tools {
@@ -442,6 +475,30 @@ fn render_one(turn: &Turn, out: &mut Vec<Message>, next_id: &mut usize, form: Fo
                 })
                 .collect();
             let results: Vec<&String> = answered.iter().filter_map(|&i| ids.get(i)).collect();
+            if form == Form::Responses {
+                out.push(item(serde_json::json!({
+                    "type": "reasoning", "id": format!("rs_{}", out.len()),
+                    "summary": [{"type": "summary_text", "text": "Which tools answer this?"}],
+                    "encrypted_content": "Z0FBQUFBQm9fZW5jcnlwdGVk"
+                })));
+                out.extend(ids.iter().map(|id| {
+                    item(serde_json::json!({
+                        "arguments": format!(r#"{{"q":"{id}"}}"#), "call_id": id, "name": "lookup",
+                        "type": "function_call", "id": format!("fc_{id}"), "status": "completed"
+                    }))
+                }));
+                for (k, id) in results.into_iter().enumerate() {
+                    out.push(item(serde_json::json!({
+                        "type": "function_call_output", "call_id": id, "output": format!("result for {id}")
+                    })));
+                    if k == 0 {
+                        if let Some(extra) = interleave {
+                            render_one(extra, out, next_id, form);
+                        }
+                    }
+                }
+                return;
+            }
             if form == Form::Anthropic {
                 let mut blocks = vec![
                     Part::from_json(serde_json::json!({

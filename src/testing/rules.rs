@@ -180,9 +180,12 @@ fn answered_calls(history: &[Message], j: usize) -> impl Iterator<Item = usize> 
 }
 
 /// Whether `b` is a unit boundary of `history`: no tool call before it has
-/// a result at or after it.
+/// a result at or after it, and no Responses `reasoning` item just before
+/// it is cut from the item it led to.
 pub fn is_boundary(history: &[Message], b: usize) -> bool {
-    (b..history.len()).all(|j| answered_calls(history, j).all(|i| i >= b))
+    let reasoning = |m: &Message| m.item().is_some_and(|item| item.kind() == Some("reasoning"));
+    let led = b > 0 && b < history.len() && reasoning(&history[b - 1]);
+    !led && (b..history.len()).all(|j| answered_calls(history, j).all(|i| i >= b))
 }
 
 /// Where the last unit of `history` starts (0 for an empty history).

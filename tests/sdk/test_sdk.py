@@ -1,5 +1,6 @@
 """The official `openai` and `anthropic` Python SDKs drive `chatfold serve`
-in front of a fake upstream on loopback.
+in front of a fake upstream on loopback: Chat Completions, Anthropic's
+Messages and OpenAI's Responses API.
 
 Run by `.ci/run` in a virtual environment with both SDKs installed:
 
@@ -100,6 +101,53 @@ def anthropic_events(body):
     ]
 
 
+def responses_answer(body):
+    """A Responses API answer: a function call when tools are offered, else text."""
+    if body.get("tools"):
+        output = [{"type": "function_call", "id": "fc_new", "call_id": "call_new", "name": "read_logs",
+                   "arguments": "{\"host\": \"host-7\"}", "status": "completed"}]
+    else:
+        output = [{"type": "message", "id": "msg_new", "status": "completed", "role": "assistant",
+                   "content": [{"type": "output_text", "text": "Look at host-7 first.", "annotations": []}]}]
+    return {"id": "resp_1", "object": "response", "created_at": 1, "status": "completed", "model": body["model"],
+            "output": output, "parallel_tool_calls": True, "tool_choice": "auto", "tools": body.get("tools", []),
+            "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15,
+                      "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}}
+
+
+def responses_events(body):
+    """The events of a streamed Responses API answer, as OpenAI sends them."""
+    message = {"id": "msg_new", "type": "message", "status": "in_progress", "role": "assistant", "content": []}
+    done = dict(message, status="completed",
+                content=[{"type": "output_text", "text": "Look at host-7.", "annotations": []}])
+    final = dict(responses_answer({"model": body["model"]}), output=[done])
+    started = dict(final, status="in_progress", output=[])
+    where = {"item_id": "msg_new", "output_index": 0, "content_index": 0}
+    events = [
+        {"type": "response.created", "response": started},
+        {"type": "response.output_item.added", "output_index": 0, "item": message},
+        dict(where, type="response.content_part.added", part={"type": "output_text", "text": "", "annotations": []}),
+        dict(where, type="response.output_text.delta", delta="Look at ", logprobs=[]),
+        dict(where, type="response.output_text.delta", delta="host-7.", logprobs=[]),
+        dict(where, type="response.output_text.done", text="Look at host-7.", logprobs=[]),
+        dict(where, type="response.content_part.done", part=done["content"][0]),
+        {"type": "response.output_item.done", "output_index": 0, "item": done},
+        {"type": "response.completed", "response": final},
+    ]
+    return [(e["type"], dict(e, sequence_number=n)) for n, e in enumerate(events)]
+
+
+def responses_refusal(body):
+    """Why the fake Responses upstream (not OpenAI) refuses a body, if it does:
+    it supports no compaction, and reads no item it did not make."""
+    if "context_management" in body:
+        return "context_management is not supported"
+    items = body.get("input") if isinstance(body.get("input"), list) else []
+    if any(item.get("type") == "compaction" for item in items):
+        return "unknown input item type: compaction"
+    return None
+
+
 class Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
@@ -118,11 +166,27 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(payload)
             return
+        if self.path.startswith("/v1/responses"):
+            return self.responses_api(body)
         chat = self.path.startswith("/v1/chat/completions")
         if body.get("stream"):
             return sse(self, openai_events(body) if chat else anthropic_events(body))
-        payload = json.dumps(openai_answer(body) if chat else anthropic_answer(body)).encode()
-        self.send_response(200)
+        self.answer(200, openai_answer(body) if chat else anthropic_answer(body))
+
+    def responses_api(self, body):
+        if self.path != "/v1/responses":
+            return self.answer(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
+        refusal = responses_refusal(body)
+        if refusal:
+            return self.answer(400, {"error": {"message": refusal, "type": "invalid_request_error",
+                                             "param": None, "code": None}})
+        if body.get("stream"):
+            return sse(self, responses_events(body))
+        self.answer(200, responses_answer(body))
+
+    def answer(self, status, value):
+        payload = json.dumps(value).encode()
+        self.send_response(status)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(payload)))
         self.end_headers()
@@ -165,6 +229,50 @@ def anthropic_history(turns):
         ]
     messages.append({"role": "user", "content": "Which host should I look at first?"})
     return messages
+
+
+def responses_history(turns):
+    """Items as the Agents SDK keeps them: reasoning, parallel calls, outputs."""
+    items = []
+    for i in range(turns):
+        items.append({"content": "Check the logs of host-%d and host-%d in prod-eu, please." % (i, i + 100),
+                      "role": "user"})
+        items.append({"id": "rs_%d" % i, "summary": [{"text": "Two hosts: two reads.", "type": "summary_text"}],
+                      "type": "reasoning", "encrypted_content": "gAAAAB-opaque-%d" % i})
+        for host in (i, i + 100):
+            items.append({"arguments": json.dumps({"host": "host-%d" % host}), "call_id": "call_%d" % host,
+                          "name": "read_logs", "type": "function_call", "id": "fc_%d" % host,
+                          "status": "completed"})
+        for host in (i, i + 100):
+            items.append({"call_id": "call_%d" % host, "output": "host-%d: 3 errors, see ticket OPS-%d" % (host, 1000 + host),
+                          "type": "function_call_output"})
+        items.append({"id": "msg_%d" % i, "content": [{"annotations": [], "text": "Both logged 3 errors (OPS-%d)." % (1000 + i),
+                      "type": "output_text"}], "role": "assistant", "status": "completed", "type": "message"})
+    items.append({"content": "Which host should I look at first?", "role": "user"})
+    return items
+
+
+TOOLS_RESPONSES = [{"type": "function", "name": "read_logs", "description": "Read a host's logs.",
+                    "parameters": {"type": "object", "properties": {"host": {"type": "string"}}, "required": ["host"]}}]
+
+
+def check_responses_request(body, sent):
+    """One summary item first, then items exactly as sent: every output after
+    its call, every call kept with its outputs, reasoning before what it led to."""
+    items = body["input"]
+    assert body["instructions"] == "You are an SRE assistant."
+    assert items[0]["role"] == "system" and items[0]["content"].startswith(SUMMARY_PREFIX), items[0]
+    assert sum(json.dumps(item).count(SUMMARY_PREFIX) for item in items) == 1
+    kept = items[1:]
+    assert kept == sent[len(sent) - len(kept):], "the kept items are the latest ones, unchanged"
+    calls = {item["call_id"] for item in kept if item.get("type") == "function_call"}
+    outputs = {item["call_id"] for item in kept if item.get("type") == "function_call_output"}
+    assert calls == outputs, (calls, outputs)
+    for i, item in enumerate(kept):
+        if item.get("type") == "function_call_output":
+            assert any(c.get("call_id") == item["call_id"] for c in kept[:i] if c.get("type") == "function_call")
+        if item.get("type") == "reasoning":
+            assert kept[i + 1].get("type") == "function_call"
 
 
 def check_openai_request(body):
@@ -329,6 +437,48 @@ def main():
             assert "tool_use_id" in e.body["error"]["message"]
         else:
             raise AssertionError("no BadRequestError")
+
+    @test
+    def responses_small_request_passes_untouched():
+        raw = oa.responses.with_raw_response.create(model="gpt-5", input="Hello there")
+        assert raw.headers["x-chatfold-summarized"] == "false"
+        assert raw.parse().output_text == "Look at host-7 first."
+        path, _, body = last_seen(upstream)
+        assert path == "/v1/responses" and body["input"] == "Hello there"
+
+    @test
+    def responses_over_budget_with_parallel_calls_and_reasoning():
+        sent = responses_history(30)
+        raw = oa.responses.with_raw_response.create(
+            model="gpt-5", instructions="You are an SRE assistant.", input=sent, tools=TOOLS_RESPONSES,
+            include=["reasoning.encrypted_content"], store=False)
+        assert raw.headers["x-chatfold-summarized"] == "true"
+        assert int(raw.headers["x-chatfold-tokens-after"]) <= BUDGET
+        response = raw.parse()
+        assert response.output[0].type == "function_call" and response.output[0].name == "read_logs"
+        _, _, body = last_seen(upstream)
+        check_responses_request(body, sent)
+        assert body["tools"] == TOOLS_RESPONSES and body["store"] is False
+        assert "gAAAAB-opaque-0" not in json.dumps(body["input"][0]), "ciphertext never reaches a summary"
+
+    @test
+    def responses_over_budget_streaming():
+        sent = responses_history(30)
+        with oa.responses.stream(model="gpt-5", instructions="You are an SRE assistant.", input=sent) as stream:
+            text = "".join(event.delta for event in stream if event.type == "response.output_text.delta")
+            final = stream.get_final_response()
+        assert text == "Look at host-7." and final.output_text == "Look at host-7."
+        _, _, body = last_seen(upstream)
+        assert body["stream"] is True
+        check_responses_request(body, sent)
+
+    @test
+    def responses_continuing_a_stored_response_pass_untouched():
+        sent = responses_history(30)
+        raw = oa.responses.with_raw_response.create(model="gpt-5", input=sent, previous_response_id="resp_0")
+        assert raw.headers["x-chatfold-summarized"] == "false"
+        _, _, body = last_seen(upstream)
+        assert body["input"] == sent and body["previous_response_id"] == "resp_0"
 
     proxy.stop()
     upstream.shutdown()

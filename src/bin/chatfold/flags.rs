@@ -117,7 +117,8 @@ pub(crate) struct InputArgs {
     /// heuristic (4 characters a token), o200k_base, cl100k_base, or an OpenAI model name.
     #[arg(long, default_value = "o200k_base")]
     pub(crate) tokenizer: String,
-    /// The request body's format: openai or anthropic. Default: what the
+    /// The request body's format: openai, anthropic or responses (OpenAI's
+    /// Responses API: `input` items, `instructions`). Default: what the
     /// body says (its structure, else its model's name); a body that says
     /// neither is read as OpenAI's, but compact refuses it (exit 2) when it
     /// must place a summary, as the summary's place differs.

@@ -260,6 +260,7 @@ fn prose_pieces(message: &Message, inputs: bool) -> impl Iterator<Item = &str> {
         None => (None, Vec::new()),
         Some(Content::Text(s)) => (Some(s.as_str()), Vec::new()),
         Some(Content::Parts(parts)) => (None, parts.iter().flat_map(|p| p.prose()).collect()),
+        Some(Content::Item(item)) => (None, item.prose()),
     };
     if inputs {
         for input in message.parts().iter().filter_map(Part::tool_input) {

@@ -358,13 +358,20 @@ impl Calls {
             );
         }
         for part in m.parts() {
-            if let Some(input) = part.tool_input() {
+            if part.tool_input().is_some() || part.call_id().is_some() {
                 self.made += 1;
                 self.pending.insert(
-                    string_field(part, "id").unwrap_or("").to_owned(),
+                    part.call_id()
+                        .or_else(|| string_field(part, "id"))
+                        .unwrap_or("")
+                        .to_owned(),
                     Pending {
-                        name: string_field(part, "name").unwrap_or("tool").to_owned(),
-                        args: clip(&input.to_string(), ARGS_CHARS).into_owned(),
+                        name: part
+                            .call_name()
+                            .or_else(|| string_field(part, "name"))
+                            .unwrap_or("tool")
+                            .to_owned(),
+                        args: clip(&part.shown_arguments(), ARGS_CHARS).into_owned(),
                         index: i,
                         seq: self.made,
                     },
@@ -397,7 +404,7 @@ struct ToolResult<'m> {
 /// still a line here, `tool [?]`.)
 fn tool_results(m: &Message) -> Vec<ToolResult<'_>> {
     let mut results = Vec::new();
-    if m.role == Role::Tool {
+    if m.role == Role::Tool && m.item().is_none() {
         let flagged = is_flagged(m.extra().get("is_error"));
         results.push(ToolResult {
             id: m.tool_call_id.as_deref(),
@@ -405,8 +412,8 @@ fn tool_results(m: &Message) -> Vec<ToolResult<'_>> {
             flagged,
         });
     }
-    for part in m.parts().iter().filter(|p| p.kind() == Some("tool_result")) {
-        let id = string_field(part, "tool_use_id");
+    for part in m.parts().iter().filter(|p| p.is_result()) {
+        let id = part.answered_id();
         let flagged = is_flagged(part.as_json().get("is_error"));
         let texts = part.result_texts();
         let mut text = String::new();

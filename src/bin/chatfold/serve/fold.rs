@@ -104,7 +104,7 @@ const RESERVES: [&str; 3] = ["max_tokens", "max_completion_tokens", "max_output_
 
 /// Fields besides the messages that the model reads (tool and output
 /// schemas): a window-sized budget leaves room for them too.
-const SCHEMAS: [&str; 4] = ["tools", "functions", "tool_choice", "response_format"];
+const SCHEMAS: [&str; 5] = ["tools", "functions", "tool_choice", "response_format", "text"];
 
 /// The room a window-sized budget leaves besides the messages, in a body's
 /// fields read with `field`: the reply's reserve, and the schemas' tokens
@@ -145,7 +145,14 @@ impl Folding {
         };
         let model = history.field("model").and_then(Value::as_str).map(str::to_owned);
         let reserve = || reserve(|f| history.field(f), &self.base.counter);
-        let budget = asked.or_else(|| self.budgets.budget(model.as_deref(), reserve));
+        // The upstream holds the history before `previous_response_id`: the
+        // input is only its continuation, and is not chatfold's to fold.
+        let continued = history
+            .field("previous_response_id")
+            .is_some_and(|id| !id.is_null());
+        let budget = (!continued)
+            .then(|| asked.or_else(|| self.budgets.budget(model.as_deref(), reserve)))
+            .flatten();
         let pass = Outcome {
             model,
             cache: "none",

@@ -26,6 +26,7 @@ impl Route {
             // With or without the version: a client whose base URL has none.
             (&Method::POST, "/v1/chat/completions" | "/chat/completions") => Route::Chat(Format::OpenAi),
             (&Method::POST, "/v1/messages") => Route::Chat(Format::Anthropic),
+            (&Method::POST, "/v1/responses" | "/responses") => Route::Chat(Format::Responses),
             (&Method::GET, "/healthz") => Route::Health,
             (&Method::GET, "/metrics") => Route::Metrics,
             _ => Route::Other,
@@ -44,6 +45,7 @@ impl Route {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Route::Chat(Format::Anthropic) => "messages",
+            Route::Chat(Format::Responses) => "responses",
             Route::Chat(_) => "chat_completions",
             Route::Health => "healthz",
             Route::Metrics => "metrics",
