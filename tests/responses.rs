@@ -6,7 +6,7 @@ use std::convert::Infallible;
 
 use chatfold::error::InputError;
 use chatfold::testing::{Form, Histories};
-use chatfold::{Compactor, Error, Extractive, Format, History, Message, Role, SummaryRequest, TokenCounter};
+use chatfold::{Compactor, Error, Extractive, Format, History, Message, Role, SummaryRequest};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -243,8 +243,11 @@ impl Reasoning for Message {
     }
 }
 
+#[cfg(feature = "tiktoken")]
 #[test]
 fn items_count_their_words_but_not_their_ciphertext() {
+    use chatfold::TokenCounter;
+
     let counter = chatfold::Tiktoken::o200k_base().unwrap();
     let call = |args: &str| {
         History::from_json_value(
