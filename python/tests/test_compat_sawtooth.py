@@ -568,7 +568,6 @@ def test_unsupported_features_raise_a_clear_error():
     from chatfold.compat.sawtooth.ner import NERPipeline
 
     for use in [
-        lambda: compat.PostgresStorageAdapter("postgresql://localhost/db"),
         lambda: compat.HashEmbeddingProvider(dimension=8),
         lambda: compat.create_embedding_provider("hash"),
         lambda: NERPipeline(),

@@ -1,7 +1,9 @@
 """sawtooth-memory's L3 semantic storage contract. chatfold has no L3 tier:
 the contract and the result type exist so adapters and type hints written
 for sawtooth import; a manager configured with L3 on raises
-:class:`~..exceptions.NotSupportedError`."""
+:class:`~..exceptions.NotSupportedError`, and so do the vector methods of
+:class:`~.postgres_adapter.PostgresStorageAdapter` (it keeps the contract's
+class, as sawtooth's does, for code that checks it)."""
 
 from __future__ import annotations
 
