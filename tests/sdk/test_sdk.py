@@ -1,6 +1,8 @@
-"""The official `openai` and `anthropic` Python SDKs drive `chatfold serve`
-in front of a fake upstream on loopback: Chat Completions, Anthropic's
-Messages and OpenAI's Responses API.
+"""The official `openai` and `anthropic` Python SDKs, and the OpenAI Agents
+SDK, drive `chatfold serve` in front of a fake upstream on loopback: Chat
+Completions, Anthropic's Messages and OpenAI's Responses API, with its
+compaction (`responses.compact`, `context_management`) answered by chatfold
+for an upstream that has none.
 
 Run by `.ci/run` in a virtual environment with both SDKs installed:
 
@@ -11,14 +13,20 @@ target/debug/chatfold. Every test prints its name; any failure exits 1.
 """
 
 import http.server
+import itertools
 import json
 import os
 import subprocess
 import sys
 import threading
+import warnings
 
 import anthropic
 import openai
+
+# The SDKs' models warn when they dump an item they parsed loosely; the tests
+# compare the dumps themselves.
+warnings.filterwarnings("ignore", category=UserWarning, module="pydantic")
 
 BUDGET = 600
 SUMMARY_PREFIX = "Summary of earlier conversation:"
@@ -101,15 +109,22 @@ def anthropic_events(body):
     ]
 
 
+ANSWERS = itertools.count(1)
+
+
 def responses_answer(body):
-    """A Responses API answer: a function call when tools are offered, else text."""
-    if body.get("tools"):
-        output = [{"type": "function_call", "id": "fc_new", "call_id": "call_new", "name": "read_logs",
+    """A Responses API answer: a function call when tools are offered and the
+    last item is not a function's output, else text."""
+    items = body.get("input") if isinstance(body.get("input"), list) else []
+    answered = bool(items) and items[-1].get("type") == "function_call_output"
+    n = next(ANSWERS)
+    if body.get("tools") and not answered:
+        output = [{"type": "function_call", "id": "fc_new%d" % n, "call_id": "call_new%d" % n, "name": "read_logs",
                    "arguments": "{\"host\": \"host-7\"}", "status": "completed"}]
     else:
-        output = [{"type": "message", "id": "msg_new", "status": "completed", "role": "assistant",
+        output = [{"type": "message", "id": "msg_new%d" % n, "status": "completed", "role": "assistant",
                    "content": [{"type": "output_text", "text": "Look at host-7 first.", "annotations": []}]}]
-    return {"id": "resp_1", "object": "response", "created_at": 1, "status": "completed", "model": body["model"],
+    return {"id": "resp_%d" % n, "object": "response", "created_at": 1, "status": "completed", "model": body["model"],
             "output": output, "parallel_tool_calls": True, "tool_choice": "auto", "tools": body.get("tools", []),
             "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15,
                       "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}}
@@ -273,6 +288,14 @@ def check_responses_request(body, sent):
             assert any(c.get("call_id") == item["call_id"] for c in kept[:i] if c.get("type") == "function_call")
         if item.get("type") == "reasoning":
             assert kept[i + 1].get("type") == "function_call"
+
+
+def check_no_compaction_upstream(body):
+    """Nothing the fake upstream cannot read: no compaction item, no
+    context_management."""
+    assert "context_management" not in body
+    items = body["input"] if isinstance(body["input"], list) else []
+    assert not [item for item in items if item.get("type") == "compaction"], items
 
 
 def check_openai_request(body):
@@ -479,6 +502,145 @@ def main():
         assert raw.headers["x-chatfold-summarized"] == "false"
         _, _, body = last_seen(upstream)
         assert body["input"] == sent and body["previous_response_id"] == "resp_0"
+
+    @test
+    def responses_compact_is_answered_for_any_model():
+        sent = responses_history(30)
+        raw = oa.responses.with_raw_response.compact(model="gpt-5", instructions="You are an SRE assistant.",
+                                                     input=sent)
+        compacted = raw.parse()
+        assert compacted.object == "response.compaction"
+        assert [upstream.seen[-1][0]] == ["/v1/responses/compact"], "asked upstream first, which said 404"
+        items = [item.model_dump(exclude_none=True) for item in compacted.output]
+        assert items[0]["type"] == "compaction" and items[0]["encrypted_content"].startswith("chatfold.v1.")
+        assert sum(item["type"] == "compaction" for item in items) == 1
+        kept = items[1:]
+        assert 0 < len(kept) < len(sent)
+        suffix = sent[len(sent) - len(kept):]
+        for mine, theirs in zip(kept, suffix):
+            if "type" in theirs:
+                assert mine == theirs, "typed items (calls, outputs, reasoning) kept as they came"
+            else:
+                assert mine["type"] == "message" and mine["content"][0]["text"] == theirs["content"]
+        assert compacted.usage.input_tokens > compacted.usage.output_tokens
+        # The item goes back in a later request and the upstream never sees it.
+        follow = [compacted.output[0].model_dump(exclude_none=True)] + sent[len(sent) - len(kept):] + [
+            {"role": "user", "content": "And the second host?"}]
+        answer = oa.responses.create(model="gpt-5", instructions="You are an SRE assistant.", input=follow,
+                                     tools=TOOLS_RESPONSES)
+        assert answer.output[0].type == "function_call"
+        _, _, body = last_seen(upstream)
+        check_no_compaction_upstream(body)
+        assert body["input"][0]["role"] == "system" and body["input"][0]["content"].startswith(SUMMARY_PREFIX)
+        assert body["input"][1:] == follow[1:], "the item stands for the summary, the rest as sent"
+
+    @test
+    def forged_altered_and_foreign_items_are_refused():
+        compacted = oa.responses.compact(model="gpt-5", input=responses_history(30))
+        item = compacted.output[0].model_dump(exclude_none=True)
+        content = item["encrypted_content"]
+        altered = dict(item, encrypted_content=content[:20] + ("A" if content[20] != "A" else "B") + content[21:])
+        other = openai.OpenAI(base_url=proxy.url + "/v1", api_key="sk-another-tenant", max_retries=0)
+        openai_own = {"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAAABo-opaque"}
+        for client, bad, words in [(oa, altered, "altered"), (other, item, "another tenant"),
+                                   (oa, openai_own, "OpenAI")]:
+            seen = len(upstream.seen)
+            try:
+                client.responses.create(model="gpt-5", input=[bad, {"role": "user", "content": "go on"}])
+            except openai.BadRequestError as e:
+                assert words in e.body["message"] if isinstance(e.body, dict) and "message" in e.body \
+                    else words in str(e), e
+            else:
+                raise AssertionError("accepted %r" % bad)
+            assert len(upstream.seen) == seen, "nothing reached the upstream"
+
+    @test
+    def context_management_is_honoured_and_removed():
+        sent = responses_history(30)
+        raw = oa.responses.with_raw_response.create(
+            model="gpt-5", instructions="You are an SRE assistant.", input=sent,
+            context_management=[{"type": "compaction", "compact_threshold": 400}])
+        assert raw.headers["x-chatfold-summarized"] == "true"
+        assert int(raw.headers["x-chatfold-tokens-after"]) <= 400
+        response = raw.parse()
+        assert [item.type for item in response.output] == ["compaction", "message"]
+        _, _, body = last_seen(upstream)
+        check_no_compaction_upstream(body)
+        check_responses_request(body, sent)
+        # As with OpenAI: append the output, drop what came before the newest compaction item.
+        follow = [item.model_dump(exclude_none=True) for item in response.output] + [
+            {"role": "user", "content": "And the second host?"}]
+        oa.responses.create(model="gpt-5", instructions="You are an SRE assistant.", input=follow,
+                            context_management=[{"type": "compaction", "compact_threshold": 400}])
+        _, _, again = last_seen(upstream)
+        check_no_compaction_upstream(again)
+        assert again["input"][0]["content"].startswith(SUMMARY_PREFIX)
+        assert again["input"][-2:] == follow[-2:], "the turn after the item as sent"
+        # Under its threshold: nothing compacted, the field still removed, no item.
+        small = oa.responses.create(model="gpt-5", input="Hello there",
+                                    context_management=[{"type": "compaction", "compact_threshold": 400}])
+        assert [item.type for item in small.output] == ["message"]
+        _, _, body = last_seen(upstream)
+        assert body == {"model": "gpt-5", "input": "Hello there"}
+
+    @test
+    def context_management_when_streaming():
+        sent = responses_history(30)
+        with oa.responses.stream(model="gpt-5", instructions="You are an SRE assistant.", input=sent,
+                                 context_management=[{"type": "compaction", "compact_threshold": 400}]) as stream:
+            events = list(stream)
+            final = stream.get_final_response()
+        text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+        assert text == "Look at host-7." and final.output_text == "Look at host-7."
+        assert [item.type for item in final.output] == ["compaction", "message"]
+        added = [e for e in events if e.type == "response.output_item.added"]
+        assert [(e.output_index, e.item.type) for e in added] == [(0, "compaction"), (1, "message")]
+        numbers = [e.sequence_number for e in events]
+        assert numbers == sorted(numbers) and len(set(numbers)) == len(numbers)
+        _, _, body = last_seen(upstream)
+        check_no_compaction_upstream(body)
+
+    @test
+    def agents_sdk_compaction_session_and_runner_with_tools():
+        import asyncio
+
+        from agents import Agent, OpenAIResponsesModel, Runner, SQLiteSession, function_tool, set_tracing_disabled
+        from agents.memory import OpenAIResponsesCompactionSession
+
+        set_tracing_disabled(True)
+        client = openai.AsyncOpenAI(base_url=proxy.url + "/v1", api_key="sk-test-openai", max_retries=0)
+
+        @function_tool
+        def read_logs(host: str) -> str:
+            """Read a host's logs."""
+            return "%s: 3 errors in the last hour, see ticket OPS-%d" % (host, 4000 + len(host))
+
+        agent = Agent(name="sre", instructions="You are an SRE assistant.", tools=[read_logs],
+                      model=OpenAIResponsesModel(model="gpt-5", openai_client=client))
+
+        async def run():
+            session = OpenAIResponsesCompactionSession(
+                "sre-1", SQLiteSession("sre-1"), client=client, model="gpt-5", compaction_mode="input")
+            start = len(upstream.seen)
+            for turn in range(14):
+                result = await Runner.run(agent, "Check host-%d in prod-eu, please." % turn, session=session)
+                assert result.final_output == "Look at host-7 first."
+            items = await session.get_items()
+            return start, items
+
+        start, items = asyncio.run(run())
+        paths = [path for path, _, _ in upstream.seen[start:]]
+        assert "/v1/responses/compact" in paths, paths
+        assert sum(item.get("type") == "compaction" for item in items) == 1, items
+        for path, _, raw in upstream.seen[start:]:
+            if path != "/v1/responses":
+                continue
+            body = json.loads(raw)
+            check_no_compaction_upstream(body)
+            kept = body["input"]
+            calls = {i["call_id"] for i in kept if i.get("type") == "function_call"}
+            outputs = {i["call_id"] for i in kept if i.get("type") == "function_call_output"}
+            assert outputs <= calls, "an output without its call"
 
     proxy.stop()
     upstream.shutdown()

@@ -1045,3 +1045,104 @@ async fn a_retrying_http_summarizer_is_still_called_once_for_identical_requests(
     // One call: its four attempts, not four calls of four.
     assert_eq!(down.seen().len(), 4);
 }
+
+/// Responses items: `turns` rounds of a question, a call, its output and an
+/// answer, then a question.
+fn responses_items(turns: usize) -> Vec<Value> {
+    let mut items = Vec::new();
+    for i in 0..turns {
+        items.push(
+            json!({"role": "user", "content": format!("Check the logs of host-{i} in prod-eu, please.")}),
+        );
+        items.push(
+            json!({"type": "function_call", "call_id": format!("call_{i}"), "name": "read_logs",
+                          "arguments": format!("{{\"host\": \"host-{i}\"}}")}),
+        );
+        items.push(
+            json!({"type": "function_call_output", "call_id": format!("call_{i}"),
+                          "output": format!("host-{i}: 3 errors, see ticket OPS-{}", 1000 + i)}),
+        );
+        items.push(json!({"role": "assistant", "content": format!("Host {i} logged 3 errors.")}));
+    }
+    items.push(json!({"role": "user", "content": "Which host first?"}));
+    items
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn responses_compact_is_forwarded_or_answered_as_the_mode_says() {
+    let up = Upstream::start(|seen| match seen.path.as_str() {
+        "/v1/responses/compact" => {
+            Reply::Full(404, vec![], "{\"error\": {\"message\": \"not found\"}}".into())
+        }
+        _ => Reply::json(json!({"id": "resp_1", "object": "response", "output": []})),
+    })
+    .await;
+    let body = json!({"model": "m", "instructions": "Be brief.", "input": responses_items(20)}).to_string();
+    let compact = |mode: &str| {
+        let args = [
+            "--upstream",
+            &up.url(),
+            "--budget",
+            "400",
+            "--responses-compaction",
+            mode,
+        ];
+        Proxy::start(&args)
+    };
+    // never: the upstream's 404, as it came.
+    let never = compact("never");
+    let answer = post(&never.url("/v1/responses/compact"), &[], body.clone()).await;
+    assert_eq!(answer.status, 404);
+    assert_eq!(up.seen().len(), 1);
+    // always: chatfold's answer, the upstream not asked.
+    let always = compact("always");
+    let answer = post(
+        &always.url("/v1/responses/compact"),
+        &[("authorization", "Bearer k1")],
+        body.clone(),
+    )
+    .await;
+    assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.body));
+    assert_eq!(up.seen().len(), 1);
+    let compacted = answer.json();
+    assert_eq!(compacted["object"], "response.compaction");
+    let output = compacted["output"].as_array().unwrap();
+    assert_eq!(output[0]["type"], "compaction");
+    assert!(output[1..].iter().all(|item| item["type"] != "compaction"));
+    // The kept calls keep their outputs.
+    let ids = |kind: &str| -> Vec<&Value> {
+        output
+            .iter()
+            .filter(|i| i["type"] == kind)
+            .map(|i| &i["call_id"])
+            .collect()
+    };
+    assert_eq!(ids("function_call"), ids("function_call_output"));
+    // Sent back, the item is the summary upstream; under another key, a 400.
+    let mut next = output.clone();
+    next.push(json!({"role": "user", "content": "And then?"}));
+    let body = json!({"model": "m", "input": next}).to_string();
+    let answer = post(
+        &always.url("/v1/responses"),
+        &[("authorization", "Bearer k1")],
+        body.clone(),
+    )
+    .await;
+    assert_eq!(answer.status, 200);
+    let sent = up.seen().last().unwrap().json();
+    assert!(
+        sent["input"][0]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with(SUMMARY_PREFIX)
+    );
+    assert!(!sent.to_string().contains("\"compaction\""));
+    let answer = post(
+        &always.url("/v1/responses"),
+        &[("authorization", "Bearer k2")],
+        body,
+    )
+    .await;
+    assert_eq!(answer.status, 400);
+    assert_eq!(answer.json()["error"]["type"], "invalid_request_error");
+}

@@ -267,6 +267,12 @@ pub(crate) struct ServeArgs {
     /// its memos of what it read, up to about 4 MiB); more wait their turn.
     #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..))]
     pub(crate) fold_threads: u16,
+    /// Who answers the Responses API's compaction: on-404 (chatfold answers
+    /// /v1/responses/compact when the upstream says 404, and
+    /// context_management unless the upstream is OpenAI's API), always
+    /// (chatfold, for any upstream), never (the upstream).
+    #[arg(long, value_name = "MODE", value_enum, default_value = "on-404")]
+    pub(crate) responses_compaction: crate::serve::CompactionMode,
     /// No log line per request.
     #[arg(long)]
     pub(crate) quiet: bool,

@@ -50,6 +50,16 @@ impl Upstream {
         })
     }
 
+    /// Whether this is OpenAI's own API, which reads its own compaction
+    /// items and answers `context_management`.
+    pub(crate) fn is_openai(&self) -> bool {
+        let host = self
+            .authority
+            .rsplit_once(':')
+            .map_or(self.authority.as_str(), |(h, _)| h);
+        host.eq_ignore_ascii_case("api.openai.com")
+    }
+
     /// The same base, read as one that holds the API's version (OpenAI's).
     fn versioned(self) -> Upstream {
         Upstream {
@@ -96,6 +106,8 @@ pub(crate) struct Config {
     pub(crate) shutdown_timeout: Duration,
     /// Whether to log each request.
     pub(crate) log: bool,
+    /// Who answers the Responses API's compaction.
+    pub(crate) compaction: super::CompactionMode,
 }
 
 /// `secs` as a duration, when it is a positive number of seconds.
@@ -151,6 +163,7 @@ impl Config {
             upstream_timeout: seconds("--upstream-timeout", args.upstream_timeout)?,
             shutdown_timeout: seconds("--shutdown-timeout", args.shutdown_timeout)?,
             log: !args.quiet,
+            compaction: args.responses_compaction,
         })
     }
 }

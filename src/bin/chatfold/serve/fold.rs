@@ -39,6 +39,8 @@ pub(crate) struct Folding {
     pub(crate) cache: Arc<dyn SummaryCache>,
     /// The server's secret (fold keys).
     pub(crate) secret: [u8; 32],
+    /// Seals and opens chatfold's compaction items (from the secret).
+    pub(crate) seal: super::compaction::Seal,
     /// The folds in flight.
     pub(crate) flights: Flights,
 }
@@ -117,6 +119,17 @@ fn reserve<'v>(field: impl Fn(&str) -> Option<&'v Value>, counter: &impl TokenCo
     (reply.is_some() || schemas > 0).then(|| reply.unwrap_or(0).saturating_add(schemas))
 }
 
+/// What bounds a request's budget.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Limits {
+    /// The request's own budget (`x-chatfold-budget`), before the
+    /// configured ones.
+    pub(crate) asked: Option<usize>,
+    /// A bound on whichever budget applies, and the budget when none does
+    /// (a `context_management` threshold).
+    pub(crate) cap: Option<usize>,
+}
+
 /// A chat body read, with its budget.
 struct Read {
     history: History,
@@ -133,8 +146,9 @@ impl Folding {
         &self,
         format: Format,
         bytes: &[u8],
-        asked: Option<usize>,
+        limits: Limits,
     ) -> Result<Read, Box<Result<Folded, ApiError>>> {
+        let Limits { asked, cap } = limits;
         // A body is in memory whole: read in place when it is UTF-8 (the
         // reader's errors, at the same places, say where it is not).
         let parsed =
@@ -151,7 +165,13 @@ impl Folding {
             .field("previous_response_id")
             .is_some_and(|id| !id.is_null());
         let budget = (!continued)
-            .then(|| asked.or_else(|| self.budgets.budget(model.as_deref(), reserve)))
+            .then(|| {
+                let budget = asked.or_else(|| self.budgets.budget(model.as_deref(), reserve));
+                match (budget, cap) {
+                    (Some(budget), Some(cap)) => Some(budget.min(cap)),
+                    (budget, cap) => budget.or(cap),
+                }
+            })
             .flatten();
         let pass = Outcome {
             model,
@@ -182,9 +202,9 @@ impl Folding {
         &self,
         format: Format,
         bytes: &[u8],
-        asked: Option<usize>,
+        limits: Limits,
     ) -> Option<Result<Folded, ApiError>> {
-        let read = match self.read(format, bytes, asked) {
+        let read = match self.read(format, bytes, limits) {
             Ok(read) => read,
             Err(answer) => return Some(*answer),
         };
@@ -202,20 +222,20 @@ impl Folding {
     /// compacted, with the tenant's cache and the summarizer (so on a
     /// blocking thread).
     ///
-    /// `asked` is the request's own budget (`x-chatfold-budget`), `tenant`
-    /// its tenant (see `tenant::tenant`).
+    /// `limits` holds the request's own budget, `tenant` its tenant (see
+    /// `tenant::tenant`).
     pub(crate) fn fold(
         &self,
         format: Format,
         bytes: &[u8],
-        asked: Option<usize>,
+        limits: Limits,
         tenant: &str,
     ) -> Result<Folded, ApiError> {
         let Read {
             history,
             budget,
             pass,
-        } = match self.read(format, bytes, asked) {
+        } = match self.read(format, bytes, limits) {
             Ok(read) => read,
             Err(answer) => return *answer,
         };
@@ -261,6 +281,54 @@ impl Folding {
                 ..pass
             },
         })
+    }
+
+    /// The answer to `/v1/responses/compact` for a Responses body (its
+    /// `input` a list): the items folded as far as the budget says, or to
+    /// half their tokens when they fit it (a compaction the client asked
+    /// for); chatfold's compaction item standing for what was replaced,
+    /// then the items kept as they came.
+    pub(crate) fn compact_all(
+        &self,
+        bytes: &[u8],
+        asked: Option<usize>,
+        tenant: &str,
+    ) -> Result<(Value, Outcome), ApiError> {
+        let mut limits = Limits {
+            asked,
+            cap: Some(usize::MAX),
+        };
+        let mut folded = self.fold(Format::Responses, bytes, limits, tenant)?;
+        if folded.body.is_none() {
+            let Some((before, _)) = folded.outcome.tokens else {
+                return Err(ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "chatfold compacts the input items it is sent, not a stored response (previous_response_id)",
+                ));
+            };
+            limits.cap = Some((before / 2).max(1));
+            folded = self.fold(Format::Responses, bytes, limits, tenant)?;
+        }
+        let items = |bytes: &[u8]| -> Vec<Value> {
+            let body: Option<Value> = serde_json::from_slice(bytes).ok();
+            body.and_then(|mut b| b.get_mut("input").map(Value::take))
+                .and_then(|input| match input {
+                    Value::Array(items) => Some(items),
+                    _ => None,
+                })
+                .unwrap_or_default()
+        };
+        let sent = items(bytes);
+        let mut written = folded.body.as_deref().map_or_else(|| sent.clone(), items);
+        let kept = (written.iter().rev())
+            .zip(sent.iter().rev())
+            .take_while(|(a, b)| a == b)
+            .count();
+        let kept = written.split_off(written.len() - kept);
+        let item = self.seal.item(tenant, &written);
+        let tokens = folded.outcome.tokens.unwrap_or_default();
+        let answer = super::compaction::compacted_response(item, kept, tokens);
+        Ok((answer, folded.outcome))
     }
 
     /// A body chatfold cannot read: forwarded when it surely fits (its

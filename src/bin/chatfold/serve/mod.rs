@@ -8,10 +8,12 @@
 //! draining an unread body), `fold` (a chat body through the compactor,
 //! with the fallback summary), `flight` (one summarizer call per fold at a
 //! time), `tenant` (the server's secret, tenants' namespaces, the shared
-//! cache), `upstream` (the client and header hygiene), `errors` (answers in
+//! cache), `compaction` (the Responses API's compaction for any model:
+//! sealed items, `context_management`, `/v1/responses/compact`), `upstream` (the client and header hygiene), `errors` (answers in
 //! each API's shape), `metrics` (`/metrics`). This file builds the state
 //! and the service, runs the server and shuts it down gracefully.
 
+mod compaction;
 mod config;
 mod errors;
 mod fleet;
@@ -36,6 +38,7 @@ use tokio::net::TcpListener;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::RequestBodyTimeoutLayer;
 
+pub(crate) use self::compaction::Mode as CompactionMode;
 use self::layers::{Drained, Handler, LayerFn};
 use crate::flags::ServeArgs;
 use crate::summarizers::Chosen;
@@ -99,6 +102,7 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), Failure> {
         .build()
         .map_err(|e| Failure::new(exit::USAGE, format!("cannot start the runtime: {e}")))?;
     let entered = runtime.enter();
+    let secret = tenant::secret(secret_flag.as_deref());
     let folding = fold::Folding {
         base: setup::folding(1, counter, &args.fold),
         budgets: config.budgets.clone(),
@@ -106,7 +110,8 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), Failure> {
         summarizer_name: setup::namespace(&args.summarize),
         fallback: Extractive::with_counter(counter),
         cache: Arc::new(tenant::Shared::new(args.cache_entries, redis)),
-        secret: tenant::secret(secret_flag.as_deref()),
+        secret,
+        seal: compaction::Seal::new(&secret),
         flights: flight::Flights::new(longest * 2, flight::LINGER, fleet),
     };
     // The ledger's patterns built before the first request needs them.

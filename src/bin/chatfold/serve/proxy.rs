@@ -15,8 +15,10 @@ use hyper::http::request::Parts;
 use hyper::{Request, Response, StatusCode, Version};
 
 use super::App;
+use super::CompactionMode;
+use super::compaction::{self, Prepared, Rules};
 use super::errors::ApiError;
-use super::fold::{Folded, Outcome};
+use super::fold::{Folded, Limits, Outcome};
 use super::route::{Dispatched, Route};
 use super::tenant::tenant;
 use super::upstream::{self, Body, full, plain};
@@ -39,6 +41,7 @@ where
             app.metrics.render().into(),
         )),
         Route::Chat(format) => chat(&app, request, format).await,
+        Route::Compact => compact(&app, request).await,
         Route::Other => other(&app, request).await,
     }
 }
@@ -61,8 +64,41 @@ fn unread(app: &App, e: &(dyn std::error::Error + 'static)) -> ApiError {
     }
 }
 
+/// A client's body, read whole within the limits.
+async fn read_whole<B>(app: &App, body: B) -> Result<Bytes, ApiError>
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    match tokio::time::timeout(app.config.read_timeout, body.collect()).await {
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(e)) => Err(unread(app, &*e.into())),
+        Err(_) => Err(ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "the request body did not arrive in time",
+        )),
+    }
+}
+
+/// What a Responses request may hold that chatfold acts on, with this
+/// proxy's settings.
+fn rules(app: &App, input_as_items: bool) -> Rules {
+    let openai = app.config.openai.is_openai();
+    Rules {
+        answer_context_management: match app.config.compaction {
+            CompactionMode::Always => true,
+            CompactionMode::Never => false,
+            CompactionMode::On404 => !openai,
+        },
+        upstream_reads_openai_items: openai || app.config.compaction == CompactionMode::Never,
+        input_as_items,
+    }
+}
+
 /// A chat request: read whole (within the limits), compacted when over
-/// budget, forwarded.
+/// budget, forwarded. A Responses request's compaction items are put back
+/// as what they stand for first, and its `context_management` answered
+/// (see `compaction`).
 async fn chat<B>(app: &Arc<App>, request: Request<B>, format: Format) -> Result<Response<Body>, ApiError>
 where
     B: hyper::body::Body<Data = Bytes> + Send + 'static,
@@ -70,46 +106,134 @@ where
 {
     let (parts, body) = request.into_parts();
     let asked = asked_budget(&parts)?;
-    let bytes = match tokio::time::timeout(app.config.read_timeout, body.collect()).await {
-        Ok(Ok(collected)) => collected.to_bytes(),
-        Ok(Err(e)) => return Err(unread(app, &*e.into())),
-        Err(_) => {
-            return Err(ApiError::new(
-                StatusCode::REQUEST_TIMEOUT,
-                "the request body did not arrive in time",
-            ));
-        }
+    let mut bytes = read_whole(app, body).await?;
+    let folding = &app.folding;
+    let tenant = tenant(&folding.secret, &parts.headers);
+    let prepared = match format {
+        Format::Responses => compaction::prepare(&bytes, &folding.seal, &tenant, rules(app, false))?,
+        _ => Prepared::default(),
+    };
+    let changed = prepared.body.is_some();
+    if let Some(body) = prepared.body {
+        bytes = Bytes::from(body);
+    }
+    let limits = Limits {
+        asked,
+        cap: prepared.threshold,
     };
     // A small body that fits is decided here; compacting (the cache, the
     // summarizer) runs on a blocking thread.
-    let folding = &app.folding;
     let decided = (bytes.len() <= INLINE)
-        .then(|| folding.without_folding(format, &bytes, asked))
+        .then(|| folding.without_folding(format, &bytes, limits))
         .flatten();
     let Folded { body, outcome } = match decided {
         Some(decided) => decided?,
         None => {
-            let tenant = tenant(&folding.secret, &parts.headers);
-            let (folding, bytes) = (Arc::clone(folding), bytes.clone());
-            tokio::task::spawn_blocking(move || folding.fold(format, &bytes, asked, &tenant))
+            let (folding, bytes, tenant) = (Arc::clone(folding), bytes.clone(), tenant.clone());
+            tokio::task::spawn_blocking(move || folding.fold(format, &bytes, limits, &tenant))
                 .await
                 .map_err(|_| {
                     ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "the compaction step failed")
                 })??
         }
     };
+    // context_management answered, and the body folded: the response gets
+    // the compaction item that stands for what went upstream.
+    let item = (prepared.threshold.is_some() && outcome.summarized)
+        .then(|| body.as_deref().map(|sent| compaction_item(app, &tenant, sent)))
+        .flatten();
     let (body, rewritten) = match body {
         Some(compacted) => {
             let len = compacted.len();
             (full(compacted), Some(len))
         }
-        None => (full(bytes), None),
+        None => {
+            let len = bytes.len();
+            (full(bytes), changed.then_some(len))
+        }
     };
     let upstream = match format {
         Format::Anthropic => &app.config.anthropic,
         _ => &app.config.openai,
     };
     let mut response = forward(app, parts, (body, true), rewritten, upstream).await?;
+    if let Some(item) = item {
+        response = with_item(app, response, item).await;
+    }
+    ours(response.headers_mut(), &outcome);
+    response.extensions_mut().insert(outcome);
+    Ok(response)
+}
+
+/// chatfold's compaction item for `tenant`, standing for the input items
+/// of the body `sent` upstream.
+fn compaction_item(app: &App, tenant: &str, sent: &[u8]) -> serde_json::Value {
+    let body: Option<serde_json::Value> = serde_json::from_slice(sent).ok();
+    let items = body
+        .as_ref()
+        .and_then(|b| b.get("input"))
+        .and_then(serde_json::Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    app.folding.seal.item(tenant, items)
+}
+
+/// The upstream's successful Responses answer with `item` first in its
+/// output: in the JSON body, or in the events of a stream. An answer in
+/// another shape (an error, an encoded body) goes as it came.
+async fn with_item(app: &App, response: Response<Body>, item: serde_json::Value) -> Response<Body> {
+    let headers = response.headers();
+    if !response.status().is_success() || headers.contains_key(hyper::header::CONTENT_ENCODING) {
+        return response;
+    }
+    let streamed = headers
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|kind| kind.starts_with("text/event-stream"));
+    let (mut parts, body) = response.into_parts();
+    if streamed {
+        return Response::from_parts(parts, compaction::Stream::new(body, item).boxed());
+    }
+    let read = tokio::time::timeout(app.config.upstream_timeout, body.collect()).await;
+    let Ok(Ok(collected)) = read else {
+        parts.status = StatusCode::BAD_GATEWAY;
+        parts.headers.remove(hyper::header::CONTENT_LENGTH);
+        let error = ApiError::new(StatusCode::BAD_GATEWAY, "the upstream's answer broke off");
+        return Response::from_parts(parts, full(error.body(Format::Responses)));
+    };
+    let bytes = collected.to_bytes();
+    let body = compaction::with_item_in_output(&bytes, &item).map_or_else(|| full(bytes), full);
+    parts.headers.remove(hyper::header::CONTENT_LENGTH);
+    Response::from_parts(parts, body)
+}
+
+/// `POST /v1/responses/compact`: forwarded, or answered by chatfold for
+/// any model (`--responses-compaction`), in OpenAI's shape.
+async fn compact<B>(app: &Arc<App>, request: Request<B>) -> Result<Response<Body>, ApiError>
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    let (parts, body) = request.into_parts();
+    let asked = asked_budget(&parts)?;
+    let bytes = read_whole(app, body).await?;
+    let folding = &app.folding;
+    let tenant = tenant(&folding.secret, &parts.headers);
+    let mode = app.config.compaction;
+    let prepared = compaction::prepare(&bytes, &folding.seal, &tenant, rules(app, true))?;
+    let bytes = prepared.body.map_or(bytes, Bytes::from);
+    if mode != CompactionMode::Always {
+        let len = bytes.len();
+        let upstream = &app.config.openai;
+        let response = forward(app, parts, (full(bytes.clone()), true), Some(len), upstream).await?;
+        if mode == CompactionMode::Never || response.status() != StatusCode::NOT_FOUND {
+            return Ok(response);
+        }
+    }
+    let folding = Arc::clone(folding);
+    let (answer, outcome) = tokio::task::spawn_blocking(move || folding.compact_all(&bytes, asked, &tenant))
+        .await
+        .map_err(|_| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "the compaction step failed"))??;
+    let mut response = plain(StatusCode::OK, "application/json", answer.to_string().into());
     ours(response.headers_mut(), &outcome);
     response.extensions_mut().insert(outcome);
     Ok(response)

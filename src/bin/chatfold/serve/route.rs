@@ -11,6 +11,8 @@ use hyper::{Method, Request};
 pub(crate) enum Route {
     /// A chat request of this format, compacted when over budget.
     Chat(Format),
+    /// `POST /v1/responses/compact`: compaction, answered for any model.
+    Compact,
     /// `GET /healthz`.
     Health,
     /// `GET /metrics`.
@@ -27,6 +29,7 @@ impl Route {
             (&Method::POST, "/v1/chat/completions" | "/chat/completions") => Route::Chat(Format::OpenAi),
             (&Method::POST, "/v1/messages") => Route::Chat(Format::Anthropic),
             (&Method::POST, "/v1/responses" | "/responses") => Route::Chat(Format::Responses),
+            (&Method::POST, "/v1/responses/compact" | "/responses/compact") => Route::Compact,
             (&Method::GET, "/healthz") => Route::Health,
             (&Method::GET, "/metrics") => Route::Metrics,
             _ => Route::Other,
@@ -47,6 +50,7 @@ impl Route {
             Route::Chat(Format::Anthropic) => "messages",
             Route::Chat(Format::Responses) => "responses",
             Route::Chat(_) => "chat_completions",
+            Route::Compact => "responses_compact",
             Route::Health => "healthz",
             Route::Metrics => "metrics",
             Route::Other => "other",

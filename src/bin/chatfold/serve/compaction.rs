@@ -1,0 +1,566 @@
+//! The Responses API's compaction, answered for any model: chatfold's own
+//! `compaction` items (sealed: authenticated with the server's secret and
+//! bound to the tenant), put back as the items they stand for before a
+//! request goes upstream; `context_management` taken out of a request and
+//! its compaction item added to the response (a JSON body, or the events of
+//! a stream); and the answer to `POST /v1/responses/compact`.
+//!
+//! A compaction item stands for everything before it, as OpenAI's does: a
+//! request whose newest compaction item is chatfold's goes upstream as the
+//! items that item holds, then the items after it.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use bytes::Bytes;
+use hyper::StatusCode;
+use hyper::body::Frame;
+use serde_json::{Map, Value, json};
+
+use super::errors::ApiError;
+use super::upstream::Body;
+
+/// How `encrypted_content` of chatfold's compaction items begins.
+const MARK: &str = "chatfold.v1.";
+
+/// The context the items' key is derived under from the server's secret.
+const KEY_CONTEXT: &str = "chatfold serve 2026-12 compaction item";
+
+/// Who a Responses request's compaction is for, as `--responses-compaction`
+/// says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Mode {
+    /// `/v1/responses/compact` forwarded, answered by chatfold when the
+    /// upstream says 404; `context_management` answered by chatfold unless
+    /// the upstream is OpenAI's own API.
+    #[value(name = "on-404")]
+    On404,
+    /// chatfold answers both, whatever the upstream.
+    Always,
+    /// Both go to the upstream as they came (it compacts for itself).
+    Never,
+}
+
+/// Seals and opens chatfold's compaction items.
+#[derive(Debug)]
+pub(crate) struct Seal {
+    /// Derived from the server's secret.
+    key: [u8; 32],
+}
+
+impl Seal {
+    /// The seal of the server with `secret`.
+    pub(crate) fn new(secret: &[u8; 32]) -> Self {
+        Seal {
+            key: blake3::derive_key(KEY_CONTEXT, secret),
+        }
+    }
+
+    /// The tag of `payload` for `tenant`.
+    fn tag(&self, tenant: &str, payload: &[u8]) -> blake3::Hash {
+        let mut h = blake3::Hasher::new_keyed(&self.key);
+        h.update(&(tenant.len() as u64).to_le_bytes());
+        h.update(tenant.as_bytes());
+        h.update(payload);
+        h.finalize()
+    }
+
+    /// A compaction item of `tenant`'s standing for `items`.
+    pub(crate) fn item(&self, tenant: &str, items: &[Value]) -> Value {
+        let payload = Value::Array(items.to_vec()).to_string();
+        let tag = self.tag(tenant, payload.as_bytes());
+        let id: String = tag.as_bytes()[..12].iter().map(|b| format!("{b:02x}")).collect();
+        json!({
+            "id": format!("cmp_chatfold_{id}"),
+            "type": "compaction",
+            "encrypted_content": format!("{MARK}{}.{}", B64.encode(&payload), B64.encode(tag.as_bytes())),
+            "created_by": "chatfold",
+        })
+    }
+
+    /// The items a compaction item's `content` stands for, when chatfold
+    /// sealed it for `tenant`; a 400 when it is forged, altered or
+    /// another tenant's. `None`: not chatfold's.
+    fn open(&self, tenant: &str, content: &str) -> Option<Result<Vec<Value>, ApiError>> {
+        let sealed = content.strip_prefix(MARK)?;
+        let refused = || {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "a compaction item in the input was not made by this server for this API key: \
+                 it was altered, forged, or sealed for another tenant",
+            )
+        };
+        let opened = (|| {
+            let (payload, tag) = sealed.split_once('.')?;
+            let payload = B64.decode(payload).ok()?;
+            let tag: [u8; 32] = B64.decode(tag).ok()?.try_into().ok()?;
+            // blake3::Hash compares in constant time.
+            (self.tag(tenant, &payload) == blake3::Hash::from(tag)).then_some(payload)
+        })();
+        Some(match opened {
+            Some(payload) => match serde_json::from_slice::<Vec<Value>>(&payload) {
+                Ok(items) => Ok(items),
+                Err(_) => Err(refused()),
+            },
+            None => Err(refused()),
+        })
+    }
+}
+
+/// A Responses request made ready for chatfold and the upstream.
+#[derive(Debug, Default)]
+pub(crate) struct Prepared {
+    /// The body to use instead of the client's, when it changed.
+    pub(crate) body: Option<Vec<u8>>,
+    /// The `compact_threshold` of a `context_management` chatfold answers
+    /// (`usize::MAX` without one: the budget alone decides); `None`: none.
+    pub(crate) threshold: Option<usize>,
+}
+
+/// What a request may hold that `prepare` acts on.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Rules {
+    /// Whether chatfold answers `context_management` itself.
+    pub(crate) answer_context_management: bool,
+    /// Whether the upstream reads OpenAI's own compaction items.
+    pub(crate) upstream_reads_openai_items: bool,
+    /// Whether a string `input` becomes one user message (`/compact`).
+    pub(crate) input_as_items: bool,
+}
+
+/// Readies a Responses body: chatfold's compaction items put back as the
+/// items they stand for (the items before the newest one dropped, as it
+/// stands for them), another server's refused when the upstream cannot
+/// read them, and `context_management` taken out when chatfold answers it.
+pub(crate) fn prepare(bytes: &[u8], seal: &Seal, tenant: &str, rules: Rules) -> Result<Prepared, ApiError> {
+    let stringy = rules.input_as_items && memchr::memmem::find(bytes, b"\"input\"").is_some();
+    if memchr::memmem::find(bytes, b"compaction").is_none() && !stringy {
+        return Ok(Prepared::default());
+    }
+    // A body chatfold cannot read is the compaction step's to refuse.
+    let Ok(Value::Object(mut body)) = serde_json::from_slice::<Value>(bytes) else {
+        return Ok(Prepared::default());
+    };
+    let mut changed = false;
+    let mut threshold = None;
+    if rules.answer_context_management {
+        threshold = take_context_management(&mut body);
+        changed |= threshold.is_some();
+    }
+    if rules.input_as_items {
+        if let Some(Value::String(text)) = body.get("input") {
+            let item = json!({"role": "user", "content": text});
+            body.insert("input".to_owned(), Value::Array(vec![item]));
+            changed = true;
+        }
+    }
+    if let Some(Value::Array(items)) = body.get_mut("input") {
+        changed |= expand(items, seal, tenant, rules.upstream_reads_openai_items)?;
+    }
+    let body = changed.then(|| Value::Object(body).to_string().into_bytes());
+    Ok(Prepared { body, threshold })
+}
+
+/// Takes the `compaction` entry out of `context_management` (the field
+/// too when nothing else is left in it): its threshold, when it had one.
+fn take_context_management(body: &mut Map<String, Value>) -> Option<usize> {
+    let Some(Value::Array(entries)) = body.get_mut("context_management") else {
+        return None;
+    };
+    let at = entries
+        .iter()
+        .position(|e| e.get("type").and_then(Value::as_str) == Some("compaction"))?;
+    let entry = entries.remove(at);
+    if entries.is_empty() {
+        body.remove("context_management");
+    }
+    let threshold = entry.get("compact_threshold").and_then(Value::as_u64);
+    Some(threshold.map_or(usize::MAX, |t| usize::try_from(t).unwrap_or(usize::MAX)))
+}
+
+/// Puts chatfold's newest compaction item back as its items, dropping what
+/// came before it; whether `items` changed.
+fn expand(items: &mut Vec<Value>, seal: &Seal, tenant: &str, openai_reads: bool) -> Result<bool, ApiError> {
+    let mut newest: Option<(usize, Option<Vec<Value>>)> = None;
+    let mut ours = false;
+    for (at, item) in items.iter().enumerate() {
+        if item.get("type").and_then(Value::as_str) != Some("compaction") {
+            continue;
+        }
+        let content = item
+            .get("encrypted_content")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        match seal.open(tenant, content) {
+            Some(opened) => {
+                newest = Some((at, Some(opened?)));
+                ours = true;
+            }
+            None if openai_reads => newest = Some((at, None)),
+            None => {
+                return Err(ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "the input holds a compaction item that chatfold did not make (OpenAI's encrypted \
+                     compaction): only OpenAI can read it, and this request goes to another upstream; \
+                     send the items it replaced, or compact through chatfold (/v1/responses/compact)",
+                ));
+            }
+        }
+    }
+    let Some((at, opened)) = newest.filter(|_| ours) else {
+        return Ok(false);
+    };
+    match opened {
+        Some(opened) => {
+            let after = items.split_off(at + 1);
+            *items = opened;
+            items.extend(after);
+        }
+        // OpenAI's is the newest: it stands for what came before, chatfold's too.
+        None => drop(items.drain(..at)),
+    }
+    Ok(true)
+}
+
+/// `output` with chatfold's compaction `item` first, in a Responses API
+/// response body; `None` when the body is not one.
+pub(crate) fn with_item_in_output(body: &[u8], item: &Value) -> Option<Vec<u8>> {
+    let mut response: Value = serde_json::from_slice(body).ok()?;
+    let output = response.get_mut("output")?.as_array_mut()?;
+    output.insert(0, item.clone());
+    Some(response.to_string().into_bytes())
+}
+
+/// The answer to `/v1/responses/compact`: `output` (chatfold's compaction
+/// item standing for `replaced`, then `kept`) and the usage.
+pub(crate) fn compacted_response(item: Value, kept: Vec<Value>, tokens: (usize, usize)) -> Value {
+    let (before, after) = tokens;
+    let created = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let id = item.get("id").and_then(Value::as_str).unwrap_or("cmp_chatfold");
+    let mut output = vec![item.clone()];
+    output.extend(kept.into_iter().map(typed));
+    json!({
+        "id": format!("resp_{id}"),
+        "object": "response.compaction",
+        "created_at": created,
+        "output": output,
+        "usage": {
+            "input_tokens": before,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": after,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": before + after,
+        },
+    })
+}
+
+/// An item as the API's output writes it: a `{role, content}` shorthand
+/// message gets its `type`, and its text its part (`input_text`, or
+/// `output_text` for the assistant's).
+fn typed(mut item: Value) -> Value {
+    let Some(fields) = item.as_object_mut() else {
+        return item;
+    };
+    if fields.contains_key("type") || !fields.contains_key("role") {
+        return item;
+    }
+    fields.insert("type".to_owned(), "message".into());
+    let part = match fields.get("role").and_then(Value::as_str) {
+        Some("assistant") => "output_text",
+        _ => "input_text",
+    };
+    if let Some(Value::String(text)) = fields.get_mut("content") {
+        let text = std::mem::take(text);
+        let mut content = json!({"type": part, "text": text});
+        if part == "output_text" {
+            content["annotations"] = json!([]);
+        }
+        fields.insert("content".to_owned(), json!([content]));
+    }
+    item
+}
+
+/// A streamed Responses answer (server-sent events) with chatfold's
+/// compaction item as its first output item: announced right after
+/// `response.created`, in every later snapshot of the response, the other
+/// items' `output_index` one further on, and the events numbered on.
+#[derive(Debug)]
+pub(crate) struct Stream {
+    inner: Body,
+    item: Value,
+    /// Bytes of an event not yet whole.
+    pending: Vec<u8>,
+    /// Whether the item was announced.
+    announced: bool,
+    /// Whether the upstream's body ended.
+    ended: bool,
+}
+
+impl Stream {
+    /// `inner`'s events with `item` added.
+    pub(crate) fn new(inner: Body, item: Value) -> Self {
+        Stream {
+            inner,
+            item,
+            pending: Vec::new(),
+            announced: false,
+            ended: false,
+        }
+    }
+
+    /// The length of the first whole event in `pending`, with its blank line.
+    fn whole(&self) -> Option<usize> {
+        let lf = memchr::memmem::find(&self.pending, b"\n\n").map(|at| at + 2);
+        let crlf = memchr::memmem::find(&self.pending, b"\r\n\r\n").map(|at| at + 4);
+        match (lf, crlf) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// One event, rewritten: its JSON data changed, and the item's own
+    /// events after `response.created` (or before the first event that
+    /// names an output index).
+    fn rewrite(&mut self, event: &[u8]) -> Vec<u8> {
+        let Ok(text) = std::str::from_utf8(event) else {
+            return event.to_vec();
+        };
+        let mut name = None;
+        let mut data = None;
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("event:") {
+                name = Some(rest.trim().to_owned());
+            } else if let Some(rest) = line.strip_prefix("data:") {
+                data = Some(rest.trim_start().to_owned());
+            }
+        }
+        let Some(Ok(Value::Object(mut value))) = data.map(|d| serde_json::from_str::<Value>(&d)) else {
+            return event.to_vec();
+        };
+        let kind = value.get("type").and_then(Value::as_str).unwrap_or("").to_owned();
+        let mut out = Vec::new();
+        let before = !self.announced && kind != "response.created" && value.contains_key("output_index");
+        let sequence = value.get("sequence_number").and_then(Value::as_u64);
+        if before {
+            out.extend(self.announce(sequence.unwrap_or(0)));
+        }
+        if self.announced {
+            self.shift(&mut value);
+        }
+        write_event(&mut out, name.as_deref(), &Value::Object(value));
+        if !self.announced && kind == "response.created" {
+            out.extend(self.announce(sequence.map_or(0, |n| n + 1)));
+        }
+        out
+    }
+
+    /// The item's `output_item.added` and `output_item.done` events,
+    /// numbered from `sequence`.
+    fn announce(&mut self, sequence: u64) -> Vec<u8> {
+        self.announced = true;
+        let mut out = Vec::new();
+        for (n, kind) in ["response.output_item.added", "response.output_item.done"]
+            .into_iter()
+            .enumerate()
+        {
+            let event = json!({"type": kind, "output_index": 0, "item": self.item, "sequence_number": sequence + n as u64});
+            write_event(&mut out, Some(kind), &event);
+        }
+        out
+    }
+
+    /// An event after the item's: output indexes and numbers moved on,
+    /// the item in the response's snapshot.
+    fn shift(&self, value: &mut Map<String, Value>) {
+        if let Some(n) = value.get("output_index").and_then(Value::as_u64) {
+            value.insert("output_index".to_owned(), (n + 1).into());
+        }
+        if let Some(n) = value.get("sequence_number").and_then(Value::as_u64) {
+            value.insert("sequence_number".to_owned(), (n + 2).into());
+        }
+        if let Some(output) = value.get_mut("response").and_then(|r| r.get_mut("output")) {
+            if let Some(output) = output.as_array_mut() {
+                output.insert(0, self.item.clone());
+            }
+        }
+    }
+}
+
+/// An event as server-sent events write it.
+fn write_event(out: &mut Vec<u8>, name: Option<&str>, data: &Value) {
+    if let Some(name) = name {
+        out.extend_from_slice(format!("event: {name}\n").as_bytes());
+    }
+    out.extend_from_slice(format!("data: {data}\n\n").as_bytes());
+}
+
+impl hyper::body::Body for Stream {
+    type Data = Bytes;
+    type Error = chatfold::BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        loop {
+            if let Some(len) = self.whole() {
+                let event: Vec<u8> = self.pending.drain(..len).collect();
+                let rewritten = self.rewrite(&event);
+                return Poll::Ready(Some(Ok(Frame::data(Bytes::from(rewritten)))));
+            }
+            if self.ended {
+                if self.pending.is_empty() {
+                    return Poll::Ready(None);
+                }
+                let rest = std::mem::take(&mut self.pending);
+                return Poll::Ready(Some(Ok(Frame::data(Bytes::from(rest)))));
+            }
+            match Pin::new(&mut self.inner).poll_frame(cx) {
+                Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                    Ok(data) => self.pending.extend_from_slice(&data),
+                    Err(frame) => return Poll::Ready(Some(Ok(frame))),
+                },
+                Poll::Ready(Some(Err(e))) => return Poll::Ready(Some(Err(e))),
+                Poll::Ready(None) => self.ended = true,
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use hyper::body::Body as _;
+
+    use super::*;
+
+    fn rules() -> Rules {
+        Rules {
+            answer_context_management: true,
+            upstream_reads_openai_items: false,
+            input_as_items: false,
+        }
+    }
+
+    fn input(prepared: &Prepared) -> Vec<Value> {
+        let body: Value = serde_json::from_slice(prepared.body.as_ref().unwrap()).unwrap();
+        body["input"].as_array().unwrap().clone()
+    }
+
+    #[test]
+    fn an_item_opens_for_its_tenant_only_and_unaltered() {
+        let seal = Seal::new(&[7; 32]);
+        let summary = json!({"role": "system", "content": "Summary of earlier conversation: x"});
+        let item = seal.item("tenant-a", std::slice::from_ref(&summary));
+        let body = |item: &Value| {
+            json!({"model": "m", "input": [{"role": "user", "content": "old"}, item, {"role": "user", "content": "new"}]})
+                .to_string()
+        };
+        let prepared = prepare(body(&item).as_bytes(), &seal, "tenant-a", rules()).unwrap();
+        assert_eq!(
+            input(&prepared),
+            vec![summary.clone(), json!({"role": "user", "content": "new"})]
+        );
+        // Another tenant, another server, an altered payload: refused.
+        assert!(prepare(body(&item).as_bytes(), &seal, "tenant-b", rules()).is_err());
+        assert!(prepare(body(&item).as_bytes(), &Seal::new(&[8; 32]), "tenant-a", rules()).is_err());
+        let content = item["encrypted_content"].as_str().unwrap();
+        let (payload, tag) = content.strip_prefix(MARK).unwrap().split_once('.').unwrap();
+        let mut bytes = B64.decode(payload).unwrap();
+        bytes[5] ^= 1;
+        let altered =
+            json!({"type": "compaction", "encrypted_content": format!("{MARK}{}.{tag}", B64.encode(&bytes))});
+        let refused = prepare(body(&altered).as_bytes(), &seal, "tenant-a", rules()).unwrap_err();
+        assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+    }
+
+    #[test]
+    fn openai_items_pass_to_openai_only() {
+        let seal = Seal::new(&[7; 32]);
+        let body =
+            json!({"model": "m", "input": [{"type": "compaction", "encrypted_content": "gAAAA-openai"}]})
+                .to_string();
+        assert!(prepare(body.as_bytes(), &seal, "t", rules()).is_err());
+        let to_openai = Rules {
+            upstream_reads_openai_items: true,
+            ..rules()
+        };
+        assert!(
+            prepare(body.as_bytes(), &seal, "t", to_openai)
+                .unwrap()
+                .body
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn context_management_is_taken_out() {
+        let seal = Seal::new(&[7; 32]);
+        let body = json!({"model": "m", "input": "hi", "context_management": [{"type": "compaction", "compact_threshold": 900}]});
+        let prepared = prepare(body.to_string().as_bytes(), &seal, "t", rules()).unwrap();
+        assert_eq!(prepared.threshold, Some(900));
+        let sent: Value = serde_json::from_slice(&prepared.body.unwrap()).unwrap();
+        assert_eq!(sent, json!({"model": "m", "input": "hi"}));
+        let passed = Rules {
+            answer_context_management: false,
+            ..rules()
+        };
+        assert!(
+            prepare(body.to_string().as_bytes(), &seal, "t", passed)
+                .unwrap()
+                .body
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn a_stream_gets_the_item_first() {
+        let events = [
+            json!({"type": "response.created", "sequence_number": 0, "response": {"output": []}}),
+            json!({"type": "response.output_item.added", "sequence_number": 1, "output_index": 0, "item": {"type": "message"}}),
+            json!({"type": "response.completed", "sequence_number": 2, "response": {"output": [{"type": "message"}]}}),
+        ];
+        let mut body = String::new();
+        for e in &events {
+            body.push_str(&format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()));
+        }
+        let item = json!({"type": "compaction", "id": "cmp_x"});
+        let mut stream = Stream::new(super::super::upstream::full(body), item.clone());
+        let mut out = Vec::new();
+        // Drive the body by hand (no runtime needed for a Full body).
+        let waker = std::task::Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        while let Poll::Ready(Some(Ok(frame))) = Pin::new(&mut stream).poll_frame(&mut cx) {
+            out.extend_from_slice(&frame.into_data().unwrap());
+        }
+        let text = String::from_utf8(out).unwrap();
+        let datas: Vec<Value> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect();
+        let kinds: Vec<&str> = datas.iter().map(|d| d["type"].as_str().unwrap()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "response.created",
+                "response.output_item.added",
+                "response.output_item.done",
+                "response.output_item.added",
+                "response.completed"
+            ]
+        );
+        let numbers: Vec<u64> = datas
+            .iter()
+            .map(|d| d["sequence_number"].as_u64().unwrap())
+            .collect();
+        assert_eq!(numbers, [0, 1, 2, 3, 4]);
+        assert_eq!(datas[1]["item"], item);
+        assert_eq!(datas[3]["output_index"], 1);
+        assert_eq!(datas[4]["response"]["output"][0], item);
+    }
+}
