@@ -3,10 +3,10 @@
 //! proxy), alternating, at 1, 16 and 64 concurrent connections.
 //!
 //! `cargo bench --bench proxy --features cli` (a release build of the
-//! proxy, started from this bench). Two requests: a small pass-through
-//! chat request, and a 100 000-token history over an 8 000-token budget
-//! whose summary is cached (the first request folds; every timed one is a
-//! hit). Printed: p50 and p99 per target, the added latency (through a
+//! proxy, started from this bench). Two requests on each of the chat and
+//! Responses routes: a small pass-through request, and a 100 000-token
+//! history over an 8 000-token budget whose summary is cached (the first
+//! request folds; every timed one is a hit). Printed: p50 and p99 per target, the added latency (through a
 //! proxy less direct), requests per second, and the proxies' peak memory.
 //!
 //! LiteLLM: set `CHATFOLD_BENCH_LITELLM` to its `litellm` command (from
@@ -216,8 +216,10 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// The 100 000-token history as a chat request body.
-fn big_body() -> Bytes {
+/// The 100 000-token history as a chat request body, and as a Responses
+/// one (its messages as `{role, content}` items, calls and outputs as
+/// `function_call` and `function_call_output` items).
+fn big_bodies() -> (Bytes, Bytes) {
     let counter = chatfold::Tiktoken::o200k_base().unwrap();
     let mut messages = support::history(3_000, 42);
     let mut tokens = 0;
@@ -229,10 +231,26 @@ fn big_body() -> Bytes {
         })
         .unwrap_or(messages.len());
     messages.truncate(keep);
+    let mut items = Vec::new();
+    for m in &messages {
+        let text = m.text();
+        if let Some(id) = &m.tool_call_id {
+            items.push(serde_json::json!({"type": "function_call_output", "call_id": id, "output": text}));
+            continue;
+        }
+        if !text.is_empty() {
+            items.push(serde_json::json!({"role": m.role.as_str(), "content": text}));
+        }
+        for call in &m.tool_calls {
+            items.push(serde_json::json!({"type": "function_call", "call_id": call.id,
+                                          "name": call.name, "arguments": call.arguments}));
+        }
+    }
+    let responses = serde_json::json!({"model": "gpt-5", "input": items});
     let history = History::from(messages);
     let mut body = serde_json::json!({"model": "gpt-4o"});
     body["messages"] = history.to_json();
-    Bytes::from(body.to_string())
+    (Bytes::from(body.to_string()), Bytes::from(responses.to_string()))
 }
 
 fn main() {
@@ -257,33 +275,48 @@ async fn run() {
         wait_ready(&probe, &format!("{url}/health/liveliness"), "LiteLLM").await;
     }
     let small = Bytes::from_static(br#"{"model":"gpt-4o","messages":[{"role":"user","content":"Say hi."}]}"#);
-    let big = big_body();
+    let small_responses = Bytes::from_static(br#"{"model":"gpt-5","input":"Say hi."}"#);
+    let (big, big_responses) = big_bodies();
     // The first big request folds; the rest find its summary cached.
-    let (times, _) = load(&format!("{proxy_url}/v1/chat/completions"), big.clone(), 1, 1).await;
-    println!(
-        "big body: {} bytes; its first request (a fold): {:.1} ms",
-        big.len(),
-        ms(times[0])
-    );
+    for (path, body) in [("/v1/chat/completions", &big), ("/v1/responses", &big_responses)] {
+        let (times, _) = load(&format!("{proxy_url}{path}"), body.clone(), 1, 1).await;
+        println!(
+            "big body to {path}: {} bytes; its first request (a fold): {:.1} ms",
+            body.len(),
+            ms(times[0])
+        );
+    }
     println!();
     println!(
         "| request | connections | target | p50 ms | p99 ms | added p50 ms | added p99 ms | requests/s |"
     );
     println!("|---|---:|---|---:|---:|---:|---:|---:|");
-    let cases: [(&str, &Bytes, usize, bool); 2] = [
-        ("pass-through", &small, (3_000.0 * scale) as usize, true),
-        ("100k-token, cache hit", &big, (300.0 * scale) as usize, false),
+    let many = (3_000.0 * scale) as usize;
+    let few = (300.0 * scale) as usize;
+    let cases: [(&str, &str, &Bytes, usize, bool); 4] = [
+        ("pass-through", "/v1/chat/completions", &small, many, true),
+        ("100k-token, cache hit", "/v1/chat/completions", &big, few, false),
+        (
+            "Responses pass-through",
+            "/v1/responses",
+            &small_responses,
+            many,
+            false,
+        ),
+        (
+            "Responses 100k-token, cache hit",
+            "/v1/responses",
+            &big_responses,
+            few,
+            false,
+        ),
     ];
-    for (name, body, total, with_litellm) in cases {
+    for (name, path, body, total, with_litellm) in cases {
         for connections in [1, 16, 64] {
             let total = total.max(connections * 4);
             let mut targets: Vec<(&str, String, Runs)> = vec![
-                ("direct", format!("{direct}/v1/chat/completions"), Runs::default()),
-                (
-                    "chatfold",
-                    format!("{proxy_url}/v1/chat/completions"),
-                    Runs::default(),
-                ),
+                ("direct", format!("{direct}{path}"), Runs::default()),
+                ("chatfold", format!("{proxy_url}{path}"), Runs::default()),
             ];
             if let (Some((_, url)), true) = (&litellm, with_litellm) {
                 targets.push(("LiteLLM", format!("{url}/v1/chat/completions"), Runs::default()));
