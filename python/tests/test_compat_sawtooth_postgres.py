@@ -22,6 +22,7 @@ import time
 import uuid
 
 import pytest
+from test_compat_sawtooth import _session_round_trip
 
 import chatfold.compat.sawtooth as compat
 from chatfold.compat.sawtooth import NotSupportedError
@@ -341,16 +342,7 @@ def test_fresh_event_loops_share_one_pool_and_close_releases_it(db, server):
 def test_the_sync_manager_keeps_its_session_in_postgres(db):
     dsn, _, make = db
     adapter = make()
-    config = compat.ContextManagerConfig.for_sync_script(
-        soft_limit_tokens=80, hard_limit_tokens=300, storage_adapter=adapter, session_id="s1"
-    )
-    with compat.SyncContextManager("You are brief.", config) as m:
-        for i in range(10):
-            m.add_message("user" if i % 2 == 0 else "assistant", f"turn {i}: see /tmp/report-{i}.txt")
-        before, stats = m.build_prompt(), m.get_stats()
-    assert stats["compression"]["cycles"] >= 1
-    with compat.SyncContextManager("ignored: the saved L0 wins, as in sawtooth", config) as m:
-        assert m.build_prompt() == before
+    _session_round_trip(adapter)
 
 
 def test_the_async_manager_keeps_its_session_in_postgres(db):

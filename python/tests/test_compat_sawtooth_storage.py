@@ -14,12 +14,10 @@ Skipped without the redis package or redis-server; with
 
 import asyncio
 import os
-import shutil
-import socket
-import subprocess
 import time
 
 import pytest
+from test_compat_sawtooth import _redis_server
 
 from chatfold.compat.sawtooth.state import ArchivalMemory, EntityLedger, MemoryState
 from chatfold.compat.sawtooth.storage.redis_adapter import RedisStorageAdapter
@@ -40,26 +38,10 @@ def redis_url():
         import redis  # noqa: F401
     except ImportError:
         _unavailable("the redis package is not installed")
-    binary = shutil.which("redis-server")
-    if binary is None:
-        _unavailable("no redis-server")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    proc, port = _redis_server()
+    if proc is None:
+        _unavailable("no redis-server, or it did not start")
     try:
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        else:
-            _unavailable("redis-server did not start")
         yield f"redis://127.0.0.1:{port}/0"
     finally:
         proc.kill()
