@@ -85,7 +85,23 @@ def _tokens(usage: Mapping[str, Any], key: str, where: str) -> int:
     return value
 
 
-class OpenAIAdapter:
+class _AtBaseUrl:
+    """An adapter posting to ``base_url`` + ``PATH``, or to its provider's
+    ``DEFAULT_ENDPOINT`` without a base URL."""
+
+    DEFAULT_ENDPOINT = ""
+    PATH = ""
+
+    def __init__(self, base_url: Optional[str] = None) -> None:
+        self.base_url = base_url
+
+    @property
+    def endpoint(self) -> str:
+        """``base_url`` + ``PATH``, or the provider's own endpoint."""
+        return _join(self.base_url, self.PATH) if self.base_url else self.DEFAULT_ENDPOINT
+
+
+class OpenAIAdapter(_AtBaseUrl):
     """The OpenAI Chat Completions API (``POST /v1/chat/completions``), and
     OpenAI-compatible gateways (Helicone, LiteLLM, Azure) through
     ``base_url``. JSON output is asked for with
@@ -93,14 +109,6 @@ class OpenAIAdapter:
 
     DEFAULT_ENDPOINT = "https://api.openai.com/v1/chat/completions"
     PATH = "/v1/chat/completions"
-
-    def __init__(self, base_url: Optional[str] = None) -> None:
-        self.base_url = base_url
-
-    @property
-    def endpoint(self) -> str:
-        """``base_url`` + ``/v1/chat/completions``, or OpenAI's own endpoint."""
-        return _join(self.base_url, self.PATH) if self.base_url else self.DEFAULT_ENDPOINT
 
     def build_headers(self, api_key: str) -> Dict[str, str]:
         """JSON content and ``Authorization: Bearer <key>``."""
@@ -161,7 +169,7 @@ _ANTHROPIC_TOOL: Dict[str, Any] = {
 }
 
 
-class AnthropicAdapter:
+class AnthropicAdapter(_AtBaseUrl):
     """The Anthropic Messages API (``POST /v1/messages``). Structured output
     comes from a forced tool call: the request offers one tool,
     ``store_compression_result``, and ``tool_choice`` makes the model call
@@ -171,14 +179,6 @@ class AnthropicAdapter:
     PATH = "/v1/messages"
     ANTHROPIC_VERSION = "2023-06-01"
     MAX_TOKENS = 2048
-
-    def __init__(self, base_url: Optional[str] = None) -> None:
-        self.base_url = base_url
-
-    @property
-    def endpoint(self) -> str:
-        """``base_url`` + ``/v1/messages``, or Anthropic's own endpoint."""
-        return _join(self.base_url, self.PATH) if self.base_url else self.DEFAULT_ENDPOINT
 
     def build_headers(self, api_key: str) -> Dict[str, str]:
         """JSON content, ``x-api-key`` and ``anthropic-version``."""
