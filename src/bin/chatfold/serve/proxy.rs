@@ -108,9 +108,11 @@ where
     let asked = asked_budget(&parts)?;
     let mut bytes = read_whole(app, body).await?;
     let folding = &app.folding;
-    let tenant = tenant(&folding.secret, &parts.headers);
-    let prepared = match format {
-        Format::Responses => compaction::prepare(&bytes, &folding.seal, &tenant, rules(app, false))?,
+    // The tenant (a keyed hash of the credential): a Responses body's items
+    // are sealed for it; a chat body needs it only to fold.
+    let responses_tenant = (format == Format::Responses).then(|| tenant(&folding.secret, &parts.headers));
+    let prepared = match &responses_tenant {
+        Some(tenant) => compaction::prepare(&bytes, &folding.seal, tenant, rules(app, false))?,
         _ => Prepared::default(),
     };
     let changed = prepared.body.is_some();
@@ -129,7 +131,9 @@ where
     let Folded { body, outcome } = match decided {
         Some(decided) => decided?,
         None => {
-            let (folding, bytes, tenant) = (Arc::clone(folding), bytes.clone(), tenant.clone());
+            let tenant =
+                (responses_tenant.clone()).unwrap_or_else(|| tenant(&folding.secret, &parts.headers));
+            let (folding, bytes) = (Arc::clone(folding), bytes.clone());
             tokio::task::spawn_blocking(move || folding.fold(format, &bytes, limits, &tenant))
                 .await
                 .map_err(|_| {
@@ -140,8 +144,9 @@ where
     // context_management answered, and the body folded: the response gets
     // the compaction item that stands for what went upstream.
     let item = (prepared.threshold.is_some() && outcome.summarized)
-        .then(|| body.as_deref().map(|sent| compaction_item(app, &tenant, sent)))
-        .flatten();
+        .then(|| body.as_deref().zip(responses_tenant.as_deref()))
+        .flatten()
+        .map(|(sent, tenant)| compaction_item(app, tenant, sent));
     let (body, rewritten) = match body {
         Some(compacted) => {
             let len = compacted.len();
