@@ -18,7 +18,9 @@ async def drive(step: Any, summarize: Callable[[Any], Any]) -> Any:
     """Runs ``step`` to its end, answering each request with ``summarize``
     (a function or a coroutine function). A summarizer's exception fails the
     fold (nothing changed) and is raised as itself; a cancellation abandons
-    the fold, the state as it was."""
+    the fold, the state as it was. A summarizer with an ``asummarize``
+    coroutine method (a framework's model, say) is awaited through it."""
+    asummarize = getattr(summarize, "asummarize", None)
     while True:
         request = step.poll()
         if request is None:
@@ -31,6 +33,8 @@ async def drive(step: Any, summarize: Callable[[Any], Any]) -> Any:
             if isinstance(summarize, _BLOCKING):
                 # An HTTP summarizer of chatfold's: blocking, off the event loop.
                 answer = await asyncio.get_running_loop().run_in_executor(None, summarize, request)
+            elif asummarize is not None:
+                answer = asummarize(request)
             else:
                 answer = summarize(request)
             if inspect.isawaitable(answer):

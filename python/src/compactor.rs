@@ -86,7 +86,9 @@ fn parse_format(format: Option<&str>) -> PyResult<Option<Format>> {
     format
         .map(|f| {
             f.parse::<Format>().map_err(|_| {
-                PyValueError::new_err(format!("unknown format {f:?} (\"openai\" or \"anthropic\")"))
+                PyValueError::new_err(format!(
+                    "unknown format {f:?} (\"openai\", \"anthropic\" or \"responses\")"
+                ))
             })
         })
         .transpose()

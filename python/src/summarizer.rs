@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
 
 use chatfold::memory::State;
-use chatfold::summarize::PlainLine;
+use chatfold::summarize::{PlainLine, Prompt};
 use chatfold::{AsyncSummarizer, BoxError, Extractive, Summarizer, SummaryRequest};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -173,6 +173,23 @@ impl Request {
             Ok(text) => Ok(text),
             Err(never) => match never {},
         }
+    }
+
+    /// The instructions chatfold's HTTP summarizers send for this request,
+    /// as `(system, user)`: the default prompt, or the templates given (each
+    /// with the slots `{allowance}`, `{words}`, `{previous}`,
+    /// `{transcript}` and `{ledger}`). Lets a model of any framework
+    /// summarize as the HTTP summarizers do.
+    #[pyo3(signature = (system=None, user=None))]
+    fn prompt(&self, py: Python<'_>, system: Option<&str>, user: Option<&str>) -> PyResult<(String, String)> {
+        let prompt = match (system, user) {
+            (None, None) => Prompt::default(),
+            (system, user) => {
+                let default = Prompt::default();
+                Prompt::new(system.unwrap_or(default.system()), user.unwrap_or(default.user())).py(py)?
+            }
+        };
+        Ok(prompt.render(self.inner(py)?))
     }
 
     /// The previous summary and the messages as one text to summarize.

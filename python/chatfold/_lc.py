@@ -1,0 +1,231 @@
+"""LangChain messages through chatfold's core, for :mod:`chatfold.langchain`
+and :mod:`chatfold.langgraph`: the messages as OpenAI dicts and back, results
+whose call is gone, a LangChain token counter as chatfold's tokenizer, and the
+one compaction both front ends run (sync and async share its steps)."""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from typing import Any, Callable, Dict, Generator, Iterable, List, Optional, Sequence
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages.utils import convert_to_openai_messages, count_tokens_approximately
+
+from . import Compaction, Compactor, SummaryRequest
+from .errors import InvalidConfig, SummarizerError
+
+TokenCounter = Callable[[Iterable[Any]], int]
+
+#: How many times a compaction is run again, on a smaller budget, when the
+#: caller's token counter still finds the result over its limit.
+_TRIES = 3
+
+
+def answer_text(answer: Any) -> str:
+    """A model's answer (a message, or a string) as text, trimmed."""
+    text = str(answer.text) if isinstance(answer, BaseMessage) else answer
+    if not isinstance(text, str):
+        raise TypeError(f"a summarizer must return a str, got {type(text).__name__}")
+    return text.strip()
+
+
+class Fallback:
+    """What a front end does when its summarizer fails or returns nothing:
+    ``"raise"`` (the error propagates, nothing changes) or ``"extractive"``
+    (chatfold's extractive summary in its place, noted on the summary)."""
+
+    def __init__(self, on_error: str) -> None:
+        if on_error not in ("raise", "extractive"):
+            raise InvalidConfig(f'on_summarizer_error must be "raise" or "extractive", not {on_error!r}')
+        self.on_error = on_error
+        self.error: Optional[str] = None
+
+    def checked(self, answer: Any) -> str:
+        """The summary in ``answer``; an empty one is an error."""
+        text = answer_text(answer)
+        if not text:
+            raise SummarizerError("the summarizer returned an empty summary")
+        return text
+
+    def failed(self, request: Any, error: Exception) -> str:
+        """The extractive summary for ``request``, or ``error`` raised."""
+        if self.on_error != "extractive":
+            raise error
+        self.error = f"{type(error).__name__}: {error}"
+        return request._extractive()
+
+    def note(self, summary: BaseMessage) -> None:
+        """Says on ``summary`` that the extractive summary stood in."""
+        if self.error is not None:
+            summary.additional_kwargs["chatfold"] = {"summary": "extractive", "error": self.error}
+
+
+def without_orphans(messages: Sequence[BaseMessage]) -> List[BaseMessage]:
+    """``messages`` less every tool result whose call no earlier assistant
+    message made (a provider rejects such a result)."""
+    issued: set = set()
+    kept: List[BaseMessage] = []
+    for message in messages:
+        if isinstance(message, AIMessage):
+            issued.update(call.get("id") for call in message.tool_calls)
+            issued.update(call.get("id") for call in message.invalid_tool_calls)
+        elif isinstance(message, ToolMessage) and message.tool_call_id not in issued:
+            continue
+        kept.append(message)
+    return kept
+
+
+def is_heuristic(counter: Any) -> bool:
+    """Whether ``counter`` is LangChain's approximate counter at four
+    characters a token, which chatfold's ``"heuristic"`` tokenizer matches."""
+    if isinstance(counter, functools.partial):
+        return counter.func is count_tokens_approximately and counter.keywords.get("chars_per_token", 4.0) == 4.0
+    return counter is count_tokens_approximately
+
+
+class TextCounter:
+    """A LangChain token counter (messages to tokens) as chatfold's
+    tokenizer (text to tokens): a message of ``text`` less an empty one."""
+
+    def __init__(self, count: TokenCounter) -> None:
+        self._count = count
+        self._empty = count([HumanMessage(content="")])
+
+    def __call__(self, text: str) -> int:
+        return max(0, self._count([HumanMessage(content=text)]) - self._empty)
+
+
+def tokenizer_for(counter: TokenCounter) -> Any:
+    """chatfold's tokenizer for a LangChain token counter."""
+    return "heuristic" if is_heuristic(counter) else TextCounter(counter)
+
+
+class Folding:
+    """One compaction of a LangChain message list by chatfold's core.
+
+    The summary is a ``summary_role`` message starting with
+    ``summary_prefix`` (``make_summary`` makes it a LangChain message); a
+    message of that shape in ``messages`` is the running summary the fold
+    extends. :meth:`aim` sets the target before :meth:`run` or :meth:`arun`.
+    """
+
+    def __init__(
+        self,
+        messages: Sequence[BaseMessage],
+        *,
+        tokenizer: Any,
+        summary_prefix: str,
+        summary_role: str,
+        make_summary: Callable[[str], BaseMessage],
+        max_summary_tokens: Optional[int] = None,
+        max_fold_input_tokens: Optional[int] = None,
+        ledger: bool = True,
+    ) -> None:
+        self.messages = list(messages)
+        self.dicts = [convert_to_openai_messages(m) for m in self.messages]
+        self.pinned: Optional[int] = None
+        self.make_summary = make_summary
+        self.summary_prefix = summary_prefix
+        self._settings: Dict[str, Any] = dict(
+            tokenizer=tokenizer,
+            summary_role=summary_role,
+            summary_prefix=summary_prefix,
+            max_summary_tokens=max_summary_tokens,
+            max_fold_input_tokens=max_fold_input_tokens,
+            ledger=ledger,
+        )
+        self._counter = Compactor(1 << 40, **self._settings)
+        # Set by aim(): what the result must measure under, by whose count.
+        self.limit = 1 << 62
+        self.budget = 1
+        self.keep_recent = 0
+        self.count: Callable[[List[BaseMessage]], int] = lambda ms: 0
+
+    def pin(self, index: Optional[int]) -> None:
+        """Never folds ``messages[index]`` (the question of the turn in
+        progress): the core keeps it as it keeps a developer message, and
+        the result puts it right after the summary when it stood in the
+        folded part."""
+        self.pinned = index
+        if index is not None:
+            self.dicts[index] = {**self.dicts[index], "role": "developer"}
+
+    def tokens(self, start: int = 0) -> int:
+        """The core's count of the messages from ``start`` on."""
+        return self._counter.count(self.dicts[start:]) if start < len(self.dicts) else 0
+
+    def aim(self, *, limit: int, budget: int, keep_recent: int, count: Callable[[List[BaseMessage]], int]) -> "Folding":
+        """Sets the target: ``count`` (the caller's measure of the messages
+        the model is sent) must find the result under ``limit``; ``budget``
+        is the core's first budget for it."""
+        self.limit = limit
+        self.budget = max(budget, 1)
+        self.keep_recent = keep_recent
+        self.count = count
+        return self
+
+    def compactor(self, budget: int) -> Compactor:
+        """The core's compactor for ``budget``."""
+        return Compactor(budget, min(self.keep_recent, budget), **self._settings)
+
+    def tries(self) -> Generator[Compactor, Compaction, Optional["Folded"]]:
+        """The compactions to run, each sent back its result: a smaller
+        budget while the caller's counter finds the result at ``limit`` or
+        over. Returns the fold, or ``None`` when nothing was folded."""
+        budget = self.budget
+        folded: Optional[Folded] = None
+        for _ in range(_TRIES):
+            compaction = yield self.compactor(budget)
+            if not compaction.summarized:
+                return folded
+            folded = Folded(self, compaction)
+            over = self.count(folded.messages) - self.limit + 1
+            if over <= 0 or budget <= 1:
+                break
+            budget = max(1, budget - over - budget // 20)
+        return folded
+
+    def run(self, summarize: Callable[[SummaryRequest], str]) -> Optional["Folded"]:
+        """The compaction, with a synchronous summarizer."""
+        steps = self.tries()
+        compactor = next(steps)
+        while True:
+            try:
+                compactor = steps.send(compactor.compact(self.dicts, summarize))
+            except StopIteration as done:
+                return done.value
+
+    async def arun(self, summarize: Callable[[SummaryRequest], Any]) -> Optional["Folded"]:
+        """The compaction, with a summarizer that may be a coroutine function."""
+        steps = self.tries()
+        compactor = next(steps)
+        while True:
+            compaction = await compactor.compact_async(self.dicts, summarize)
+            try:
+                compactor = steps.send(compaction)
+            except StopIteration as done:
+                return done.value
+
+
+class Folded:
+    """A compaction's outcome in LangChain's messages: the system messages
+    from the folded part, the summary, and the kept messages (the pinned
+    message first when it was in the folded part), the caller's own objects."""
+
+    def __init__(self, folding: Folding, compaction: Compaction) -> None:
+        fates = compaction.report["fates"]
+        self.compaction = compaction
+        hoisted = [i for i, fate in enumerate(fates) if fate == "hoisted"]
+        # The core writes the hoisted messages, then the summary, then the kept part.
+        self.summary = folding.make_summary(compaction.messages[len(hoisted)]["content"])
+        self.hoisted = [folding.messages[i] for i in hoisted if i != folding.pinned]
+        self.kept = [folding.messages[i] for i in hoisted if i == folding.pinned]
+        self.kept += [m for m, fate in zip(folding.messages, fates) if fate == "kept"]
+        if self.summary.id is None:
+            self.summary.id = str(uuid.uuid4())
+
+    @property
+    def messages(self) -> List[BaseMessage]:
+        """The messages the model is sent."""
+        return [*self.hoisted, self.summary, *self.kept]
