@@ -9,7 +9,7 @@ import functools
 import uuid
 from typing import Any, Callable, Dict, Generator, Iterable, List, Optional, Sequence
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.messages.utils import convert_to_openai_messages, count_tokens_approximately
 
 from . import Compaction, Compactor, SummaryRequest
@@ -74,6 +74,16 @@ def without_orphans(messages: Sequence[BaseMessage]) -> List[BaseMessage]:
             continue
         kept.append(message)
     return kept
+
+
+def question_index(messages: Sequence[BaseMessage]) -> Optional[int]:
+    """Where the turn in progress starts: the newest user message that is
+    not a summary LangChain's middleware wrote."""
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if isinstance(m, HumanMessage) and m.additional_kwargs.get("lc_source") != "summarization":
+            return i
+    return None
 
 
 def is_heuristic(counter: Any) -> bool:
@@ -229,3 +239,46 @@ class Folded:
     def messages(self) -> List[BaseMessage]:
         """The messages the model is sent."""
         return [*self.hoisted, self.summary, *self.kept]
+
+
+class ChatModelSummarizer:
+    """A LangChain chat model as chatfold's summarizer: it is sent the prompt
+    chatfold's HTTP summarizers send (:meth:`chatfold.SummaryRequest.prompt`;
+    ``system`` and ``user`` templates replace it), or, given ``template``, one
+    user message: ``template.format(messages=request.transcript)``.
+
+    Usable wherever chatfold takes a summarizer: called for a synchronous
+    compaction, and through :meth:`asummarize` (the model's ``ainvoke``) by
+    ``compact_async`` and the async memories.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        *,
+        system: Optional[str] = None,
+        user: Optional[str] = None,
+        template: Optional[str] = None,
+        config: Optional[Dict[str, Any]] = None,
+    ) -> None:
+        if template is not None and (system is not None or user is not None):
+            raise InvalidConfig("give either template or system and user, not both")
+        self.model = model
+        self._system = system
+        self._user = user
+        self._template = template
+        self._config = config
+
+    def messages(self, request: Any) -> List[BaseMessage]:
+        """What the model is sent for ``request``."""
+        if self._template is not None:
+            return [HumanMessage(content=self._template.format(messages=request.transcript).rstrip())]
+        system, user = request.prompt(self._system, self._user)
+        return [SystemMessage(content=system), HumanMessage(content=user)]
+
+    def __call__(self, request: Any) -> str:
+        return answer_text(self.model.invoke(self.messages(request), config=self._config))
+
+    async def asummarize(self, request: Any) -> str:
+        """The summary, from the model's ``ainvoke``."""
+        return answer_text(await self.model.ainvoke(self.messages(request), config=self._config))

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from typing import Any, Awaitable, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple
 
 from langchain.agents.middleware import AgentMiddleware
 from langchain.agents.middleware import SummarizationMiddleware as _LangChainSummarization
@@ -59,8 +59,7 @@ from langgraph.constants import TAG_NOSTREAM
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.types import Command
 
-from ._lc import Fallback, Folded, Folding, answer_text, tokenizer_for, without_orphans
-from .errors import InvalidConfig
+from ._lc import ChatModelSummarizer, Fallback, Folded, Folding, question_index, tokenizer_for, without_orphans
 
 __all__ = ["SummarizationMiddleware", "ChatModelSummarizer", "SUMMARY_PREFIX"]
 
@@ -71,49 +70,6 @@ SUMMARY_PREFIX = "Here is a summary of the conversation to date:\n\n"
 _MESSAGES_ONLY_SUMMARY_TOKENS = 1000
 
 _SUMMARY_CONFIG: Dict[str, Any] = {"metadata": {"lc_source": "summarization"}, "tags": [TAG_NOSTREAM]}
-
-
-class ChatModelSummarizer:
-    """A LangChain chat model as chatfold's summarizer: it is sent the prompt
-    chatfold's HTTP summarizers send (:meth:`chatfold.SummaryRequest.prompt`;
-    ``system`` and ``user`` templates replace it), or, given ``template``, one
-    user message: ``template.format(messages=request.transcript)``.
-
-    Usable wherever chatfold takes a summarizer: called for a synchronous
-    compaction, and through :meth:`asummarize` (the model's ``ainvoke``) by
-    ``compact_async`` and the async memories.
-    """
-
-    def __init__(
-        self,
-        model: Any,
-        *,
-        system: Optional[str] = None,
-        user: Optional[str] = None,
-        template: Optional[str] = None,
-        config: Optional[Dict[str, Any]] = None,
-    ) -> None:
-        if template is not None and (system is not None or user is not None):
-            raise InvalidConfig("give either template or system and user, not both")
-        self.model = model
-        self._system = system
-        self._user = user
-        self._template = template
-        self._config = config
-
-    def messages(self, request: Any) -> List[BaseMessage]:
-        """What the model is sent for ``request``."""
-        if self._template is not None:
-            return [HumanMessage(content=self._template.format(messages=request.transcript).rstrip())]
-        system, user = request.prompt(self._system, self._user)
-        return [SystemMessage(content=system), HumanMessage(content=user)]
-
-    def __call__(self, request: Any) -> str:
-        return answer_text(self.model.invoke(self.messages(request), config=self._config))
-
-    async def asummarize(self, request: Any) -> str:
-        """The summary, from the model's ``ainvoke``."""
-        return answer_text(await self.model.ainvoke(self.messages(request), config=self._config))
 
 
 class _Attempt(Fallback):
@@ -254,7 +210,7 @@ class SummarizationMiddleware(_LangChainSummarization):
             max_fold_input_tokens=self.trim_tokens_to_summarize,
             ledger=self.ledger,
         )
-        folding.pin(_turn_start(messages))
+        folding.pin(question_index(messages))
         token_limit, message_limit = self._limits()
         kind, value = self.keep
         n = len(messages)
@@ -276,7 +232,7 @@ class SummarizationMiddleware(_LangChainSummarization):
             ratio = max(1.0, (total - fixed) / max(1, folding.tokens()))
             limit = token_limit
             budget = int((token_limit - fixed - 1) / ratio)
-        turn = _turn_start(messages)
+        turn = question_index(messages)
         if turn is not None:
             # The turn in progress stays whole where a summary still fits beside it.
             keep_tokens = max(keep_tokens, min(folding.tokens(turn), budget - budget // 5))
@@ -334,12 +290,3 @@ class SummarizationMiddleware(_LangChainSummarization):
 
 def _summary_message(text: str) -> HumanMessage:
     return HumanMessage(content=text, additional_kwargs={"lc_source": "summarization"})
-
-
-def _turn_start(messages: Sequence[BaseMessage]) -> Optional[int]:
-    """Where the turn in progress starts: the newest user message that is not a summary."""
-    for i in range(len(messages) - 1, -1, -1):
-        m = messages[i]
-        if isinstance(m, HumanMessage) and m.additional_kwargs.get("lc_source") != "summarization":
-            return i
-    return None

@@ -38,9 +38,8 @@ from langchain_core.messages.utils import convert_to_messages, count_tokens_appr
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.utils.runnable import RunnableCallable
 
-from ._lc import Fallback, Folded, Folding, tokenizer_for, without_orphans
+from ._lc import ChatModelSummarizer, Fallback, Folded, Folding, question_index, tokenizer_for, without_orphans
 from .errors import InvalidConfig
-from .langchain import ChatModelSummarizer
 
 __all__ = ["SummarizationNode", "RunningSummary", "SUMMARY_PREFIX"]
 
@@ -188,6 +187,7 @@ class SummarizationNode(RunnableCallable):
             max_summary_tokens=self.max_summary_tokens,
             ledger=self.ledger,
         )
+        folding.pin(question_index(sent))
         ratio = max(1.0, self.token_counter(sent) / max(1, folding.tokens()))
         budget = int(self.max_tokens / ratio)
         return (

@@ -4,10 +4,10 @@ receives must pass, shared by the LangChain and LangGraph tests."""
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, List, Optional
+from typing import Any, List
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 from pydantic import PrivateAttr
@@ -128,16 +128,3 @@ def is_question(message: BaseMessage) -> bool:
 
 def text_of(messages: List[List[BaseMessage]]) -> str:
     return "\n".join(str(m.content) for ms in messages for m in ms)
-
-
-def first(messages: List[BaseMessage], kind: type) -> List[BaseMessage]:
-    return [m for m in messages if isinstance(m, kind)]
-
-
-def make_system(words: int) -> SystemMessage:
-    return SystemMessage(content="You are a careful support agent. " * words)
-
-
-def run_turns(invoke: Callable[[Any], Any], turns: int) -> None:
-    for i in range(turns):
-        invoke({"messages": [question(i)]})
