@@ -169,6 +169,27 @@ def test_a_runner_session_stays_within_the_budget(fake: FakeChat, summarize: str
         assert "The user asked about orders" in summary["content"]
 
 
+def test_a_redis_session_is_compacted_in_place(fake: FakeChat, redis_url: str) -> None:
+    from agents.extensions.memory import RedisSession
+
+    agent = agent_for(fake)
+
+    async def run() -> List[Any]:
+        inner = RedisSession.from_url("r1", url=redis_url)
+        session = CompactingSession(inner, budget=BUDGET)
+        for i in range(10):
+            await Runner.run(agent, question(i), session=session)
+        assert session.last_compaction is not None
+        # What a fresh handle on the same key reads: the compacted items.
+        items = await RedisSession.from_url("r1", url=redis_url).get_items()
+        assert session.compactor.count(items) <= BUDGET
+        return items
+
+    items = asyncio.run(run())
+    assert items[0]["role"] == "system" and FIRST_ORDER in items[0]["content"]
+    check(fake)
+
+
 def test_a_streamed_run_is_compacted_after_it_ends(fake: FakeChat, tmp_path: Any) -> None:
     agent = agent_for(fake)
     session = CompactingSession(SQLiteSession("s2", str(tmp_path / "s.db")), budget=BUDGET)

@@ -12,9 +12,6 @@ import inspect
 import logging
 import os
 import pathlib
-import shutil
-import socket
-import subprocess
 import time
 
 import pytest
@@ -509,59 +506,20 @@ def test_the_state_is_a_frozen_snapshot():
             state.l1_working.messages.append(None)
 
 
-def _redis_server():
-    """A redis-server of its own on a free loopback port, or None."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        return None, None
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    for _ in range(100):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-            return proc, port
-        except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    return None, None
+def test_the_redis_storage_keeps_the_whole_session(redis_url):
+    adapter = compat.RedisStorageAdapter(redis_url, ttl_seconds=60)
+    _session_round_trip(adapter)
 
+    async def check():
+        import redis.asyncio
 
-def test_the_redis_storage_keeps_the_whole_session():
-    required = os.environ.get("CHATFOLD_REQUIRE_REDIS") == "1"
-    try:
-        import redis  # noqa: F401
-    except ImportError:
-        if required:
-            pytest.fail("the redis package is not installed")
-        pytest.skip("no redis package")
-    proc, port = _redis_server()
-    if proc is None:
-        if required:
-            pytest.fail("redis-server could not be started")
-        pytest.skip("no redis-server")
-    try:
-        adapter = compat.RedisStorageAdapter(f"redis://127.0.0.1:{port}/0", ttl_seconds=60)
-        _session_round_trip(adapter)
+        client = redis.asyncio.from_url(redis_url, decode_responses=True)
+        assert await client.ttl("sawtooth:session:s1:l1") > 0
+        await adapter.delete_state("s1")
+        assert await adapter.load_state("s1") is None
+        await client.aclose()
 
-        async def check():
-            import redis.asyncio
-
-            client = redis.asyncio.from_url(f"redis://127.0.0.1:{port}/0", decode_responses=True)
-            assert await client.ttl("sawtooth:session:s1:l1") > 0
-            await adapter.delete_state("s1")
-            assert await adapter.load_state("s1") is None
-            await client.aclose()
-
-        asyncio.run(check())
-    finally:
-        proc.kill()
-        proc.wait()
+    asyncio.run(check())
 
 
 def test_unsupported_features_raise_a_clear_error():

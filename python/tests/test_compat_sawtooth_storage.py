@@ -13,40 +13,12 @@ Skipped without the redis package or redis-server; with
 """
 
 import asyncio
-import os
 import time
 
 import pytest
-from test_compat_sawtooth import _redis_server
 
 from chatfold.compat.sawtooth.state import ArchivalMemory, EntityLedger, MemoryState
 from chatfold.compat.sawtooth.storage.redis_adapter import RedisStorageAdapter
-
-REQUIRED = os.environ.get("CHATFOLD_REQUIRE_REDIS") == "1"
-
-
-def _unavailable(reason):
-    if REQUIRED:
-        pytest.fail(f"{reason}, and CHATFOLD_REQUIRE_REDIS=1 requires the Redis tests")
-    pytest.skip(reason)
-
-
-@pytest.fixture(scope="module")
-def redis_url():
-    """A redis-server of the module's own on a free loopback port."""
-    try:
-        import redis  # noqa: F401
-    except ImportError:
-        _unavailable("the redis package is not installed")
-    proc, port = _redis_server()
-    if proc is None:
-        _unavailable("no redis-server, or it did not start")
-    try:
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        proc.kill()
-        proc.wait()
-
 
 @pytest.fixture
 def make(redis_url):
