@@ -14,7 +14,8 @@ use crate::json;
 use crate::policy;
 use crate::result::{CompactionResult, Owned};
 use crate::step::{Finish, Step};
-use crate::summarizer::{Bridge, Sync};
+use crate::summarizer::Sync;
+use chatfold::summarize::Bridge;
 
 /// The input read: the history, and whether it was a body.
 pub struct Input {

@@ -20,7 +20,8 @@ use crate::fork::detach;
 use crate::json;
 use crate::policy;
 use crate::step::{Finish, Step};
-use crate::summarizer::{Bridge, Sync};
+use crate::summarizer::Sync;
+use chatfold::summarize::Bridge;
 
 /// One message dict as a message.
 pub fn message(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Message> {

@@ -1,16 +1,12 @@
 //! Summarizers from Python: a callable `f(request) -> str` called from Rust
 //! (sync), or a coroutine function awaited by Python between the fold's
-//! steps (async, through [`Bridge`]); `Extractive` by name.
+//! steps (async, through the core's `Bridge`); `Extractive` by name.
 
-use std::cell::RefCell;
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::{Arc, Mutex, OnceLock};
-use std::task::{Context, Poll};
+use std::sync::OnceLock;
 
 use chatfold::memory::State;
 use chatfold::summarize::{PlainLine, Prompt};
-use chatfold::{AsyncSummarizer, BoxError, Extractive, Summarizer, SummaryRequest};
+use chatfold::{BoxError, Extractive, Summarizer, SummaryRequest};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
@@ -306,71 +302,6 @@ impl Summarizer for Sync {
             Sync::OpenAi(s) => Summarizer::summarize(s, request).map_err(Into::into),
             Sync::Anthropic(s) => Summarizer::summarize(s, request).map_err(Into::into),
             Sync::Callable(f) => Python::attach(|py| call_python(py, f, request.clone().into_owned())),
-        }
-    }
-}
-
-/// The exchange between one stepped future and the Python code that drives
-/// it: the request the fold is waiting on, and the answer once Python has it.
-#[derive(Debug, Default)]
-pub struct Slot {
-    pub request: Option<SummaryRequest<'static>>,
-    pub answer: Option<Result<String, BoxError>>,
-}
-
-thread_local! {
-    /// The slot of the step being polled on this thread.
-    pub static CURRENT: RefCell<Option<Arc<Mutex<Slot>>>> = const { RefCell::new(None) };
-}
-
-/// The async summarizer of the stepped futures: its call leaves the
-/// request in the slot of the step polling it and waits, `Pending`, until
-/// Python (which awaited the summarizer) has put the answer there. No
-/// Python coroutine is driven from Rust.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Bridge;
-
-/// One call through the [`Bridge`].
-#[derive(Debug)]
-pub struct Asked {
-    request: Option<SummaryRequest<'static>>,
-    slot: Option<Arc<Mutex<Slot>>>,
-}
-
-impl Future for Asked {
-    type Output = Result<String, BoxError>;
-
-    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.get_mut();
-        if this.slot.is_none() {
-            this.slot = CURRENT.with(|c| c.borrow().clone());
-        }
-        let Some(slot) = &this.slot else {
-            return Poll::Ready(Err("chatfold: a fold was polled outside a step".into()));
-        };
-        let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(request) = this.request.take() {
-            slot.request = Some(request);
-            slot.answer = None;
-            return Poll::Pending;
-        }
-        match slot.answer.take() {
-            Some(answer) => Poll::Ready(answer),
-            None => Poll::Pending,
-        }
-    }
-}
-
-impl AsyncSummarizer for Bridge {
-    type Error = BoxError;
-
-    fn summarize(
-        &self,
-        request: SummaryRequest<'_>,
-    ) -> impl Future<Output = Result<String, BoxError>> + Send {
-        Asked {
-            request: Some(request.into_owned()),
-            slot: None,
         }
     }
 }

@@ -23,6 +23,7 @@ use crate::message::Message;
 
 #[cfg(feature = "anthropic")]
 mod anthropic;
+mod bridge;
 mod extractive;
 #[cfg(feature = "_http")]
 mod http;
@@ -32,6 +33,7 @@ mod prompt;
 
 #[cfg(feature = "anthropic")]
 pub use anthropic::{Anthropic, AnthropicSummarizer};
+pub use bridge::{Bridge, Operation, Polled, Stepped};
 pub use extractive::Extractive;
 #[cfg(feature = "_http")]
 pub use http::{HttpError, HttpErrorKind, HttpSummarizer};
