@@ -1,0 +1,246 @@
+// chatfold for JavaScript: keep LLM chat histories inside a token budget.
+// The compactor is chatfold's Rust core (chatfold.node); this file gives it
+// JavaScript's conventions: camelCase, promises, Error subclasses.
+'use strict'
+
+const native = require('./chatfold.node')
+
+/** Every error chatfold throws of its own. */
+class ChatfoldError extends Error {
+  constructor(message, info) {
+    super(message)
+    this.name = new.target.name
+    if (info && info.kind) this.kind = info.kind
+  }
+}
+/** A setting that cannot work (a budget of 0, keepRecent over the budget...). */
+class InvalidConfig extends ChatfoldError {}
+/** A message that cannot be read: `index` is its position, `field` the field at fault. */
+class InvalidMessage extends ChatfoldError {
+  constructor(message, info = {}) {
+    super(message, info)
+    this.index = info.index
+    this.field = info.field
+  }
+}
+/** Input that is not a history (not a list of messages or a request body). */
+class InvalidInput extends ChatfoldError {}
+/** A saved state that cannot be restored. */
+class InvalidState extends ChatfoldError {}
+/** The summarizer failed or returned an empty summary; nothing was changed. */
+class SummarizerError extends ChatfoldError {}
+/** The budget cannot be reached (with `strict: true`). */
+class BudgetUnreachable extends ChatfoldError {}
+
+const KINDS = { ChatfoldError, InvalidConfig, InvalidMessage, InvalidInput, InvalidState, SummarizerError, BudgetUnreachable }
+
+/** A native error as chatfold's class, or as it came when it is not chatfold's. */
+function translated(error) {
+  const message = error && typeof error.message === 'string' ? error.message : ''
+  if (!message.startsWith('chatfold:')) return error
+  let info
+  try {
+    info = JSON.parse(message.slice('chatfold:'.length))
+  } catch {
+    return error
+  }
+  const Kind = KINDS[info.kind] || ChatfoldError
+  return new Kind(info.message, info)
+}
+
+function call(f) {
+  try {
+    return f()
+  } catch (error) {
+    throw translated(error)
+  }
+}
+
+async function awaited(promise) {
+  try {
+    return await promise
+  } catch (error) {
+    throw translated(error)
+  }
+}
+
+/** What the summarizer is asked. */
+class SummaryRequest {
+  constructor(raw) {
+    /** The running summary the folded messages add to (`null` on the first fold). */
+    this.previousSummary = raw.previousSummary
+    /** The folded messages, oldest first, as OpenAI-style objects. */
+    this.messages = raw.messages
+    /** The previous summary and the messages as one text to summarize. */
+    this.transcript = raw.transcript
+    /** Tokens the summary may take; a longer one is cut to fit. */
+    this.allowance = raw.allowance
+    /** Exact identifiers the summary's ledger will list (no need to repeat them). */
+    this.ledger = raw.ledger
+    Object.defineProperty(this, '_prompt', { value: raw.prompt })
+  }
+
+  /** The instructions chatfold's HTTP summarizers send, as `{ system, user }`. */
+  prompt() {
+    return { ...this._prompt }
+  }
+}
+
+/** An OpenAI-compatible Chat Completions summarizer that runs in Rust. */
+class OpenAISummarizer {
+  constructor(baseUrl, model, options = {}) {
+    this.spec = { kind: 'openai', baseUrl, model, apiKey: options.apiKey }
+  }
+}
+
+/** An Anthropic Messages summarizer that runs in Rust. */
+class AnthropicSummarizer {
+  constructor(baseUrl, model, options = {}) {
+    this.spec = { kind: 'anthropic', baseUrl, model, apiKey: options.apiKey }
+  }
+}
+
+/** A summarizer the native side runs by itself, or null for a function. */
+function named(summarize) {
+  if (summarize === undefined || summarize === null || summarize === 'extractive') return { kind: 'extractive' }
+  if (summarize instanceof OpenAISummarizer || summarize instanceof AnthropicSummarizer) return summarize.spec
+  if (typeof summarize === 'function') return null
+  throw new TypeError('summarize must be a function, "extractive", an OpenAISummarizer or an AnthropicSummarizer')
+}
+
+/** Messages as the JSON text the native side reads. */
+function json(messages) {
+  if (messages === null || typeof messages !== 'object') {
+    throw new InvalidInput(`messages must be an array of messages or a request body, not ${messages === null ? 'null' : typeof messages}`)
+  }
+  return JSON.stringify(messages)
+}
+
+/** A compaction's outcome: the caller's own message objects when nothing changed. */
+function compaction(text, input) {
+  const raw = JSON.parse(text)
+  const messages = raw.messages === null ? (Array.isArray(input) ? [...input] : input) : raw.messages
+  return Object.freeze({ ...raw, messages })
+}
+
+function checkedText(text) {
+  if (typeof text !== 'string') {
+    throw new TypeError(`a summarizer must return a string, not ${text === null ? 'null' : typeof text}`)
+  }
+  return text
+}
+
+const OPTIONS = [
+  'keepRecent', 'tokenizer', 'format', 'strict', 'summaryRole', 'summaryPrefix',
+  'minSummaryTokens', 'maxSummaryTokens', 'ledger', 'maxFoldInputTokens',
+]
+
+/**
+ * Keeps a chat history inside `budget` tokens: system messages and the most
+ * recent turns (`keepRecent` tokens, half the budget by default) verbatim,
+ * the older middle folded into one summary message.
+ */
+class Compactor {
+  #native
+
+  constructor(budget, options = {}) {
+    if (!Number.isInteger(budget) || budget < 0 || budget > 0xffffffff) {
+      throw new InvalidConfig(`budget must be a whole number of tokens, not ${budget}`)
+    }
+    for (const key of Object.keys(options)) {
+      if (!OPTIONS.includes(key)) throw new InvalidConfig(`unknown option ${JSON.stringify(key)}`)
+    }
+    if (typeof options.tokenizer === 'function') {
+      throw new InvalidConfig('a tokenizer function is not supported yet: use "o200k_base", "cl100k_base", a model name or "heuristic"')
+    }
+    this.#native = call(() => new native.NativeCompactor(budget, { ...options }))
+  }
+
+  /** The budget in tokens. */
+  get budget() {
+    return this.#native.budget
+  }
+
+  /** Tokens of recent turns kept verbatim. */
+  get keepRecent() {
+    return this.#native.keepRecent
+  }
+
+  /** Tokens of `messages` as the budget measures them. */
+  count(messages) {
+    return call(() => this.#native.count(json(messages)))
+  }
+
+  /**
+   * Compacts `messages` (a list of messages, or a request body). `summarize`
+   * is a function `(request) => string`, `"extractive"` (the default: the
+   * built-in summarizer, no model) or an HTTP summarizer. A summarizer's
+   * exception is thrown as itself and nothing is changed.
+   */
+  compact(messages, summarize) {
+    const spec = named(summarize)
+    if (spec) return compaction(call(() => this.#native.compactNamed(json(messages), spec)), messages)
+    const step = this.#native.begin(json(messages))
+    for (;;) {
+      const raw = step.poll()
+      if (raw === null) return compaction(call(() => step.result()), messages)
+      let text
+      try {
+        text = summarize(new SummaryRequest(JSON.parse(raw)))
+        if (text && typeof text.then === 'function') {
+          throw new TypeError('the summarizer returned a promise: use compactAsync for an async summarizer')
+        }
+        checkedText(text)
+      } catch (error) {
+        step.cancel()
+        throw error
+      }
+      step.answer(text)
+    }
+  }
+
+  /**
+   * {@link Compactor#compact} with an async summarizer (a function returning
+   * a promise, or a plain one); the history is read and planned on libuv's
+   * thread pool, not the JavaScript thread. A summarizer that throws or
+   * rejects changes nothing: its error is thrown as itself.
+   */
+  async compactAsync(messages, summarize) {
+    const spec = named(summarize)
+    if (spec) return compaction(await awaited(this.#native.compactNamedAsync(json(messages), spec)), messages)
+    const step = this.#native.begin(json(messages))
+    for (;;) {
+      const raw = await step.pollAsync()
+      if (raw === null) return compaction(call(() => step.result()), messages)
+      let text
+      try {
+        text = checkedText(await summarize(new SummaryRequest(JSON.parse(raw))))
+      } catch (error) {
+        step.cancel()
+        throw error
+      }
+      step.answer(text)
+    }
+  }
+}
+
+/** Tokens of `messages` with `tokenizer` (`"o200k_base"` by default). */
+function countTokens(messages, tokenizer) {
+  return call(() => native.countTokens(json(messages), tokenizer))
+}
+
+module.exports = {
+  Compactor,
+  SummaryRequest,
+  OpenAISummarizer,
+  AnthropicSummarizer,
+  countTokens,
+  version: native.version(),
+  ChatfoldError,
+  InvalidConfig,
+  InvalidMessage,
+  InvalidInput,
+  InvalidState,
+  SummarizerError,
+  BudgetUnreachable,
+}

@@ -1,0 +1,460 @@
+//! The native half of the `chatfold` npm package: chatfold's compactor over
+//! Node-API. JavaScript's half (`index.js`) gives it the package's API:
+//! camelCase, promises, `Error` subclasses. Messages and results cross as
+//! JSON text (V8 parses and writes it faster than it builds objects through
+//! Node-API; the core reads it into its `History` and writes it back in the
+//! shape it came in); a summarizer written in JavaScript answers through the core's
+//! [`Stepped`] operations, polled on the JavaScript thread (`poll`) or on
+//! libuv's thread pool (`pollAsync`), so large histories are read and
+//! planned off the JavaScript thread.
+
+use std::sync::Arc;
+
+use chatfold::summarize::{AnthropicSummarizer, Bridge, OpenAiSummarizer, Polled, Prompt, Stepped};
+use chatfold::{
+    Compaction, Compactor, Error, Extractive, Fate, Format, History, NamedCounter, Summarizer, SummaryRequest,
+};
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+use serde_json::{Value, json};
+
+/// A chatfold error as a JavaScript error: its reason is `chatfold:` and a
+/// JSON object (`kind`, `message`, and `index`, `field` where the error has
+/// them), which `index.js` turns into the matching `Error` subclass.
+fn js_error(error: Error) -> napi::Error {
+    let mut info = json!({ "kind": kind(&error), "message": error.to_string() });
+    if let Error::InvalidMessage { index, problem } = &error {
+        info["index"] = json!(index);
+        info["field"] = json!(problem.field());
+    }
+    napi::Error::new(Status::GenericFailure, format!("chatfold:{info}"))
+}
+
+/// The JavaScript class name for `error`'s kind.
+fn kind(error: &Error) -> &'static str {
+    match error {
+        // A tokenizer that cannot be had is a setting that cannot work.
+        Error::InvalidConfig(_) | Error::Tokenizer(_) => "InvalidConfig",
+        Error::InvalidMessage { .. } => "InvalidMessage",
+        Error::InvalidInput(_) => "InvalidInput",
+        Error::InvalidState(_) => "InvalidState",
+        Error::Summarize(_) | Error::EmptySummary => "SummarizerError",
+        Error::BudgetUnreachable { .. } => "BudgetUnreachable",
+        _ => "ChatfoldError",
+    }
+}
+
+trait OrJs<T> {
+    fn js(self) -> napi::Result<T>;
+}
+
+impl<T> OrJs<T> for chatfold::Result<T> {
+    fn js(self) -> napi::Result<T> {
+        self.map_err(js_error)
+    }
+}
+
+/// The options of `new Compactor(budget, options)`, as `index.js` passes them.
+#[napi(object)]
+pub struct CompactorOptions {
+    pub keep_recent: Option<u32>,
+    pub tokenizer: Option<String>,
+    pub format: Option<String>,
+    pub strict: Option<bool>,
+    pub summary_role: Option<String>,
+    pub summary_prefix: Option<String>,
+    pub min_summary_tokens: Option<u32>,
+    pub max_summary_tokens: Option<u32>,
+    pub ledger: Option<bool>,
+    pub max_fold_input_tokens: Option<u32>,
+}
+
+/// A summarizer named from JavaScript: the built-in one, or an HTTP one
+/// that runs in Rust (on the thread pool for `compactNamedAsync`).
+#[napi(object)]
+pub struct NamedSummarizer {
+    /// `"extractive"`, `"openai"` or `"anthropic"`.
+    pub kind: String,
+    pub base_url: Option<String>,
+    pub model: Option<String>,
+    pub api_key: Option<String>,
+}
+
+/// A summarizer chosen by name.
+enum Named {
+    Extractive(Extractive),
+    OpenAi(OpenAiSummarizer),
+    Anthropic(AnthropicSummarizer),
+}
+
+impl Named {
+    fn new(spec: NamedSummarizer) -> napi::Result<Self> {
+        let endpoint = |what: &str| {
+            let missing =
+                |field: &str| napi::Error::from_reason(format!("a {what} summarizer needs {field}"));
+            Ok::<_, napi::Error>((
+                spec.base_url.clone().ok_or_else(|| missing("baseUrl"))?,
+                spec.model.clone().ok_or_else(|| missing("model"))?,
+            ))
+        };
+        Ok(match spec.kind.as_str() {
+            "extractive" => Named::Extractive(Extractive::new()),
+            "openai" => {
+                let (url, model) = endpoint("openai")?;
+                let mut s = OpenAiSummarizer::new(&url, &model);
+                if let Some(key) = spec.api_key {
+                    s = s.api_key(key);
+                }
+                Named::OpenAi(s)
+            }
+            "anthropic" => {
+                let (url, model) = endpoint("anthropic")?;
+                let mut s = AnthropicSummarizer::new(&url, &model);
+                if let Some(key) = spec.api_key {
+                    s = s.api_key(key);
+                }
+                Named::Anthropic(s)
+            }
+            other => {
+                return Err(napi::Error::from_reason(format!(
+                    "unknown summarizer {other:?} (\"extractive\", \"openai\" or \"anthropic\")"
+                )));
+            }
+        })
+    }
+}
+
+impl Summarizer for Named {
+    type Error = chatfold::BoxError;
+
+    fn summarize(&self, request: &SummaryRequest<'_>) -> std::result::Result<String, chatfold::BoxError> {
+        match self {
+            Named::Extractive(e) => e.summarize(request).map_err(Into::into),
+            Named::OpenAi(s) => Summarizer::summarize(s, request).map_err(Into::into),
+            Named::Anthropic(s) => Summarizer::summarize(s, request).map_err(Into::into),
+        }
+    }
+}
+
+/// The compactor under `Compactor` (see `index.js`).
+#[napi]
+pub struct NativeCompactor {
+    inner: Arc<Compactor<NamedCounter>>,
+    format: Option<Format>,
+}
+
+/// A history read from JavaScript, with what is needed to write it back.
+struct Input {
+    history: History,
+}
+
+impl Input {
+    fn read(json: &str, format: Option<Format>) -> chatfold::Result<Self> {
+        let history = History::from_json_str(json)?;
+        let history = match format {
+            Some(f) => history.into_format(f)?,
+            None => history,
+        };
+        Ok(Input { history })
+    }
+
+    /// The compactor for this input: its summary placed for its format.
+    fn compactor(&self, c: &Compactor<NamedCounter>) -> Compactor<NamedCounter> {
+        let mut c = c.clone();
+        c.policy.placement = self.history.placement();
+        c
+    }
+
+    /// The result JavaScript gets, as JSON: `messages` null when nothing changed.
+    fn result(&self, c: &Compaction<'_>) -> String {
+        let changed = matches!(c.messages, std::borrow::Cow::Owned(_));
+        let messages = if changed {
+            self.history.to_json_with(&c.messages)
+        } else {
+            Value::Null
+        };
+        let r = &c.report;
+        let fates: Vec<&str> = r
+            .fates()
+            .map(|f| match f {
+                Fate::Kept => "kept",
+                Fate::Hoisted => "hoisted",
+                Fate::Folded => "folded",
+                Fate::PreviousSummary => "previousSummary",
+                _ => "other",
+            })
+            .collect();
+        let value = json!({
+            "messages": messages,
+            "summarized": c.summarized,
+            "tokensBefore": c.tokens_before.get(),
+            "tokensBeforeExact": c.tokens_before.exact().is_some(),
+            "tokensAfter": c.tokens_after,
+            "overBudget": c.over_budget,
+            "summaryTruncated": c.summary_truncated,
+            "report": {
+                "fates": fates,
+                "cut": r.cut(),
+                "reason": format!("{:?}", r.reason()).to_lowercase(),
+                "alignedFrom": r.aligned_from(),
+                "folds": r.folds(),
+                "allowance": r.allowance(),
+                "proseAllowance": r.prose_allowance(),
+                "ledger": r.ledger().iter().map(|e| e.as_str()).collect::<Vec<_>>(),
+                "ledgerDropped": r.ledger_dropped().iter().map(|e| e.as_str()).collect::<Vec<_>>(),
+                "cleared": r.cleared(),
+                "reused": r.reused(),
+            },
+        });
+        value.to_string()
+    }
+}
+
+fn parse_format(format: Option<&str>) -> napi::Result<Option<Format>> {
+    format.map(|f| f.parse::<Format>().js()).transpose()
+}
+
+#[napi]
+impl NativeCompactor {
+    /// A compactor of `budget` tokens.
+    #[napi(constructor)]
+    pub fn new(budget: u32, options: Option<CompactorOptions>) -> napi::Result<Self> {
+        let o = options.unwrap_or(CompactorOptions {
+            keep_recent: None,
+            tokenizer: None,
+            format: None,
+            strict: None,
+            summary_role: None,
+            summary_prefix: None,
+            min_summary_tokens: None,
+            max_summary_tokens: None,
+            ledger: None,
+            max_fold_input_tokens: None,
+        });
+        let counter: NamedCounter = o.tokenizer.as_deref().unwrap_or("o200k_base").parse().js()?;
+        let mut policy = chatfold::FoldPolicy::new().ledger(o.ledger.unwrap_or(true));
+        if let Some(role) = o.summary_role {
+            policy = policy.summary_role(role.as_str());
+        }
+        if let Some(prefix) = o.summary_prefix {
+            policy = policy.summary_prefix(prefix);
+        }
+        if let Some(n) = o.min_summary_tokens {
+            policy = policy.min_summary_tokens(n as usize);
+        }
+        if let Some(n) = o.max_summary_tokens {
+            policy = policy.max_summary_tokens(n as usize);
+        }
+        let mut inner = Compactor::new(budget as usize)
+            .counter(counter)
+            .policy(policy)
+            .strict(o.strict.unwrap_or(false));
+        if let Some(k) = o.keep_recent {
+            inner = inner.keep_recent(k as usize);
+        }
+        if let Some(n) = o.max_fold_input_tokens {
+            inner = inner.max_fold_input_tokens(n as usize);
+        }
+        // Checked now, so a bad setting fails at construction.
+        inner.plan(&[]).js()?;
+        Ok(NativeCompactor {
+            inner: Arc::new(inner),
+            format: parse_format(o.format.as_deref())?,
+        })
+    }
+
+    /// The budget in tokens.
+    #[napi(getter)]
+    pub fn budget(&self) -> u32 {
+        self.inner.budget as u32
+    }
+
+    /// Tokens of recent turns kept verbatim (the default: half the budget).
+    #[napi(getter)]
+    pub fn keep_recent(&self) -> u32 {
+        self.inner.effective_keep_recent() as u32
+    }
+
+    /// Tokens of `messages` as the budget measures them.
+    #[napi]
+    pub fn count(&self, messages: String) -> napi::Result<u32> {
+        use chatfold::TokenCounter;
+        let input = Input::read(&messages, self.format).js()?;
+        Ok(self.inner.counter.count_messages(&input.history.messages) as u32)
+    }
+
+    /// Compacts `messages` with a named summarizer, here and now.
+    #[napi]
+    pub fn compact_named(&self, messages: String, summarizer: NamedSummarizer) -> napi::Result<String> {
+        let named = Named::new(summarizer)?;
+        let input = Input::read(&messages, self.format).js()?;
+        let compaction = input
+            .compactor(&self.inner)
+            .compact(&input.history.messages, &named)
+            .js()?;
+        Ok(input.result(&compaction))
+    }
+
+    /// [`compact_named`](Self::compact_named) on the thread pool.
+    #[napi]
+    pub fn compact_named_async(
+        &self,
+        messages: String,
+        summarizer: NamedSummarizer,
+    ) -> napi::Result<AsyncTask<NamedTask>> {
+        Ok(AsyncTask::new(NamedTask {
+            compactor: self.inner.clone(),
+            format: self.format,
+            messages: Some(messages),
+            named: Some(Named::new(summarizer)?),
+        }))
+    }
+
+    /// A compaction whose summarizer JavaScript answers: stepped by `index.js`.
+    #[napi]
+    pub fn begin(&self, messages: String) -> NativeStep {
+        let compactor = self.inner.clone();
+        let format = self.format;
+        let step = Stepped::new(Box::pin(async move {
+            let input = Input::read(&messages, format)?;
+            let compactor = input.compactor(&compactor);
+            let compaction = compactor.compact_async(&input.history.messages, &Bridge).await?;
+            Ok(input.result(&compaction))
+        }));
+        NativeStep(Arc::new(step))
+    }
+}
+
+/// A named-summarizer compaction run on libuv's thread pool.
+pub struct NamedTask {
+    compactor: Arc<Compactor<NamedCounter>>,
+    format: Option<Format>,
+    messages: Option<String>,
+    named: Option<Named>,
+}
+
+impl Task for NamedTask {
+    type Output = String;
+    type JsValue = String;
+
+    fn compute(&mut self) -> napi::Result<String> {
+        let (Some(messages), Some(named)) = (self.messages.take(), self.named.take()) else {
+            return Err(napi::Error::from_reason("a compaction task ran twice"));
+        };
+        let input = Input::read(&messages, self.format).js()?;
+        let compaction = input
+            .compactor(&self.compactor)
+            .compact(&input.history.messages, &named)
+            .js()?;
+        Ok(input.result(&compaction))
+    }
+
+    fn resolve(&mut self, _: Env, output: String) -> napi::Result<String> {
+        Ok(output)
+    }
+}
+
+/// A request for JavaScript's summarizer, as JSON.
+fn request_json(request: &SummaryRequest<'_>) -> String {
+    let (system, user) = Prompt::default().render(request);
+    json!({
+        "previousSummary": request.previous_summary(),
+        "messages": request.messages().map(|m| m.to_json()).collect::<Vec<_>>(),
+        "transcript": request.transcript(),
+        "allowance": request.allowance(),
+        "ledger": request.ledger().iter().map(|e| e.as_str()).collect::<Vec<_>>(),
+        "prompt": { "system": system, "user": user },
+    })
+    .to_string()
+}
+
+/// A compaction in progress, stepped from JavaScript.
+#[napi]
+pub struct NativeStep(Arc<Stepped<String>>);
+
+fn polled(step: &Stepped<String>) -> Option<String> {
+    match step.poll() {
+        Polled::Asked(request) => Some(request_json(&request)),
+        _ => None,
+    }
+}
+
+#[napi]
+impl NativeStep {
+    /// Runs the compaction here until it finishes (`null`; see `done`) or
+    /// its summarizer is asked (the request).
+    #[napi]
+    pub fn poll(&self) -> Option<String> {
+        polled(&self.0)
+    }
+
+    /// [`poll`](Self::poll) on libuv's thread pool.
+    #[napi]
+    pub fn poll_async(&self) -> AsyncTask<PollTask> {
+        AsyncTask::new(PollTask(self.0.clone()))
+    }
+
+    /// Whether the compaction has finished (its `result` is ready).
+    #[napi]
+    pub fn done(&self) -> bool {
+        self.0.is_done()
+    }
+
+    /// The summarizer's answer to the last request.
+    #[napi]
+    pub fn answer(&self, text: String) {
+        self.0.answer(Ok(text));
+    }
+
+    /// The summarizer threw: the fold fails and changes nothing.
+    #[napi]
+    pub fn fail(&self, message: String) {
+        self.0.answer(Err(message.into()));
+    }
+
+    /// Abandons the compaction.
+    #[napi]
+    pub fn cancel(&self) {
+        self.0.cancel();
+    }
+
+    /// The compaction's result, or its error thrown.
+    #[napi]
+    pub fn result(&self) -> napi::Result<String> {
+        match self.0.take_outcome() {
+            Some(outcome) => outcome.js(),
+            None => Err(napi::Error::from_reason("the compaction has not finished")),
+        }
+    }
+}
+
+/// One poll on the thread pool.
+pub struct PollTask(Arc<Stepped<String>>);
+
+impl Task for PollTask {
+    type Output = Option<String>;
+    type JsValue = Option<String>;
+
+    fn compute(&mut self) -> napi::Result<Option<String>> {
+        Ok(polled(&self.0))
+    }
+
+    fn resolve(&mut self, _: Env, output: Option<String>) -> napi::Result<Option<String>> {
+        Ok(output)
+    }
+}
+
+/// Tokens of `messages` with `tokenizer` (`"o200k_base"` by default).
+#[napi]
+pub fn count_tokens(messages: String, tokenizer: Option<String>) -> napi::Result<u32> {
+    use chatfold::TokenCounter;
+    let counter: NamedCounter = tokenizer.as_deref().unwrap_or("o200k_base").parse().js()?;
+    let history = History::from_json_str(&messages).js()?;
+    Ok(counter.count_messages(&history.messages) as u32)
+}
+
+/// The crate's version.
+#[napi]
+pub fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
