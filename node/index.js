@@ -4,6 +4,7 @@
 'use strict'
 
 const native = require('./chatfold.node')
+const aisdk = require('./aisdk.js')
 
 /** Every error chatfold throws of its own. */
 class ChatfoldError extends Error {
@@ -123,6 +124,23 @@ function compaction(text, input) {
   return Object.freeze({ ...raw, messages })
 }
 
+/** An AI SDK message list, checked. */
+function list(messages) {
+  if (!Array.isArray(messages)) throw new InvalidInput('AI SDK messages must be an array of ModelMessage objects')
+  messages.forEach((m, index) => {
+    if (m === null || typeof m !== 'object' || typeof m.role !== 'string') {
+      throw new InvalidMessage(`message ${index}: role must be a string`, { index, field: 'role' })
+    }
+  })
+  return messages
+}
+
+/** The AI SDK messages of a compaction of their stand-ins. */
+function fromStandIns(messages, owner, result, pinned) {
+  const mapped = aisdk.fromCore(messages, owner, result, pinned)
+  return Object.freeze({ ...result, messages: mapped.messages, report: mapped.report })
+}
+
 function checkedText(text) {
   if (typeof text !== 'string') {
     throw new TypeError(`a summarizer must return a string, not ${text === null ? 'null' : typeof text}`)
@@ -132,7 +150,7 @@ function checkedText(text) {
 
 const OPTIONS = [
   'keepRecent', 'tokenizer', 'format', 'strict', 'summaryRole', 'summaryPrefix',
-  'minSummaryTokens', 'maxSummaryTokens', 'ledger', 'maxFoldInputTokens',
+  'minSummaryTokens', 'maxSummaryTokens', 'ledger', 'maxFoldInputTokens', 'pinQuestion', 'reuse',
 ]
 
 /**
@@ -142,6 +160,8 @@ const OPTIONS = [
  */
 class Compactor {
   #native
+  #aiSdk
+  #pinQuestion
 
   constructor(budget, options = {}) {
     if (!Number.isInteger(budget) || budget < 0 || budget > 0xffffffff) {
@@ -153,7 +173,15 @@ class Compactor {
     if (typeof options.tokenizer === 'function') {
       throw new InvalidConfig('a tokenizer function is not supported yet: use "o200k_base", "cl100k_base", a model name or "heuristic"')
     }
-    this.#native = call(() => new native.NativeCompactor(budget, { ...options }))
+    this.#aiSdk = options.format === 'ai-sdk'
+    this.#pinQuestion = options.pinQuestion === true
+    if (options.pinQuestion !== undefined && !this.#aiSdk) {
+      throw new InvalidConfig('pinQuestion is an option of the ai-sdk format')
+    }
+    const settings = { ...options }
+    delete settings.pinQuestion
+    if (this.#aiSdk) delete settings.format
+    this.#native = call(() => new native.NativeCompactor(budget, settings))
   }
 
   /** The budget in tokens. */
@@ -168,7 +196,7 @@ class Compactor {
 
   /** Tokens of `messages` as the budget measures them. */
   count(messages) {
-    return call(() => this.#native.count(json(messages)))
+    return call(() => this.#native.count(json(this.#aiSdk ? aisdk.toCore(list(messages)).stand : messages)))
   }
 
   /**
@@ -178,6 +206,12 @@ class Compactor {
    * exception is thrown as itself and nothing is changed.
    */
   compact(messages, summarize) {
+    if (!this.#aiSdk) return this.#compact(messages, summarize)
+    const { stand, owner, pinned } = aisdk.toCore(list(messages), this.#pinQuestion)
+    return fromStandIns(messages, owner, this.#compact(stand, summarize), pinned)
+  }
+
+  #compact(messages, summarize) {
     const spec = named(summarize)
     if (spec) return compaction(call(() => this.#native.compactNamed(json(messages), spec)), messages)
     const step = this.#native.begin(json(messages))
@@ -206,6 +240,12 @@ class Compactor {
    * rejects changes nothing: its error is thrown as itself.
    */
   async compactAsync(messages, summarize) {
+    if (!this.#aiSdk) return this.#compactAsync(messages, summarize)
+    const { stand, owner, pinned } = aisdk.toCore(list(messages), this.#pinQuestion)
+    return fromStandIns(messages, owner, await this.#compactAsync(stand, summarize), pinned)
+  }
+
+  async #compactAsync(messages, summarize) {
     const spec = named(summarize)
     if (spec) return compaction(await awaited(this.#native.compactNamedAsync(json(messages), spec)), messages)
     const step = this.#native.begin(json(messages))

@@ -67,6 +67,7 @@ pub struct CompactorOptions {
     pub max_summary_tokens: Option<u32>,
     pub ledger: Option<bool>,
     pub max_fold_input_tokens: Option<u32>,
+    pub reuse: Option<bool>,
 }
 
 /// A summarizer named from JavaScript: the built-in one, or an HTTP one
@@ -135,6 +136,11 @@ impl Summarizer for Named {
         }
     }
 }
+
+/// The summaries a compactor with `reuse` keeps: at most this many...
+const REUSE_ENTRIES: usize = 256;
+/// ...and this many bytes of them.
+const REUSE_BYTES: usize = 32 << 20;
 
 /// The compactor under `Compactor` (see `index.js`).
 #[napi]
@@ -230,6 +236,7 @@ impl NativeCompactor {
             max_summary_tokens: None,
             ledger: None,
             max_fold_input_tokens: None,
+            reuse: None,
         });
         let counter: NamedCounter = o.tokenizer.as_deref().unwrap_or("o200k_base").parse().js()?;
         let mut policy = chatfold::FoldPolicy::new().ledger(o.ledger.unwrap_or(true));
@@ -254,6 +261,12 @@ impl NativeCompactor {
         }
         if let Some(n) = o.max_fold_input_tokens {
             inner = inner.max_fold_input_tokens(n as usize);
+        }
+        if o.reuse.unwrap_or(false) {
+            // Summaries of a folded prefix, kept for the next compaction of
+            // the same history (a client that resends its whole transcript).
+            let cache = chatfold::cache::MemoryCache::new(REUSE_ENTRIES, REUSE_BYTES);
+            inner = inner.cache(Arc::new(cache), "chatfold-node");
         }
         // Checked now, so a bad setting fails at construction.
         inner.plan(&[]).js()?;
