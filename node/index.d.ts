@@ -105,6 +105,80 @@ export class Compactor {
   compactAsync(messages: Messages, summarize?: AsyncSummarizerFn): Promise<Compaction>
 }
 
+export interface MemoryOptions {
+  /** How tokens are counted (default `'o200k_base'`). */
+  tokenizer?: Tokenizer
+  /** Writes the summary (default `'extractive'`, no model). */
+  summarize?: AsyncSummarizerFn
+  /** The most tokens of summary text. */
+  maxSummaryTokens?: number
+  /** Keep the ledger of exact identifiers (default `true`). */
+  ledger?: boolean
+  /** The text the summary message starts with. */
+  summaryPrefix?: string
+  /** A state to restore (the crate's JSON, rollmem's: `{ version, summary, buffer }`). */
+  state?: Record<string, unknown>
+}
+
+/** A memory per conversation: recent turns verbatim, older ones folded into a running summary. */
+export class RollingMemory {
+  constructor(maxTokens: number, options?: MemoryOptions & { lowWater?: number })
+  /** Adds a message; resolves once it is in and any fold it started is done. */
+  add(message: Message): Promise<void>
+  /** The summary (as a system message) then the buffer. */
+  messages(): Message[]
+  readonly summary: string
+  readonly buffer: Message[]
+  toState(): Record<string, unknown>
+  clear(): void
+}
+
+export interface TieredStats {
+  systemTokens: number
+  summaryTokens: number
+  bufferTokens: number
+  bufferMessages: number
+  viewTokens: number
+  hiddenMessages: number
+  foldsDone: number
+  foldsFailed: number
+  consecutiveFailures: number
+  foldsPending: number
+  foldInFlight: boolean
+  messagesFolded: number
+  messagesDropped: number
+  resultsCleared: number
+  lastError: string | null
+}
+
+/** A memory for agents that must never wait: adds append, a worker on the event loop folds. */
+export class TieredMemory {
+  constructor(
+    softLimit: number,
+    hardLimit: number,
+    options?: MemoryOptions & {
+      system?: Message[]
+      chunkSize?: number
+      chunkTokens?: number
+      fallbackTruncate?: boolean
+      maxFailures?: number
+    },
+  )
+  /** Adds a message; never waits. */
+  add(message: Message): void
+  /** Resolves once the worker has done what it can until the next add. */
+  idle(): Promise<void>
+  /** Folds what is due now; rejects with the summarizer's error. */
+  foldNow(): Promise<void>
+  /** The prompt: pinned system messages, the summary, the recent turns, within the hard limit. */
+  messages(): Message[]
+  readonly summary: string
+  readonly buffer: Message[]
+  stats(): TieredStats
+  toState(): Record<string, unknown>
+  clear(): void
+}
+
 /** Tokens of `messages` with `tokenizer` (`'o200k_base'` by default). */
 export function countTokens(messages: Messages, tokenizer?: Tokenizer): number
 /** The package's version. */
@@ -125,6 +199,8 @@ export class BudgetUnreachable extends ChatfoldError {}
 
 declare const chatfold: {
   Compactor: typeof Compactor
+  RollingMemory: typeof RollingMemory
+  TieredMemory: typeof TieredMemory
   SummaryRequest: typeof SummaryRequest
   OpenAISummarizer: typeof OpenAISummarizer
   AnthropicSummarizer: typeof AnthropicSummarizer

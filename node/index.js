@@ -148,6 +148,40 @@ function checkedText(text) {
   return text
 }
 
+/** Waits a moment: an operation that waits on another (a fold in flight) is polled again after it. */
+const moment = () => new Promise((resolve) => setTimeout(resolve, 1))
+
+/**
+ * Runs a native operation to its end, answering its summarizer's requests
+ * with `summarize` (awaited); polled on libuv's thread pool. Its result's
+ * JSON text, or its error thrown (a summarizer's own error as itself).
+ */
+async function drive(step, summarize) {
+  for (;;) {
+    const raw = await step.pollAsync()
+    if (raw === null) {
+      if (step.done()) return call(() => step.result())
+      await moment()
+      continue
+    }
+    let text
+    try {
+      text = checkedText(await summarize(new SummaryRequest(JSON.parse(raw)), raw))
+    } catch (error) {
+      step.cancel()
+      throw error
+    }
+    step.answer(text)
+  }
+}
+
+/** `summarize` as a function of (request, its JSON): named ones run in Rust, on the thread pool. */
+function asFunction(summarize) {
+  const spec = named(summarize)
+  if (!spec) return summarize
+  return (_, raw) => awaited(native.summarizeNamed(spec, raw))
+}
+
 const OPTIONS = [
   'keepRecent', 'tokenizer', 'format', 'strict', 'summaryRole', 'summaryPrefix',
   'minSummaryTokens', 'maxSummaryTokens', 'ledger', 'maxFoldInputTokens', 'pinQuestion', 'reuse',
@@ -248,19 +282,181 @@ class Compactor {
   async #compactAsync(messages, summarize) {
     const spec = named(summarize)
     if (spec) return compaction(await awaited(this.#native.compactNamedAsync(json(messages), spec)), messages)
-    const step = this.#native.begin(json(messages))
-    for (;;) {
-      const raw = await step.pollAsync()
-      if (raw === null) return compaction(call(() => step.result()), messages)
-      let text
-      try {
-        text = checkedText(await summarize(new SummaryRequest(JSON.parse(raw))))
-      } catch (error) {
-        step.cancel()
-        throw error
-      }
-      step.answer(text)
+    return compaction(await drive(this.#native.begin(json(messages)), summarize), messages)
+  }
+}
+
+const MEMORY = ['tokenizer', 'summarize', 'lowWater', 'maxSummaryTokens', 'ledger', 'summaryPrefix', 'state']
+const TIERED = ['tokenizer', 'summarize', 'maxSummaryTokens', 'ledger', 'summaryPrefix', 'state', 'system',
+  'chunkSize', 'chunkTokens', 'fallbackTruncate', 'maxFailures']
+
+/** A memory's options for the native side: known keys only, state and system as JSON. */
+function memoryOptions(options, known) {
+  for (const key of Object.keys(options)) {
+    if (!known.includes(key)) throw new InvalidConfig(`unknown option ${JSON.stringify(key)}`)
+  }
+  const out = { ...options }
+  delete out.summarize
+  if (options.state !== undefined) out.state = JSON.stringify(options.state)
+  if (options.system !== undefined) out.system = JSON.stringify(options.system)
+  return out
+}
+
+const parsed = (text) => JSON.parse(text)
+
+/**
+ * A memory per conversation: recent turns verbatim, older ones folded into
+ * a running summary once the buffer passes `maxTokens` (down to
+ * `lowWater`). `add` resolves once the message is in (and any fold it
+ * started is done); a summarizer that throws or rejects leaves the memory as
+ * it was, and `add` rejects with its error. Its state is the crate's JSON
+ * (rollmem's), which `toState` gives and the `state` option restores.
+ */
+class RollingMemory {
+  #native
+  #summarize
+
+  constructor(maxTokens, options = {}) {
+    if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new InvalidConfig(`maxTokens must be a whole number of tokens, not ${maxTokens}`)
+    this.#summarize = asFunction(options.summarize)
+    this.#native = call(() => new native.NativeRollingMemory(maxTokens, memoryOptions(options, MEMORY)))
+  }
+
+  /** Adds a message; a fold it starts is awaited. */
+  async add(message) {
+    const step = call(() => this.#native.beginAdd(json(message)))
+    await drive(step, this.#summarize)
+  }
+
+  /** The summary (as a system message) then the buffer. */
+  messages() {
+    return parsed(this.#native.messages())
+  }
+
+  /** The running summary. */
+  get summary() {
+    return this.#native.summary()
+  }
+
+  /** The messages kept verbatim. */
+  get buffer() {
+    return parsed(this.#native.buffer())
+  }
+
+  /** The state (the crate's JSON, rollmem's). */
+  toState() {
+    return parsed(this.#native.state())
+  }
+
+  /** Forgets the summary and the buffer; a fold in flight is discarded. */
+  clear() {
+    this.#native.clear()
+  }
+}
+
+/**
+ * A memory for agents that must never wait: `add` only appends; a worker on
+ * the event loop folds the oldest turns in the background (in chunks, once
+ * the buffer passes `softLimit`), and `messages()` never passes `hardLimit`
+ * (the oldest unfolded turns are hidden until a fold catches up). A failed
+ * fold changes nothing and is counted in `stats()`; `system` messages are
+ * pinned.
+ */
+class TieredMemory {
+  #native
+  #summarize
+  #worker
+  #running = false
+  #again = false
+  #waiters = []
+
+  constructor(softLimit, hardLimit, options = {}) {
+    for (const [name, n] of [['softLimit', softLimit], ['hardLimit', hardLimit]]) {
+      if (!Number.isInteger(n) || n < 1) throw new InvalidConfig(`${name} must be a whole number of tokens, not ${n}`)
     }
+    this.#summarize = asFunction(options.summarize)
+    this.#native = call(() => new native.NativeTieredMemory(softLimit, hardLimit, memoryOptions(options, TIERED)))
+    this.#worker = this.#native.takeWorker()
+  }
+
+  /** Adds a message; never waits for a summarizer. */
+  add(message) {
+    call(() => this.#native.add(json(message)))
+    this.#kick()
+  }
+
+  #kick() {
+    if (this.#running) {
+      this.#again = true
+      return
+    }
+    this.#running = true
+    setImmediate(() => this.#run())
+  }
+
+  async #run() {
+    try {
+      for (;;) {
+        this.#again = false
+        const raw = await this.#worker.pollAsync()
+        if (raw !== null) {
+          try {
+            this.#worker.answer(checkedText(await this.#summarize(new SummaryRequest(JSON.parse(raw)), raw)))
+          } catch (error) {
+            this.#worker.fail(String((error && error.message) || error))
+          }
+          continue
+        }
+        if (this.#worker.done() || (!this.#worker.woken() && !this.#again)) break
+      }
+    } finally {
+      this.#running = false
+      this.#waiters.splice(0).forEach((resolve) => resolve())
+    }
+  }
+
+  /**
+   * Resolves once the worker has done what it can until the next add: the
+   * folds due are done (or failed: see `stats()`).
+   */
+  idle() {
+    if (!this.#running) return Promise.resolve()
+    return new Promise((resolve) => this.#waiters.push(resolve))
+  }
+
+  /** Folds what is due now, awaited (the summarizer's error thrown). */
+  async foldNow() {
+    await drive(this.#native.beginFoldNow(), this.#summarize)
+  }
+
+  /** The prompt: pinned system messages, the summary, the recent turns, within the hard limit. */
+  messages() {
+    return parsed(this.#native.messages())
+  }
+
+  /** The running summary. */
+  get summary() {
+    return this.#native.summary()
+  }
+
+  /** The working buffer. */
+  get buffer() {
+    return parsed(this.#native.buffer())
+  }
+
+  /** Tokens per tier, folds done, failed and pending, messages dropped, the last error. */
+  stats() {
+    return parsed(this.#native.stats())
+  }
+
+  /** The state (the crate's JSON, with the pinned `system` messages). */
+  toState() {
+    return parsed(this.#native.state())
+  }
+
+  /** Forgets the summary and the buffer (the pinned system messages stay). */
+  clear() {
+    this.#native.clear()
   }
 }
 
@@ -271,6 +467,8 @@ function countTokens(messages, tokenizer) {
 
 module.exports = {
   Compactor,
+  RollingMemory,
+  TieredMemory,
   SummaryRequest,
   OpenAISummarizer,
   AnthropicSummarizer,

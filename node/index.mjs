@@ -3,6 +3,8 @@ import chatfold from './index.js'
 
 export const {
   Compactor,
+  RollingMemory,
+  TieredMemory,
   SummaryRequest,
   OpenAISummarizer,
   AnthropicSummarizer,

@@ -10,6 +10,8 @@
 
 use std::sync::Arc;
 
+mod memory;
+
 use chatfold::summarize::{AnthropicSummarizer, Bridge, OpenAiSummarizer, Polled, Prompt, Stepped};
 use chatfold::{
     Compaction, Compactor, Error, Extractive, Fate, Format, History, NamedCounter, Summarizer, SummaryRequest,
@@ -44,7 +46,8 @@ fn kind(error: &Error) -> &'static str {
     }
 }
 
-trait OrJs<T> {
+/// A chatfold result as Node-API's.
+pub(crate) trait OrJs<T> {
     fn js(self) -> napi::Result<T>;
 }
 
@@ -381,9 +384,10 @@ fn request_json(request: &SummaryRequest<'_>) -> String {
     .to_string()
 }
 
-/// A compaction in progress, stepped from JavaScript.
+/// An operation in progress (a compaction, a memory's add, the tiered
+/// worker), stepped from JavaScript; its outcome is JSON text.
 #[napi]
-pub struct NativeStep(Arc<Stepped<String>>);
+pub struct NativeStep(pub(crate) Arc<Stepped<String>>);
 
 fn polled(step: &Stepped<String>) -> Option<String> {
     match step.poll() {
@@ -407,10 +411,17 @@ impl NativeStep {
         AsyncTask::new(PollTask(self.0.clone()))
     }
 
-    /// Whether the compaction has finished (its `result` is ready).
+    /// Whether the operation has finished (its `result` is ready).
     #[napi]
     pub fn done(&self) -> bool {
         self.0.is_done()
+    }
+
+    /// Whether the operation asked to be polled again since the last look
+    /// (the tiered worker, woken by an add).
+    #[napi]
+    pub fn woken(&self) -> bool {
+        self.0.woken()
     }
 
     /// The summarizer's answer to the last request.
@@ -470,4 +481,45 @@ pub fn count_tokens(messages: String, tokenizer: Option<String>) -> napi::Result
 #[napi]
 pub fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
+}
+
+/// A named summarizer's answer to a request (JSON text, as `poll` gave it),
+/// on the thread pool: how the memories use the built-in and HTTP
+/// summarizers, which answer their steps from JavaScript.
+#[napi]
+pub fn summarize_named(
+    summarizer: NamedSummarizer,
+    request: String,
+) -> napi::Result<AsyncTask<SummarizeTask>> {
+    Ok(AsyncTask::new(SummarizeTask {
+        named: Named::new(summarizer)?,
+        request,
+    }))
+}
+
+/// One named summarizer's call on the thread pool.
+pub struct SummarizeTask {
+    named: Named,
+    request: String,
+}
+
+impl Task for SummarizeTask {
+    type Output = String;
+    type JsValue = String;
+
+    fn compute(&mut self) -> napi::Result<String> {
+        let value: Value =
+            serde_json::from_str(&self.request).map_err(|e| napi::Error::from_reason(e.to_string()))?;
+        let messages = History::from_json_value(value["messages"].clone()).js()?.messages;
+        let previous = value["previousSummary"].as_str();
+        let allowance = value["allowance"].as_u64().unwrap_or(0) as usize;
+        let request = SummaryRequest::new(previous, &messages, allowance);
+        self.named
+            .summarize(&request)
+            .map_err(|e| js_error(Error::Summarize(e)))
+    }
+
+    fn resolve(&mut self, _: Env, output: String) -> napi::Result<String> {
+        Ok(output)
+    }
 }
