@@ -53,6 +53,8 @@ export class SummaryRequest {
   readonly ledger: string[]
   /** The instructions chatfold's HTTP summarizers send. */
   prompt(): { system: string; user: string }
+  /** chatfold's built-in extractive summary of this request (no model). */
+  extractive(): Promise<string>
 }
 
 /** What happened to each message, and the ledger. */

@@ -67,7 +67,7 @@ async function awaited(promise) {
 
 /** What the summarizer is asked. */
 class SummaryRequest {
-  constructor(raw) {
+  constructor(raw, json) {
     /** The running summary the folded messages add to (`null` on the first fold). */
     this.previousSummary = raw.previousSummary
     /** The folded messages, oldest first, as OpenAI-style objects. */
@@ -79,6 +79,12 @@ class SummaryRequest {
     /** Exact identifiers the summary's ledger will list (no need to repeat them). */
     this.ledger = raw.ledger
     Object.defineProperty(this, '_prompt', { value: raw.prompt })
+    Object.defineProperty(this, '_json', { value: json ?? JSON.stringify(raw) })
+  }
+
+  /** chatfold's built-in extractive summary of this request (no model), computed on the thread pool. */
+  extractive() {
+    return awaited(native.summarizeNamed({ kind: 'extractive' }, this._json))
   }
 
   /** The instructions chatfold's HTTP summarizers send, as `{ system, user }`. */
@@ -166,7 +172,7 @@ async function drive(step, summarize) {
     }
     let text
     try {
-      text = checkedText(await summarize(new SummaryRequest(JSON.parse(raw)), raw))
+      text = checkedText(await summarize(new SummaryRequest(JSON.parse(raw), raw), raw))
     } catch (error) {
       step.cancel()
       throw error
@@ -254,7 +260,7 @@ class Compactor {
       if (raw === null) return compaction(call(() => step.result()), messages)
       let text
       try {
-        text = summarize(new SummaryRequest(JSON.parse(raw)))
+        text = summarize(new SummaryRequest(JSON.parse(raw), raw))
         if (text && typeof text.then === 'function') {
           throw new TypeError('the summarizer returned a promise: use compactAsync for an async summarizer')
         }
@@ -401,7 +407,7 @@ class TieredMemory {
         const raw = await this.#worker.pollAsync()
         if (raw !== null) {
           try {
-            this.#worker.answer(checkedText(await this.#summarize(new SummaryRequest(JSON.parse(raw)), raw)))
+            this.#worker.answer(checkedText(await this.#summarize(new SummaryRequest(JSON.parse(raw), raw), raw)))
           } catch (error) {
             this.#worker.fail(String((error && error.message) || error))
           }
