@@ -5,8 +5,8 @@ export type Message = Record<string, unknown>
 /** A list of messages, or a request body (`{ messages: [...] }`, `{ input: [...] }`). */
 export type Messages = Message[] | Record<string, unknown>
 
-/** A built-in tokenizer: an encoding, a model name, or four characters a token. */
-export type Tokenizer = 'o200k_base' | 'cl100k_base' | 'heuristic' | (string & {})
+/** A built-in tokenizer (an encoding, a model name, or four characters a token), or a function. */
+export type Tokenizer = 'o200k_base' | 'cl100k_base' | 'heuristic' | (string & {}) | ((text: string) => number)
 
 export interface CompactorOptions {
   /** Tokens of recent turns kept verbatim (default: half the budget). */
@@ -108,8 +108,8 @@ export class Compactor {
 }
 
 export interface MemoryOptions {
-  /** How tokens are counted (default `'o200k_base'`). */
-  tokenizer?: Tokenizer
+  /** How tokens are counted (default `'o200k_base'`; a built-in one: the memories work off the JavaScript thread). */
+  tokenizer?: Exclude<Tokenizer, (text: string) => number>
   /** Writes the summary (default `'extractive'`, no model). */
   summarize?: AsyncSummarizerFn
   /** The most tokens of summary text. */
@@ -182,7 +182,7 @@ export class TieredMemory {
 }
 
 /** Tokens of `messages` with `tokenizer` (`'o200k_base'` by default). */
-export function countTokens(messages: Messages, tokenizer?: Tokenizer): number
+export function countTokens(messages: Messages, tokenizer?: Exclude<Tokenizer, (text: string) => number>): number
 /** The package's version. */
 export const version: string
 

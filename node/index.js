@@ -154,6 +154,15 @@ function checkedText(text) {
   return text
 }
 
+/** A tokenizer function's count, checked: a whole number of tokens. */
+function countingWith(tokenizer) {
+  return (text) => {
+    const n = tokenizer(text)
+    if (!Number.isInteger(n) || n < 0) throw new TypeError(`a tokenizer must return a whole number of tokens, not ${n}`)
+    return n
+  }
+}
+
 /** Waits a moment: an operation that waits on another (a fold in flight) is polled again after it. */
 const moment = () => new Promise((resolve) => setTimeout(resolve, 1))
 
@@ -202,6 +211,7 @@ class Compactor {
   #native
   #aiSdk
   #pinQuestion
+  #tokenizer
 
   constructor(budget, options = {}) {
     if (!Number.isInteger(budget) || budget < 0 || budget > 0xffffffff) {
@@ -210,9 +220,6 @@ class Compactor {
     for (const key of Object.keys(options)) {
       if (!OPTIONS.includes(key)) throw new InvalidConfig(`unknown option ${JSON.stringify(key)}`)
     }
-    if (typeof options.tokenizer === 'function') {
-      throw new InvalidConfig('a tokenizer function is not supported yet: use "o200k_base", "cl100k_base", a model name or "heuristic"')
-    }
     this.#aiSdk = options.format === 'ai-sdk'
     this.#pinQuestion = options.pinQuestion === true
     if (options.pinQuestion !== undefined && !this.#aiSdk) {
@@ -220,6 +227,10 @@ class Compactor {
     }
     const settings = { ...options }
     delete settings.pinQuestion
+    if (typeof options.tokenizer === 'function') {
+      this.#tokenizer = countingWith(options.tokenizer)
+      settings.tokenizer = 'heuristic'
+    }
     if (this.#aiSdk) delete settings.format
     this.#native = call(() => new native.NativeCompactor(budget, settings))
   }
@@ -236,7 +247,9 @@ class Compactor {
 
   /** Tokens of `messages` as the budget measures them. */
   count(messages) {
-    return call(() => this.#native.count(json(this.#aiSdk ? aisdk.toCore(list(messages)).stand : messages)))
+    const text = json(this.#aiSdk ? aisdk.toCore(list(messages)).stand : messages)
+    if (this.#tokenizer) return call(() => this.#native.countWith(text, this.#tokenizer))
+    return call(() => this.#native.count(text))
   }
 
   /**
@@ -252,6 +265,7 @@ class Compactor {
   }
 
   #compact(messages, summarize) {
+    if (this.#tokenizer) return compaction(this.#compactWith(messages, summarize, []), messages)
     const spec = named(summarize)
     if (spec) return compaction(call(() => this.#native.compactNamed(json(messages), spec)), messages)
     const step = this.#native.begin(json(messages))
@@ -285,7 +299,45 @@ class Compactor {
     return fromStandIns(messages, owner, await this.#compactAsync(stand, summarize), pinned)
   }
 
+  /**
+   * A compaction here, counted by the tokenizer function: `summarize` is
+   * called on the JavaScript thread, the answers in `answers` given first
+   * (see #compactAsync).
+   */
+  #compactWith(messages, summarize, answers) {
+    const spec = named(summarize)
+    let asked = 0
+    const answer = spec ? null : (raw) => {
+      if (asked < answers.length) return answers[asked++]
+      asked++
+      return checkedText(summarize(new SummaryRequest(JSON.parse(raw), raw)))
+    }
+    return call(() => this.#native.compactWith(json(messages), this.#tokenizer, answer, spec))
+  }
+
   async #compactAsync(messages, summarize) {
+    if (this.#tokenizer) {
+      // The tokenizer runs on this thread only: the compaction is planned
+      // here, stopping at each request the async summarizer has not yet
+      // answered; each answer is given to a fresh run, which plans the same.
+      const answers = []
+      for (;;) {
+        let pending = null
+        const stop = new Error('chatfold: a request to answer')
+        try {
+          return compaction(
+            this.#compactWith(messages, (request) => {
+              pending = request
+              throw stop
+            }, answers),
+            messages,
+          )
+        } catch (error) {
+          if (error !== stop || pending === null) throw error
+        }
+        answers.push(checkedText(await (named(summarize) ? asFunction(summarize)(pending, pending._json) : summarize(pending))))
+      }
+    }
     const spec = named(summarize)
     if (spec) return compaction(await awaited(this.#native.compactNamedAsync(json(messages), spec)), messages)
     return compaction(await drive(this.#native.begin(json(messages)), summarize), messages)

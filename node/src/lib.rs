@@ -523,3 +523,111 @@ impl Task for SummarizeTask {
         Ok(output)
     }
 }
+
+/// A JavaScript tokenizer `(text) => number`, called on the JavaScript
+/// thread. Its first exception is kept (counting goes on with 0) and thrown
+/// when the call returns.
+struct JsCounter<'a> {
+    f: &'a Function<'a, String, u32>,
+    failed: std::cell::RefCell<Option<napi::Error>>,
+}
+
+impl chatfold::TokenCounter for JsCounter<'_> {
+    fn count(&self, text: &str) -> usize {
+        if self.failed.borrow().is_some() {
+            return 0;
+        }
+        match self.f.call(text.to_owned()) {
+            Ok(n) => n as usize,
+            Err(e) => {
+                *self.failed.borrow_mut() = Some(e);
+                0
+            }
+        }
+    }
+}
+
+impl JsCounter<'_> {
+    fn check(&self) -> napi::Result<()> {
+        match self.failed.borrow_mut().take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A JavaScript summarizer `(requestJson) => string`, called on the
+/// JavaScript thread; its exception is kept and thrown as itself.
+struct JsSummarizer<'a> {
+    f: &'a Function<'a, String, String>,
+    failed: std::cell::RefCell<Option<napi::Error>>,
+}
+
+impl Summarizer for JsSummarizer<'_> {
+    type Error = chatfold::BoxError;
+
+    fn summarize(&self, request: &SummaryRequest<'_>) -> std::result::Result<String, chatfold::BoxError> {
+        self.f.call(request_json(request)).map_err(|e| {
+            *self.failed.borrow_mut() = Some(e);
+            "the JavaScript summarizer threw".into()
+        })
+    }
+}
+
+#[napi]
+impl NativeCompactor {
+    /// Tokens of `messages` counted by a JavaScript tokenizer.
+    #[napi]
+    pub fn count_with(&self, messages: String, tokenizer: Function<String, u32>) -> napi::Result<u32> {
+        use chatfold::TokenCounter;
+        let input = Input::read(&messages, self.format).js()?;
+        let counter = JsCounter {
+            f: &tokenizer,
+            failed: Default::default(),
+        };
+        let n = counter.count_messages(&input.history.messages);
+        counter.check()?;
+        Ok(n as u32)
+    }
+
+    /// Compacts `messages` here, counting with a JavaScript tokenizer and
+    /// summarizing with a JavaScript function (`summarize`) or a named
+    /// summarizer.
+    #[napi]
+    pub fn compact_with(
+        &self,
+        messages: String,
+        tokenizer: Function<String, u32>,
+        summarize: Option<Function<String, String>>,
+        named: Option<NamedSummarizer>,
+    ) -> napi::Result<String> {
+        let input = Input::read(&messages, self.format).js()?;
+        let counter = JsCounter {
+            f: &tokenizer,
+            failed: Default::default(),
+        };
+        let compactor = input.compactor(&self.inner).counter(counter);
+        let outcome = match (&summarize, named) {
+            (Some(f), _) => {
+                let js = JsSummarizer {
+                    f,
+                    failed: Default::default(),
+                };
+                let outcome = compactor.compact(&input.history.messages, &js);
+                if let Some(e) = js.failed.borrow_mut().take() {
+                    return Err(e);
+                }
+                outcome.map(|c| input.result(&c))
+            }
+            (None, Some(spec)) => {
+                let named = Named::new(spec)?;
+                compactor
+                    .compact(&input.history.messages, &named)
+                    .map(|c| input.result(&c))
+            }
+            (None, None) => return Err(napi::Error::from_reason("a summarizer is required")),
+        };
+        compactor.counter.check()?;
+        outcome.js()
+    }
+}

@@ -248,3 +248,24 @@ test('the request carries the prompt chatfold\'s HTTP summarizers send', () => {
   assert.match(prompt.system, /running summary/)
   assert.match(prompt.user, /<conversation>/)
 })
+
+test('a tokenizer function counts, in compact and compactAsync alike', async () => {
+  const calls = { n: 0 }
+  const tokenizer = (text) => {
+    calls.n++
+    return Math.ceil([...text].length / 3)
+  }
+  const compactor = new Compactor(400, { tokenizer })
+  const input = history(random(11), 90)
+  const sync = compactor.compact(input, (request) => `${request.messages.length} folded.`)
+  assert.ok(calls.n > 0 && sync.summarized)
+  assert.ok(!sync.overBudget && compactor.count(sync.messages) <= 400)
+  const later = await compactor.compactAsync(input, async (request) => `${request.messages.length} folded.`)
+  assert.deepEqual(later.messages, sync.messages)
+  // Its errors are thrown as themselves; a bad count is a TypeError.
+  const failure = new Error('the tokenizer is down')
+  assert.throws(() => new Compactor(400, { tokenizer: () => { throw failure } }).compact(input), (e) => e === failure)
+  assert.throws(() => new Compactor(400, { tokenizer: () => -1 }).compact(input), TypeError)
+  const throwing = new Error('the summarizer is down')
+  await assert.rejects(compactor.compactAsync(input, async () => { throw throwing }), (e) => e === throwing)
+})
