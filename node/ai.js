@@ -7,13 +7,19 @@
 const { Compactor, countTokens, InvalidConfig } = require('./index.js')
 const { withoutOrphans } = require('./aisdk.js')
 
+/** Tokens of `messages` by `tokenizer` (a name or a function). */
+function tokensOf(messages, tokenizer) {
+  if (typeof tokenizer === 'function') return new Compactor(0xffffffff, { tokenizer }).count(messages)
+  return countTokens(messages, tokenizer)
+}
+
 /** Tokens of the tool definitions a call sends, counted as one message of their JSON. */
 function toolsTokens(tools, tokenizer) {
   if (!tools || (Array.isArray(tools) ? tools.length === 0 : Object.keys(tools).length === 0)) return 0
   const list = Array.isArray(tools)
     ? tools
     : Object.entries(tools).map(([name, t]) => ({ name, description: t.description, inputSchema: t.inputSchema ?? t.parameters }))
-  return countTokens([{ role: 'system', content: JSON.stringify(list) }], tokenizer)
+  return tokensOf([{ role: 'system', content: JSON.stringify(list) }], tokenizer)
 }
 
 /** The settings of a compaction: the budget, the summarizer, the rest for the compactor. */
@@ -82,7 +88,7 @@ function compactionMiddleware(options) {
 function compactionPrepareStep(options) {
   const { system, tools, ...rest } = options || {}
   const s = settings(rest)
-  const fixed = (system ? countTokens([{ role: 'system', content: system }], s.rest.tokenizer) : 0) + toolsTokens(tools, s.rest.tokenizer)
+  const fixed = (system ? tokensOf([{ role: 'system', content: system }], s.rest.tokenizer) : 0) + toolsTokens(tools, s.rest.tokenizer)
   return async ({ messages }) => {
     const out = await fit(messages, s.budget - fixed, s)
     return out === messages ? {} : { messages: out }

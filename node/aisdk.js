@@ -153,7 +153,8 @@ function fromCore(messages, owner, result, pinned = -1) {
   const report = { ...result.report, fates: fate }
   if (!result.summarized) return { messages: [...messages], report }
   const hoisted = result.report.fates.filter((f) => f === 'hoisted').length
-  const summary = { role: 'system', content: result.messages[hoisted].content }
+  const written = result.messages[hoisted]
+  const summary = { role: written.role, content: written.content }
   const pick = (f) => messages.filter((_, i) => fate[i] === f && i !== pinned)
   const question = pinned >= 0 && fate[pinned] === 'hoisted' ? [messages[pinned]] : []
   const kept = pinned >= 0 && fate[pinned] === 'kept' ? messages.filter((_, i) => fate[i] === 'kept') : pick('kept')

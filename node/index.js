@@ -265,7 +265,7 @@ class Compactor {
   }
 
   #compact(messages, summarize) {
-    if (this.#tokenizer) return compaction(this.#compactWith(messages, summarize, []), messages)
+    if (this.#tokenizer) return compaction(this.#compactWith(messages, summarize, new Map()), messages)
     const spec = named(summarize)
     if (spec) return compaction(call(() => this.#native.compactNamed(json(messages), spec)), messages)
     const step = this.#native.begin(json(messages))
@@ -306,12 +306,9 @@ class Compactor {
    */
   #compactWith(messages, summarize, answers) {
     const spec = named(summarize)
-    let asked = 0
-    const answer = spec ? null : (raw) => {
-      if (asked < answers.length) return answers[asked++]
-      asked++
-      return checkedText(summarize(new SummaryRequest(JSON.parse(raw), raw)))
-    }
+    // Answers go by their request, not by their order: a run may skip a
+    // request an earlier one answered (a summary it reuses).
+    const answer = spec ? null : (raw) => answers.get(raw) ?? checkedText(summarize(new SummaryRequest(JSON.parse(raw), raw)))
     return call(() => this.#native.compactWith(json(messages), this.#tokenizer, answer, spec))
   }
 
@@ -320,7 +317,7 @@ class Compactor {
       // The tokenizer runs on this thread only: the compaction is planned
       // here, stopping at each request the async summarizer has not yet
       // answered; each answer is given to a fresh run, which plans the same.
-      const answers = []
+      const answers = new Map()
       for (;;) {
         let pending = null
         const stop = new Error('chatfold: a request to answer')
@@ -335,7 +332,7 @@ class Compactor {
         } catch (error) {
           if (error !== stop || pending === null) throw error
         }
-        answers.push(checkedText(await (named(summarize) ? asFunction(summarize)(pending, pending._json) : summarize(pending))))
+        answers.set(pending._json, checkedText(await (named(summarize) ? asFunction(summarize)(pending, pending._json) : summarize(pending))))
       }
     }
     const spec = named(summarize)

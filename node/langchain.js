@@ -37,9 +37,12 @@ function standIn(m) {
   if (SystemMessage.isInstance(m)) return { role: 'system', content: text(m.content) }
   if (AIMessage.isInstance(m)) {
     const out = { role: 'assistant', content: text(m.content) || null }
-    if (m.tool_calls?.length) {
-      out.tool_calls = m.tool_calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.args ?? {}) } }))
-    }
+    // Invalid calls too: a result may answer one, and must stay with it.
+    const calls = [
+      ...(m.tool_calls ?? []).map((c) => ({ id: c.id, name: c.name, arguments: JSON.stringify(c.args ?? {}) })),
+      ...(m.invalid_tool_calls ?? []).map((c) => ({ id: c.id, name: c.name ?? '', arguments: String(c.args ?? '') })),
+    ].filter((c) => c.id)
+    if (calls.length) out.tool_calls = calls.map(({ id, name, arguments: args }) => ({ id, type: 'function', function: { name, arguments: args } }))
     return out
   }
   if (ToolMessage.isInstance(m)) return { role: 'tool', tool_call_id: m.tool_call_id, content: text(m.content) }
@@ -181,11 +184,16 @@ function summarizationMiddleware(options = {}) {
       limit = tokens
       const ratio = Math.max(1, (total - fixed) / Math.max(1, coreTokens(0)))
       budget = Math.floor((tokens - fixed - 1) / ratio)
+      if (messageLimit !== undefined && messages.length >= messageLimit) {
+        // A message count fired too: fold to the count as well.
+        budget = Math.min(budget, keepTokens + (maxSummaryTokens ?? MESSAGES_ONLY_SUMMARY_TOKENS), coreTokens(0) - 1)
+      }
     }
     if (pinned >= 0) keepTokens = Math.max(keepTokens, Math.min(coreTokens(pinned), budget - Math.floor(budget / 5)))
     const note = {}
     let out
     for (let i = 0; i < TRIES; i++) {
+      delete note.error
       const result = await core(budget, keepTokens).compactAsync(stand, summarizer(note))
       if (!result.summarized) return out
       const fates = result.report.fates

@@ -206,3 +206,12 @@ test('ModelMessage lists round-trip: the kept ones are the caller\'s objects', (
   assert.equal(small.summarized, false)
   small.messages.forEach((m, i) => assert.equal(m, messages[i]))
 })
+
+test('the middleware with a tokenizer function counts the tools with it', async () => {
+  const { model, prompts } = mockModel(2, 1)
+  const wrapped = wrapLanguageModel({ model, middleware: compactionMiddleware({ budget: BUDGET, tokenizer: (t) => Math.ceil(t.length / 4) }) })
+  await converse((messages) => generateText({ model: wrapped, system: 'You help with orders.', messages, tools, stopWhen: stepCountIs(10) }), 8)
+  assert.ok(prompts.length > 0)
+  const step = compactionPrepareStep({ budget: BUDGET, system: 'x', tools, tokenizer: (t) => t.length })
+  assert.equal(typeof step, 'function')
+})

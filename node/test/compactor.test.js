@@ -269,3 +269,30 @@ test('a tokenizer function counts, in compact and compactAsync alike', async () 
   const throwing = new Error('the summarizer is down')
   await assert.rejects(compactor.compactAsync(input, async () => { throw throwing }), (e) => e === throwing)
 })
+
+test('a tokenizer function with reuse and chunks: each summary answers its own request', async () => {
+  const settings = { tokenizer: (t) => Math.ceil(t.length / 4), reuse: true, maxFoldInputTokens: 200 }
+  const input = Array.from({ length: 40 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `${i % 2 ? 'a' : 'q'}${i} ` + 'words '.repeat(15) }))
+  const summarize = (request) => `covers ${request.messages.at(-1).content.split(' ')[0]}`
+  const compactor = new Compactor(300, settings)
+  const results = [compactor.compact(input, summarize)]
+  // Run again on the same compactor: its kept summaries are reused, and the
+  // async run re-plans per answer; either way the summary is the last chunk's.
+  results.push(await compactor.compactAsync(input, async (request) => summarize(request)))
+  results.push(await new Compactor(300, settings).compactAsync(input, async (request) => summarize(request)))
+  for (const result of results) {
+    assert.ok(result.summarized)
+    const folded = input.filter((_, i) => result.report.fates[i] === 'folded').at(-1).content.split(' ')[0]
+    assert.match(result.messages[0].content, new RegExp(`covers ${folded}\\b`))
+  }
+})
+
+test('an AI SDK summary in another role is still the one running summary', () => {
+  const compactor = new Compactor(300, { format: 'ai-sdk', tokenizer: 'heuristic', summaryRole: 'user' })
+  let history = []
+  for (let round = 0; round < 4; round++) {
+    for (let i = 0; i < 20; i++) history.push({ role: i % 2 ? 'assistant' : 'user', content: `r${round} t${i} ` + 'words '.repeat(10) })
+    history = compactor.compact(history).messages
+  }
+  assert.equal(history.filter((m) => typeof m.content === 'string' && m.content.startsWith('Summary of earlier')).length, 1)
+})

@@ -165,3 +165,27 @@ test('an orphaned tool result in the history is not sent', async () => {
   await agent.invoke({ messages: [question(0), new ToolMessage({ content: 'stale', tool_call_id: 'call_gone' }), question(1)] }, { configurable: { thread_id: 'o' } })
   for (const m of model.seen) assert.deepEqual(orphans(m), [])
 })
+
+test('a message count in a list of triggers folds to the count, beside a token trigger', async () => {
+  const model = new Scripted(1, 1)
+  const middleware = summarizationMiddleware({ model: new Summarizer(), trigger: [{ tokens: 500000 }, { messages: 20 }], keep: { messages: 6 } })
+  await converse(agentWith(middleware, model), 10)
+  assert.ok(model.seen.every((m) => m.length - 1 < 20), 'a request at the message trigger')
+  for (const m of model.seen) assert.deepEqual(orphans(m), [])
+})
+
+test('a result answering an invalid tool call stays with its call', async () => {
+  const model = new Scripted()
+  const history = []
+  for (let i = 0; i < 12; i++) {
+    history.push(question(i))
+    history.push(new AIMessage({ content: '', invalid_tool_calls: [{ id: `bad_${i}`, name: 'lookup', args: '{oops', type: 'invalid_tool_call' }] }))
+    history.push(new ToolMessage({ content: 'Error: bad arguments ' + 'x'.repeat(300), tool_call_id: `bad_${i}` }))
+    history.push(new AIMessage('Sorry, let me retry. ' + 'detail '.repeat(40)))
+  }
+  await agentWith(summarizationMiddleware({ model: new Summarizer(), trigger: { tokens: TRIGGER } }), model).invoke({ messages: [...history, question(12)] }, { configurable: { thread_id: 'inv' } })
+  for (const ms of model.seen) {
+    const ids = new Set(ms.filter((m) => AIMessage.isInstance(m)).flatMap((m) => [...(m.tool_calls ?? []), ...(m.invalid_tool_calls ?? [])].map((c) => c.id)))
+    for (const m of ms) if (ToolMessage.isInstance(m)) assert.ok(ids.has(m.tool_call_id), `${m.tool_call_id} without its call`)
+  }
+})

@@ -76,6 +76,24 @@ def without_orphans(messages: Sequence[BaseMessage]) -> List[BaseMessage]:
     return kept
 
 
+def stand_in(message: BaseMessage) -> Dict[str, Any]:
+    """A LangChain message as the core's OpenAI message: content blocks as
+    their text (a provider's own blocks, such as Claude's thinking, are not
+    the core's to read), invalid tool calls among the calls (a result may
+    answer one, and must stay with it)."""
+    out = convert_to_openai_messages(message)
+    if isinstance(out.get("content"), list):
+        out["content"] = str(message.text)
+    if isinstance(message, AIMessage) and message.invalid_tool_calls:
+        calls = list(out.get("tool_calls") or [])
+        for call in message.invalid_tool_calls:
+            if call.get("id"):
+                arguments = call.get("args") or ""
+                calls.append({"id": call["id"], "type": "function", "function": {"name": call.get("name") or "", "arguments": str(arguments)}})
+        out["tool_calls"] = calls
+    return out
+
+
 def question_index(messages: Sequence[BaseMessage]) -> Optional[int]:
     """Where the turn in progress starts: the newest user message that is
     not a summary LangChain's middleware wrote."""
@@ -133,7 +151,7 @@ class Folding:
         ledger: bool = True,
     ) -> None:
         self.messages = list(messages)
-        self.dicts = [convert_to_openai_messages(m) for m in self.messages]
+        self.dicts = [stand_in(m) for m in self.messages]
         self.pinned: Optional[int] = None
         self.make_summary = make_summary
         self.summary_prefix = summary_prefix
@@ -201,6 +219,8 @@ class Folding:
         steps = self.tries()
         compactor = next(steps)
         while True:
+            if isinstance(summarize, Fallback):
+                summarize.error = None
             try:
                 compactor = steps.send(compactor.compact(self.dicts, summarize))
             except StopIteration as done:
@@ -211,6 +231,8 @@ class Folding:
         steps = self.tries()
         compactor = next(steps)
         while True:
+            if isinstance(summarize, Fallback):
+                summarize.error = None
             compaction = await compactor.compact_async(self.dicts, summarize)
             try:
                 compactor = steps.send(compaction)

@@ -232,6 +232,10 @@ class SummarizationMiddleware(_LangChainSummarization):
             ratio = max(1.0, (total - fixed) / max(1, folding.tokens()))
             limit = token_limit
             budget = int((token_limit - fixed - 1) / ratio)
+            if message_limit is not None and n >= message_limit:
+                # A message count fired too: fold to the count as well.
+                room = keep_tokens + (self.max_summary_tokens or _MESSAGES_ONLY_SUMMARY_TOKENS)
+                budget = min(budget, room, folding.tokens() - 1)
         turn = question_index(messages)
         if turn is not None:
             # The turn in progress stays whole where a summary still fits beside it.

@@ -280,3 +280,29 @@ def test_a_chat_model_summarizes_for_any_chatfold_api() -> None:
     assert "running summary" in system and "turn 0" in user
     result = asyncio.run(compactor.compact_async(history, ChatModelSummarizer(summarizer)))
     assert result.summarized and len(summarizer.seen) == 2
+
+
+def test_a_message_count_in_a_list_of_triggers_folds_beside_a_token_trigger() -> None:
+    model = Scripted(calls=1)
+    middleware = SummarizationMiddleware(Summarizer(), trigger=[("tokens", 500000), ("messages", 20)], keep=("messages", 6))
+    converse(agent_with(middleware, model), 10)
+    assert all(len(m) - 1 < 20 for m in model.seen)
+    assert all(orphans(m) == [] for m in model.seen)
+
+
+def test_provider_blocks_and_invalid_calls_are_read_and_kept_whole() -> None:
+    history: List[Any] = []
+    for i in range(14):
+        history.append(question(i))
+        thinking = {"type": "thinking", "thinking": "Let me look. " * 20, "signature": "sig"}
+        history.append(AIMessage(content=[thinking, {"type": "text", "text": "Calling."}], tool_calls=[{"name": "lookup", "args": {"order": f"O-{i}"}, "id": f"t{i}"}]))
+        history.append(ToolMessage(content=[{"type": "text", "text": "shipped " * 40}], tool_call_id=f"t{i}"))
+        history.append(AIMessage(content="", invalid_tool_calls=[{"name": "lookup", "args": "{oops", "id": f"bad{i}", "error": "bad json", "type": "invalid_tool_call"}]))
+        history.append(ToolMessage(content="Error: bad arguments " + "x" * 200, tool_call_id=f"bad{i}"))
+        history.append(AIMessage(content="Done. " + "detail " * 30))
+    model = Scripted()
+    agent_with(SummarizationMiddleware(Summarizer(), trigger=("tokens", 3000)), model).invoke({"messages": [*history, question(14)]}, CONFIG)
+    assert model.seen
+    for request in model.seen:
+        ids = {c["id"] for m in request if isinstance(m, AIMessage) for c in [*m.tool_calls, *m.invalid_tool_calls]}
+        assert all(m.tool_call_id in ids for m in request if isinstance(m, ToolMessage))
