@@ -359,6 +359,44 @@ function memoryOptions(options, known) {
 
 const parsed = (text) => JSON.parse(text)
 
+const NATIVE = Symbol('native')
+
+/**
+ * What both memories read: the prompt, the summary, the buffer, the state.
+ * `messages()` is the summary (a system message) then the buffer, and for
+ * a tiered memory its pinned system messages first, within its hard limit.
+ */
+class Memory {
+  constructor(inner) {
+    Object.defineProperty(this, NATIVE, { value: inner })
+  }
+
+  /** The prompt: the summary (as a system message) then the recent turns. */
+  messages() {
+    return parsed(this[NATIVE].messages())
+  }
+
+  /** The running summary. */
+  get summary() {
+    return this[NATIVE].summary()
+  }
+
+  /** The messages kept verbatim. */
+  get buffer() {
+    return parsed(this[NATIVE].buffer())
+  }
+
+  /** The state (the crate's JSON, rollmem's; a tiered memory's with its pinned `system` messages). */
+  toState() {
+    return parsed(this[NATIVE].state())
+  }
+
+  /** Forgets the summary and the buffer (pinned system messages stay); a fold in flight is discarded. */
+  clear() {
+    this[NATIVE].clear()
+  }
+}
+
 /**
  * A memory per conversation: recent turns verbatim, older ones folded into
  * a running summary once the buffer passes `maxTokens` (down to
@@ -367,46 +405,21 @@ const parsed = (text) => JSON.parse(text)
  * it was, and `add` rejects with its error. Its state is the crate's JSON
  * (rollmem's), which `toState` gives and the `state` option restores.
  */
-class RollingMemory {
-  #native
+class RollingMemory extends Memory {
   #summarize
 
   constructor(maxTokens, options = {}) {
     if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new InvalidConfig(`maxTokens must be a whole number of tokens, not ${maxTokens}`)
+    super(call(() => new native.NativeRollingMemory(maxTokens, memoryOptions(options, MEMORY))))
     this.#summarize = asFunction(options.summarize)
-    this.#native = call(() => new native.NativeRollingMemory(maxTokens, memoryOptions(options, MEMORY)))
   }
 
   /** Adds a message; a fold it starts is awaited. */
   async add(message) {
-    const step = call(() => this.#native.beginAdd(json(message)))
+    const step = call(() => this[NATIVE].beginAdd(json(message)))
     await drive(step, this.#summarize)
   }
 
-  /** The summary (as a system message) then the buffer. */
-  messages() {
-    return parsed(this.#native.messages())
-  }
-
-  /** The running summary. */
-  get summary() {
-    return this.#native.summary()
-  }
-
-  /** The messages kept verbatim. */
-  get buffer() {
-    return parsed(this.#native.buffer())
-  }
-
-  /** The state (the crate's JSON, rollmem's). */
-  toState() {
-    return parsed(this.#native.state())
-  }
-
-  /** Forgets the summary and the buffer; a fold in flight is discarded. */
-  clear() {
-    this.#native.clear()
-  }
 }
 
 /**
@@ -417,8 +430,7 @@ class RollingMemory {
  * fold changes nothing and is counted in `stats()`; `system` messages are
  * pinned.
  */
-class TieredMemory {
-  #native
+class TieredMemory extends Memory {
   #summarize
   #worker
   #running = false
@@ -429,14 +441,14 @@ class TieredMemory {
     for (const [name, n] of [['softLimit', softLimit], ['hardLimit', hardLimit]]) {
       if (!Number.isInteger(n) || n < 1) throw new InvalidConfig(`${name} must be a whole number of tokens, not ${n}`)
     }
+    super(call(() => new native.NativeTieredMemory(softLimit, hardLimit, memoryOptions(options, TIERED))))
     this.#summarize = asFunction(options.summarize)
-    this.#native = call(() => new native.NativeTieredMemory(softLimit, hardLimit, memoryOptions(options, TIERED)))
-    this.#worker = this.#native.takeWorker()
+    this.#worker = this[NATIVE].takeWorker()
   }
 
   /** Adds a message; never waits for a summarizer. */
   add(message) {
-    call(() => this.#native.add(json(message)))
+    call(() => this[NATIVE].add(json(message)))
     this.#kick()
   }
 
@@ -481,37 +493,12 @@ class TieredMemory {
 
   /** Folds what is due now, awaited (the summarizer's error thrown). */
   async foldNow() {
-    await drive(this.#native.beginFoldNow(), this.#summarize)
-  }
-
-  /** The prompt: pinned system messages, the summary, the recent turns, within the hard limit. */
-  messages() {
-    return parsed(this.#native.messages())
-  }
-
-  /** The running summary. */
-  get summary() {
-    return this.#native.summary()
-  }
-
-  /** The working buffer. */
-  get buffer() {
-    return parsed(this.#native.buffer())
+    await drive(this[NATIVE].beginFoldNow(), this.#summarize)
   }
 
   /** Tokens per tier, folds done, failed and pending, messages dropped, the last error. */
   stats() {
-    return parsed(this.#native.stats())
-  }
-
-  /** The state (the crate's JSON, with the pinned `system` messages). */
-  toState() {
-    return parsed(this.#native.state())
-  }
-
-  /** Forgets the summary and the buffer (the pinned system messages stay). */
-  clear() {
-    this.#native.clear()
+    return parsed(this[NATIVE].stats())
   }
 }
 

@@ -167,7 +167,9 @@ function summarizationMiddleware(options = {}) {
     const settings = { tokenizer, summaryRole: 'user', summaryPrefix: prefix, ledger, maxFoldInputTokens: trimTokensToSummarize ?? undefined }
     if (maxSummaryTokens !== undefined) settings.maxSummaryTokens = maxSummaryTokens
     const core = (budget, keepRecent) => new Compactor(Math.max(1, budget), { ...settings, keepRecent: Math.max(0, Math.min(keepRecent, Math.max(1, budget))) })
-    const coreTokens = (from) => (from < stand.length ? core(1 << 30, 0).count(stand.slice(from)) : 0)
+    const counter = core(1 << 30, 0)
+    const coreTokens = (from) => (from < stand.length ? counter.count(stand.slice(from)) : 0)
+    const whole = coreTokens(0)
     const fixed = await count([])
     const total = await count(messages)
     let keepTokens
@@ -179,14 +181,14 @@ function summarizationMiddleware(options = {}) {
     let limit
     if (tokens === undefined) {
       limit = Infinity
-      budget = Math.min(keepTokens + (maxSummaryTokens ?? MESSAGES_ONLY_SUMMARY_TOKENS), coreTokens(0) - 1)
+      budget = Math.min(keepTokens + (maxSummaryTokens ?? MESSAGES_ONLY_SUMMARY_TOKENS), whole - 1)
     } else {
       limit = tokens
-      const ratio = Math.max(1, (total - fixed) / Math.max(1, coreTokens(0)))
+      const ratio = Math.max(1, (total - fixed) / Math.max(1, whole))
       budget = Math.floor((tokens - fixed - 1) / ratio)
       if (messageLimit !== undefined && messages.length >= messageLimit) {
         // A message count fired too: fold to the count as well.
-        budget = Math.min(budget, keepTokens + (maxSummaryTokens ?? MESSAGES_ONLY_SUMMARY_TOKENS), coreTokens(0) - 1)
+        budget = Math.min(budget, keepTokens + (maxSummaryTokens ?? MESSAGES_ONLY_SUMMARY_TOKENS), whole - 1)
       }
     }
     if (pinned >= 0) keepTokens = Math.max(keepTokens, Math.min(coreTokens(pinned), budget - Math.floor(budget / 5)))

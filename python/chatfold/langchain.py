@@ -211,6 +211,7 @@ class SummarizationMiddleware(_LangChainSummarization):
             ledger=self.ledger,
         )
         folding.pin(question_index(messages))
+        whole = folding.tokens()
         token_limit, message_limit = self._limits()
         kind, value = self.keep
         n = len(messages)
@@ -225,17 +226,17 @@ class SummarizationMiddleware(_LangChainSummarization):
             # Only a message count triggers: fold whatever the tokens.
             limit = 1 << 62
             budget = keep_tokens + (self.max_summary_tokens or _MESSAGES_ONLY_SUMMARY_TOKENS)
-            budget = min(budget, folding.tokens() - 1)
+            budget = min(budget, whole - 1)
         else:
             # The core counts its own way: the caller's limit, scaled into its units.
             fixed = count([])
-            ratio = max(1.0, (total - fixed) / max(1, folding.tokens()))
+            ratio = max(1.0, (total - fixed) / max(1, whole))
             limit = token_limit
             budget = int((token_limit - fixed - 1) / ratio)
             if message_limit is not None and n >= message_limit:
                 # A message count fired too: fold to the count as well.
                 room = keep_tokens + (self.max_summary_tokens or _MESSAGES_ONLY_SUMMARY_TOKENS)
-                budget = min(budget, room, folding.tokens() - 1)
+                budget = min(budget, room, whole - 1)
         turn = question_index(messages)
         if turn is not None:
             # The turn in progress stays whole where a summary still fits beside it.
