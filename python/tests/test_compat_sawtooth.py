@@ -14,6 +14,7 @@ import os
 import pathlib
 import time
 
+import pydantic
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -493,17 +494,47 @@ def test_a_session_saved_in_a_storage_adapter_comes_back_whole():
         compat.MemoryState.model_validate({"l1_working": {}})
 
 
-def test_the_state_is_a_frozen_snapshot():
+def test_the_state_is_live_and_its_edits_reach_the_prompt():
     with compat.SyncContextManager("You are brief.") as m:
         m.add_message("user", "hello")
         state = m.state
+        assert state is m.state  # one live object, as sawtooth's
         assert [x.content for x in state.l1_working.messages] == ["hello"]
-        with pytest.raises(dataclasses.FrozenInstanceError):
-            state.l2_archival = None
-        with pytest.raises(NotSupportedError):
-            state.l1_5_entities.upsert({"k": "v"})
-        with pytest.raises(AttributeError):
-            state.l1_working.messages.append(None)
+        state.l2_archival.narrative = "The user greeted us."
+        state.l1_5_entities.upsert({"ticket": "INC-4471"})
+        state.l1_working.append(compat.state.Message(role="assistant", content="hi there"))
+        prompt = m.build_prompt()
+        assert prompt[0]["content"] == (
+            "[SYSTEM_L0]\nYou are brief.\n\n[ARCHIVE_L2]\nThe user greeted us."
+            "\n\n[ENTITY_LEDGER_L1_5]\n- ticket: INC-4471"
+        )
+        assert [p["content"] for p in prompt[1:]] == ["hello", "hi there"]
+        # the memory follows: a new turn shows in the same object, the edits kept
+        m.add_message("user", "again")
+        assert [x.content for x in state.l1_working.messages] == ["hello", "hi there", "again"]
+        assert state.l1_5_entities.get_latest("ticket") == "INC-4471"
+        assert m.get_stats()["l1_5_entity_count"] == 1
+        # pin_entity is an upsert into the ledger
+        m.pin_entity("ticket", "INC-4472")
+        assert "- ticket: INC-4472" in m.build_prompt()[0]["content"]
+
+
+def test_an_edit_that_cannot_be_applied_is_refused_and_loses_nothing():
+    with compat.SyncContextManager("You are brief.") as m:
+        m.add_message("user", "hello")
+        m.state.l2_archival.narrative = "kept"
+        before = m.build_prompt()
+        m.state.l1_5_entities.entities["ticket"] = "INC-1"  # a string, not a list of values
+        with pytest.raises(ValueError, match="could not be applied"):
+            m.build_prompt()
+        assert m.build_prompt() == before
+        assert m.state.l1_5_entities.entities == {}
+        m.state.l1_working.messages.append({"role": "bot", "content": "x"})
+        with pytest.raises(ValueError, match="could not be applied"):
+            m.add_message("user", "next")
+        assert [x.content for x in m.state.l1_working.messages] == ["hello"]
+        with pytest.raises(pydantic.ValidationError):
+            compat.state.Message(role="bot", content="x")
 
 
 def test_the_redis_storage_keeps_the_whole_session(redis_url):
@@ -533,7 +564,6 @@ def test_unsupported_features_raise_a_clear_error():
         lambda: compat.ContextManager(
             "x", compat.ContextManagerConfig(enable_l3_semantic_storage=True, storage_adapter=DictStorage())
         ),
-        lambda: asyncio.run(compat.ContextManager("x", enable_events=False).pin_entity("k", "v")),
     ]:
         with pytest.raises(NotSupportedError) as caught:
             use()

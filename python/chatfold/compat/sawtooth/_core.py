@@ -30,15 +30,8 @@ from .events.types import (
     SoftLimitReachedEvent,
 )
 from .exceptions import NotSupportedError, TokenLimitExceededError
-from .state import (
-    ArchivalMemory,
-    DTEState,
-    EntityLedger,
-    MemoryState,
-    Message,
-    SystemPrompt,
-    WorkingMemory,
-)
+from ._live import LiveState
+from .state import DTEState, MemoryState
 
 # chatfold's summary message and its ledger section (the fold policy's
 # defaults, `DEFAULT_SUMMARY_PREFIX` and the ledger's heading in the crate).
@@ -111,8 +104,8 @@ def ledger_map(entries: List[str]) -> Dict[str, List[str]]:
     return out
 
 
-class Tiers:
-    """One sawtooth manager's chatfold side."""
+class Tiers(LiveState):
+    """One sawtooth manager's chatfold side (its live state: :class:`~._live.LiveState`)."""
 
     def __init__(
         self,
@@ -148,7 +141,10 @@ class Tiers:
         self.main_prompt_tokens = 0
         self.prompt_key: Optional[Tuple[int, int]] = None
         self.dirty = False
+        # called when a fold lands or fails (the manager's monitor releases its lock)
+        self.fold_done: Optional[Callable[[], None]] = None
         self.memory = self._build(None)
+        self._init_live()
 
     # -- the memory ----------------------------------------------------
 
@@ -182,6 +178,8 @@ class Tiers:
         restored = state._chatfold_state()
         restored.pop("system", None)
         self.memory = self._build(restored)
+        if self.live is not None:  # the loaded state wins over edits not yet applied
+            self._refresh()
 
     def add(self, role: str, content: str) -> None:
         """Appends a turn (never waits for a fold); raises
@@ -195,8 +193,10 @@ class Tiers:
             error = InvalidMessage(f"content must be a string, got {type(content).__name__}")
             error.field = "content"
             raise error
+        self.sync()
         self.memory.add_message({"role": role, "content": content, "id": str(uuid.uuid4())})
         self.dirty = True
+        self.follow()
         l1 = self.memory.stats()["buffer_tokens"]
         c = self.config
         if l1 >= c.soft_limit_tokens and not self.soft:
@@ -250,6 +250,13 @@ class Tiers:
                 step.answer(answer)
                 landed = (request, True, answer)
 
+    def pin(self, key: str, value: str) -> None:
+        """sawtooth's ``pin_entity``: ``key: value`` into the ledger now."""
+        if not isinstance(key, str) or not key.strip() or not isinstance(value, str) or not value.strip():
+            raise ValueError("pin_entity needs a non-empty key and value (strings)")
+        self.live_state().l1_5_entities.upsert({key: value})
+        self.sync()
+
     # -- reading -------------------------------------------------------
 
     def parts(self) -> Tuple[str, List[str]]:
@@ -269,6 +276,7 @@ class Tiers:
         """sawtooth's layout (one system message: ``[SYSTEM_L0]``,
         ``[ARCHIVE_L2]``, ``[ENTITY_LEDGER_L1_5]``; then L1 verbatim) over
         the core's view, never more than the hard limit."""
+        self.sync()
         view = self.memory.messages()
         pinned = 1 if self.system_prompt else 0
         rest = view[pinned:]
@@ -311,6 +319,7 @@ class Tiers:
 
     def stats(self) -> Dict[str, Any]:
         """sawtooth's stats keys (the managers add ``worker`` or ``compression``)."""
+        self.sync()
         s = self.memory.stats()
         narrative, entries = self.parts()
         ledger = ledger_map(entries)
@@ -333,32 +342,9 @@ class Tiers:
         folds = s["folds_done"] if self.config.compression_mode == "dte" else 0
         return DTEState(main_prompt_tokens=self.main_prompt_tokens, fold_cycles=folds)
 
-    def snapshot(self) -> MemoryState:
-        """The state as sawtooth's tree (a frozen snapshot)."""
-        s = self.memory.stats()
-        narrative, entries = self.parts()
-        buffer = self.memory.buffer
-        messages = tuple(
-            Message(
-                role=m["role"],
-                content=m.get("content") or "",
-                id=str(m.get("id") or ""),
-                token_count=self.count_messages([m]),
-            )
-            for m in buffer
-        )
-        state = self.memory.to_dict()
-        return MemoryState(
-            l0_system=SystemPrompt(content=self.system_prompt, token_count=self.count_text(self.system_prompt)),
-            l1_working=WorkingMemory(messages=messages, token_count=s["buffer_tokens"]),
-            l1_5_entities=EntityLedger(entities={k: tuple(v) for k, v in ledger_map(entries).items()}),
-            l2_archival=ArchivalMemory(narrative=narrative, token_count=self.count_text(narrative)),
-            dte=self.dte(s),
-            chatfold=state,
-        )
-
     def explain(self) -> Dict[str, Any]:
         """sawtooth's ``explain_prompt`` trace."""
+        self.sync()
         narrative, entries = self.parts()
         return {
             "l0_system": {"content": self.system_prompt, "origin": "Hardcoded System Initialization"},
@@ -403,6 +389,9 @@ class Tiers:
     def fold_finished(self, request: Any, ok: bool, outcome: Any) -> None:
         """The fold landed (``ok``) or failed: the events of what happened."""
         cycle, started, before = self.cycles.pop(id(request), (str(uuid.uuid4()), time.monotonic(), {}))
+        self.follow()
+        if self.fold_done is not None:
+            self.fold_done()
         ms = int((time.monotonic() - started) * 1000)
         s = self.memory.stats()
         self.dirty = True

@@ -77,30 +77,33 @@ class OllamaConfig:
     timeout_seconds: int = 90
 
 
-class _Secret(str):
-    """An API key that does not show in ``repr`` (pydantic's ``SecretStr``'s role)."""
-
-    def get_secret_value(self) -> str:
-        """The key itself."""
-        return str.__str__(self)
-
-    def __repr__(self) -> str:
-        return "SecretStr('**********')"
+# A required CloudConfig field not given (pydantic reports it missing).
+_REQUIRED: Any = object()
 
 
 @dataclass
 class CloudConfig:
     """A cloud provider's API (OpenAI, Anthropic, Gemini); ``base_url``
-    routes through a proxy. ``api_key`` is kept as a secret (``repr`` hides
-    it; ``api_key.get_secret_value()`` reads it)."""
+    routes through a proxy. ``api_key`` is kept as pydantic's ``SecretStr``
+    (``str`` and ``repr`` hide it; ``api_key.get_secret_value()`` reads it).
+    ``provider``, ``model`` and ``api_key`` are required: one left out is
+    pydantic's ``ValidationError``, as in sawtooth."""
 
-    provider: Provider
-    model: str
-    api_key: Any
+    provider: Provider = _REQUIRED
+    model: str = _REQUIRED
+    api_key: Any = _REQUIRED
     base_url: Optional[str] = None
     timeout_seconds: int = 60
 
     def __post_init__(self) -> None:
+        from pydantic import SecretStr
+        from pydantic_core import ValidationError
+
+        missing = [name for name in ("provider", "model", "api_key") if getattr(self, name) is _REQUIRED]
+        if missing:
+            raise ValidationError.from_exception_data(
+                "CloudConfig", [{"type": "missing", "loc": (name,), "input": {}} for name in missing]
+            )
         try:
             self.provider = Provider(self.provider)
         except ValueError:
@@ -109,7 +112,7 @@ class CloudConfig:
             self.api_key = self.api_key.get_secret_value()
         if not isinstance(self.api_key, str):
             raise ValueError("api_key must be a string")
-        self.api_key = _Secret(self.api_key)
+        self.api_key = SecretStr(self.api_key)
 
 
 @dataclass
@@ -166,6 +169,10 @@ class ContextManagerConfig:
         return cls(soft_limit_tokens=soft_limit_tokens, enable_l3_semantic_storage=False, **overrides)
 
     def __post_init__(self) -> None:
+        if isinstance(self.cloud, dict):  # pydantic reads a dict into the model, so does this
+            self.cloud = CloudConfig(**self.cloud)
+        if isinstance(self.ollama, dict):
+            self.ollama = OllamaConfig(**self.ollama)
         for name in ["soft_limit_tokens", "hard_limit_tokens", "chunk_size"]:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):

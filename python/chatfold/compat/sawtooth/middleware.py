@@ -9,17 +9,21 @@ never returns more than ``hard_limit_tokens``.
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Literal, Optional
+from typing import Any, Callable, Dict, List, Literal, Optional, Union
 
 from ._core import Tiers
-from .config import ContextManagerConfig
+from .compressor import CloudCompressor, OllamaCompressor
+from .config import ContextManagerConfig, OllamaConfig
 from .events.bus import EventBus, get_event_bus
 from .events.handlers import make_journal_handler
 from .events.types import SawtoothEvent
 from .journal import AsyncCompressionJournal
+from .monitor import TokenMonitor
 from .state import MemoryState
 from .storage.semantic import SemanticChunkResult
+from .worker import CompressionTask, CompressionWorker
 
 __all__ = ["ContextManager"]
 
@@ -55,12 +59,42 @@ class ContextManager:
         self._config = config or ContextManagerConfig()
         self._enable_events = enable_events
         self._bus: Optional[EventBus] = get_event_bus() if enable_events else None
+        self._event_bus = self._bus
         self._tiers = Tiers(system_prompt, self._config, summarize, self._bus)
+        self._journal_path = Path(journal_path or self._config.journal_path)
         self._journal: Optional[AsyncCompressionJournal] = None
         self._journal_handler: Any = None
         if enable_events:
-            self._journal = AsyncCompressionJournal(Path(journal_path or self._config.journal_path))
+            self._journal = AsyncCompressionJournal(self._journal_path)
+        # sawtooth's parts, looked up in this module when the manager is
+        # made (so a patch of ``middleware.OllamaCompressor`` and the like
+        # takes effect): the compressor is what ``health_check`` pings, the
+        # monitor and the worker's queue see each cycle sawtooth would queue.
+        # The folds themselves are the tiered memory's (see .worker).
+        self._compressor: Union[CloudCompressor, OllamaCompressor] = (
+            CloudCompressor(self._config.cloud)
+            if self._config.cloud is not None
+            else OllamaCompressor(self._config.ollama or OllamaConfig())
+        )
+        self._monitor = TokenMonitor(
+            model=self._config.tokenizer_model,
+            soft_limit=self._config.soft_limit_tokens,
+            hard_limit=self._config.hard_limit_tokens,
+            max_unsummarized_turns=getattr(self._config, "max_unsummarized_turns", None),
+        )
+        self._worker = CompressionWorker(compressor=self._compressor, fallback_truncate=self._config.fallback_truncate)
+        self._worker.wake = self._wake_memory
+        self._tiers.fold_done = self._monitor.release_compression_lock
         self._running = False
+
+    def _wake_memory(self) -> None:
+        wake = getattr(self._memory, "_wake", None)
+        if wake is not None:
+            wake.set()
+
+    @property
+    def _state(self) -> MemoryState:
+        return self._tiers.live_state()
 
     @property
     def _memory(self) -> Any:
@@ -87,6 +121,7 @@ class ContextManager:
             self._journal_handler = journal_handler
             self._bus.subscribe("compression.cycle_complete", journal_handler)
         self._memory.start()
+        await self._worker.start()
         self._running = True
 
     async def stop(self) -> None:
@@ -95,6 +130,7 @@ class ContextManager:
         events and the journal."""
         await self._persist(force=True)
         await self._memory.stop()
+        await self._worker.stop()
         self._running = False
         if self._bus is not None:
             await self._bus.drain()
@@ -123,6 +159,14 @@ class ContextManager:
         ``fallback_truncate=False`` it raises ``TokenLimitExceededError``
         once L1 holds ``hard_limit_tokens`` (the turn is stored first)."""
         self._tiers.add(role, content)
+        state = self._tiers.live_state()
+        if self._monitor.exceeds_hard_limit(state):
+            # sawtooth's hard-limit path releases the lock so a fresh cycle
+            # can be queued; chatfold keeps the turns until their fold lands
+            self._monitor.release_compression_lock()
+        if self._monitor.should_trigger_compression(state):
+            chunk = list(state.l1_working.messages[: self._config.chunk_size])
+            self._worker.enqueue(CompressionTask(messages=chunk, state=state, cycle_id=str(uuid.uuid4())))
         if self._config.persist_every_message:
             await self._persist(force=True)
 
@@ -141,10 +185,10 @@ class ContextManager:
         return None
 
     async def pin_entity(self, key: str, value: str) -> None:
-        """Not supported: chatfold's core keeps the ledger from what it folds."""
-        from .exceptions import NotSupportedError
-
-        raise NotSupportedError("pin_entity", "chatfold's core keeps the ledger from what it folds")
+        """Puts ``key: value`` in the ledger (L1.5) now, and saves the
+        session; the fold keeps it verbatim from then on."""
+        self._tiers.pin(key, value)
+        await self._persist(force=True)
 
     async def search_semantic_archive(self, query: str, top_k: int = 5) -> List[SemanticChunkResult]:
         """L3 search: chatfold has no L3 storage, so nothing is found (``[]``)."""
@@ -160,8 +204,9 @@ class ContextManager:
 
     @property
     def state(self) -> MemoryState:
-        """A frozen snapshot of the tiers (see :mod:`.state`)."""
-        return self._tiers.snapshot()
+        """The live state (see :mod:`.state`): it follows the memory, and
+        an edit to it reaches the memory on the manager's next call."""
+        return self._tiers.live_state()
 
     def get_stats(self) -> Dict[str, Any]:
         """sawtooth's stats: tokens per tier, the ledger's size, the DTE
@@ -189,8 +234,32 @@ class ContextManager:
     async def health_check(self) -> Dict[str, Any]:
         """sawtooth's readiness report; raises ``ValueError`` when
         ``soft_limit_tokens`` is not below ``hard_limit_tokens``. The
-        backend is named, not called."""
-        return _health(self._config, self._tiers, "RUNNING" if self._running else "STOPPED", self._enable_events)
+        backend is checked with the compressor's ``ping`` (Ollama: ``GET
+        /api/tags``; a cloud provider: its API key is set)."""
+        report = _health(self._config, self._tiers, "RUNNING" if self._running else "STOPPED", self._enable_events)
+        try:
+            await self._compressor.ping()
+        except Exception as error:
+            _unreachable(report, self._config, error)
+        else:
+            _reachable(report, self._config)
+        return report
+
+
+def _reachable(report: Dict[str, Any], config: ContextManagerConfig) -> None:
+    """sawtooth's report of a backend that answered the ping."""
+    report["checks"]["backend_reachable"] = "CONFIGURED" if config.cloud is not None else "OK"
+
+
+def _unreachable(report: Dict[str, Any], config: ContextManagerConfig, error: Exception) -> None:
+    """sawtooth's report of a backend whose ping failed: a cloud backend
+    without a key is unhealthy, an unreachable Ollama degraded."""
+    if config.cloud is not None:
+        report["status"] = "unhealthy"
+        report["checks"]["backend_reachable"] = f"MISSING: {error}"
+    else:
+        report["status"] = "degraded"
+        report["checks"]["backend_reachable"] = f"UNREACHABLE: {error}"
 
 
 def _health(config: ContextManagerConfig, tiers: Tiers, worker: str, events: Optional[bool]) -> Dict[str, Any]:
@@ -202,9 +271,13 @@ def _health(config: ContextManagerConfig, tiers: Tiers, worker: str, events: Opt
     checks: Dict[str, Any] = {"configuration": "OK", "worker_status": worker}
     if events is not None:
         checks["events"] = "ENABLED" if events else "DISABLED"
-    checks["backend"] = tiers.provider
-    checks["model"] = tiers.model
-    checks["backend_reachable"] = "NOT_CHECKED"  # chatfold does not call the model to check it
+    if config.cloud is not None:
+        checks["backend"] = "cloud"
+        checks["provider"] = config.cloud.provider.value if hasattr(config.cloud.provider, "value") else str(config.cloud.provider)
+        checks["model"] = config.cloud.model
+    else:
+        checks["backend"] = "ollama"
+        checks["model"] = config.ollama.model if config.ollama is not None else "unknown"
     checks["l3_semantic_storage"] = "DISABLED"
     checks["l3_prompt_retrieval"] = "DISABLED"
     return {"status": "healthy", "checks": checks}

@@ -3,15 +3,15 @@ folds run inline on the calling thread (no event loop, no thread)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Union
 
-from ._core import Tiers
+from ._core import Tiers, split_summary
 from .async_bridge import run_coro_once
-from .config import ContextManagerConfig
-from .exceptions import NotSupportedError
-from .middleware import MessageRole, _health
+from .config import ContextManagerConfig, OllamaConfig
+from .middleware import MessageRole, _health, _reachable, _unreachable
 from .state import MemoryState
 from .storage.semantic import SemanticChunkResult
+from .sync_compressor import SyncCloudCompressor, SyncOllamaCompressor
 
 __all__ = ["SyncContextManager"]
 
@@ -38,10 +38,35 @@ class SyncContextManager:
         summarize: Optional[Callable[[Any], Any]] = None,
     ) -> None:
         self._config = config or ContextManagerConfig.for_sync_script()
+        # The compressor is looked up in this module when the manager is made
+        # (so a patch of ``sync_manager.SyncOllamaCompressor`` takes effect):
+        # ``health_check`` pings it, and in ``"always_llm"`` mode (without
+        # ``summarize``) each fold is its ``compress`` of the folded turns,
+        # the narrative appended to L2 as sawtooth does.
+        self._compressor: Union[SyncCloudCompressor, SyncOllamaCompressor] = (
+            SyncCloudCompressor(self._config.cloud)
+            if self._config.cloud is not None
+            else SyncOllamaCompressor(self._config.ollama or OllamaConfig())
+        )
+        if summarize is None and self._config.compression_mode == "always_llm":
+            summarize = self._compress
         self._tiers = Tiers(system_prompt, self._config, summarize, None)
+        if summarize == self._compress:
+            self._tiers.provider = "cloud" if self._config.cloud is not None else "ollama"
+            self._tiers.model = (self._config.cloud or self._config.ollama or OllamaConfig()).model
         self._cycles = 0
         self._failures = 0
         self._started = False
+
+    def _compress(self, request: Any) -> str:
+        """One fold through the compressor: its narrative of the folded
+        turns appended to the narrative so far (L2 is append-only in sawtooth)."""
+        result = self._compressor.compress(request.transcript)
+        narrative = str(result.get("narrative_summary") or "").strip() if isinstance(result, dict) else ""
+        if not narrative:
+            raise ValueError("the compressor returned no narrative_summary")
+        previous = split_summary(request.previous_summary or "")[0]
+        return f"{previous}\n{narrative}" if previous else narrative
 
     def __enter__(self) -> "SyncContextManager":
         adapter = self._config.storage_adapter
@@ -83,11 +108,16 @@ class SyncContextManager:
         return None
 
     def pin_entity(self, key: str, value: str) -> None:
-        """Not supported: chatfold's core keeps the ledger from what it folds."""
-        raise NotSupportedError("pin_entity", "chatfold's core keeps the ledger from what it folds")
+        """Puts ``key: value`` in the ledger (L1.5) now, and saves the
+        session; the fold keeps it verbatim from then on."""
+        self._tiers.pin(key, value)
+        self._persist(force=True)
 
     def build_prompt(self, *, retrieval_query: Optional[str] = None) -> List[Dict[str, str]]:
-        """The prompt in sawtooth's layout, never more than ``hard_limit_tokens``."""
+        """The prompt in sawtooth's layout, never more than
+        ``hard_limit_tokens``; ``RuntimeError`` outside the ``with`` block."""
+        if not self._started:
+            raise RuntimeError("SyncContextManager must be used within a 'with' context.")
         prompt = self._tiers.prompt()
         self._persist()
         return prompt
@@ -106,8 +136,9 @@ class SyncContextManager:
 
     @property
     def state(self) -> MemoryState:
-        """A frozen snapshot of the tiers (see :mod:`.state`)."""
-        return self._tiers.snapshot()
+        """The live state (see :mod:`.state`): it follows the memory, and
+        an edit to it reaches the memory on the manager's next call."""
+        return self._tiers.live_state()
 
     def get_stats(self) -> Dict[str, Any]:
         """sawtooth's stats, with ``compression`` (cycles, failures,
@@ -120,6 +151,12 @@ class SyncContextManager:
         """sawtooth's readiness report (``ValueError`` when the soft limit
         is not below the hard limit)."""
         report = _health(self._config, self._tiers, "INLINE", None)
+        try:
+            self._compressor.ping()
+        except Exception as error:
+            _unreachable(report, self._config, error)
+        else:
+            _reachable(report, self._config)
         del report["checks"]["worker_status"]
         report["checks"]["runtime"] = "sync_inline"
         report["checks"]["compression_mode"] = "blocking"
