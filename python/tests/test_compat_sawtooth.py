@@ -460,6 +460,21 @@ class DictStorage(compat.BaseStorageAdapter):
         pass
 
 
+class VectorStorage(DictStorage, compat.storage.semantic.SemanticStorageAdapter):
+    """A storage adapter that claims L3 (sawtooth's config accepts it; chatfold's managers refuse L3)."""
+
+    embedding_dimension = 1536
+
+    async def upsert_vector_chunks_batch(self, session_id, chunks):
+        return 0
+
+    async def search_similar(self, session_id, query_embedding, top_k=5):
+        return []
+
+    async def count_vector_chunks(self, session_id):
+        return 0
+
+
 def _session_round_trip(adapter):
     config = compat.ContextManagerConfig.for_sync_script(
         soft_limit_tokens=80, hard_limit_tokens=300, storage_adapter=adapter, session_id="s1"
@@ -562,7 +577,7 @@ def test_unsupported_features_raise_a_clear_error():
         lambda: NERPipeline(),
         lambda: compat.ContextManager("x", compat.ContextManagerConfig(pool_id="team")),
         lambda: compat.ContextManager(
-            "x", compat.ContextManagerConfig(enable_l3_semantic_storage=True, storage_adapter=DictStorage())
+            "x", compat.ContextManagerConfig(enable_l3_semantic_storage=True, storage_adapter=VectorStorage())
         ),
     ]:
         with pytest.raises(NotSupportedError) as caught:

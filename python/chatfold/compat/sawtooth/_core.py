@@ -40,6 +40,9 @@ LEDGER_SECTION = "\n\nExact identifiers (kept verbatim):\n"
 
 ROLES = ("user", "assistant", "system", "tool")
 
+# The tiered memory's counters a replaced memory hands on.
+_CARRIED = ("folds_done", "folds_failed", "messages_folded", "messages_dropped", "results_cleared")
+
 _CLOUD_URLS = {
     Provider.OPENAI: "https://api.openai.com/v1",
     Provider.ANTHROPIC: "https://api.anthropic.com",
@@ -113,6 +116,7 @@ class Tiers(LiveState):
         config: ContextManagerConfig,
         summarize: Optional[Callable[[Any], Any]],
         bus: Optional[EventBus],
+        strict: bool = False,
     ) -> None:
         if not isinstance(system_prompt, str):
             raise InvalidConfig(f"system_prompt must be a string, got {type(system_prompt).__name__}")
@@ -124,7 +128,13 @@ class Tiers(LiveState):
             raise NotSupportedError("multi-agent pools (pool_id)")
         if config.soft_limit_tokens < 1 or config.hard_limit_tokens < 1 or config.chunk_size < 1:
             raise InvalidConfig("soft_limit_tokens, hard_limit_tokens and chunk_size must be positive")
+        if not isinstance(strict, bool):
+            raise InvalidConfig(f"strict must be a bool, got {strict!r}")
         self.config = config
+        # chatfold's stricter behaviour instead of sawtooth's (see ContextManager)
+        self.strict = strict
+        # the counters of memories an applied edit replaced (see core_stats)
+        self.carried: Dict[str, int] = {key: 0 for key in _CARRIED}
         self.system_prompt = system_prompt
         self.tokenizer = tokenizer_for(config.tokenizer_model)
         if summarize is not None:
@@ -141,8 +151,10 @@ class Tiers(LiveState):
         self.main_prompt_tokens = 0
         self.prompt_key: Optional[Tuple[int, int]] = None
         self.dirty = False
-        # called when a fold lands or fails (the manager's monitor releases its lock)
+        # called when a fold lands or fails, or L1 was truncated (the async
+        # manager's monitor then releases its lock)
         self.fold_done: Optional[Callable[[], None]] = None
+        self.pinned: Set[str] = set()  # the ledger's keys pin_entity put there
         self.memory = self._build(None)
         self._init_live()
 
@@ -205,6 +217,8 @@ class Tiers(LiveState):
         if l1 >= c.hard_limit_tokens and not self.hard:
             self.emit(HardLimitReachedEvent(current_tokens=l1, soft_limit=c.soft_limit_tokens, hard_limit=c.hard_limit_tokens))
         self.hard = l1 >= c.hard_limit_tokens
+        if self.hard and c.fallback_truncate and not self.strict and c.compression_mode == "always_llm":
+            self.truncate_oldest()
         if self.hard and not c.fallback_truncate:
             raise TokenLimitExceededError(
                 f"Working Memory exceeded hard limit of {c.hard_limit_tokens} tokens and fallback_truncate is disabled."
@@ -256,6 +270,7 @@ class Tiers(LiveState):
             raise ValueError("pin_entity needs a non-empty key and value (strings)")
         self.live_state().l1_5_entities.upsert({key: value})
         self.sync()
+        self.pinned.add(key)
 
     # -- reading -------------------------------------------------------
 
@@ -317,10 +332,23 @@ class Tiers(LiveState):
             self.prompt_key = key
         return [dict(m) for m in prompt]
 
+    def core_stats(self) -> Dict[str, Any]:
+        """The tiered memory's stats, its counters including those of the
+        memories an applied edit or a hard truncation replaced."""
+        s = self.memory.stats()
+        for key, value in self.carried.items():
+            s[key] += value
+        return s
+
+    def carry(self, old: Mapping[str, Any]) -> None:
+        """Keeps a replaced memory's counters."""
+        for key in _CARRIED:
+            self.carried[key] += int(old.get(key, 0))
+
     def stats(self) -> Dict[str, Any]:
         """sawtooth's stats keys (the managers add ``worker`` or ``compression``)."""
         self.sync()
-        s = self.memory.stats()
+        s = self.core_stats()
         narrative, entries = self.parts()
         ledger = ledger_map(entries)
         dte = self.dte(s).model_dump()
@@ -354,9 +382,9 @@ class Tiers(LiveState):
                     "prompt_component": "[ENTITY_LEDGER_L1_5]",
                     "entity_key": key,
                     "entity_value": values[-1],
-                    "origin": "Anchored by chatfold's exact-identifier ledger",
+                    "origin": "pin_entity" if key in self.pinned else "Anchored by chatfold's exact-identifier ledger",
                     "timestamp": "unknown",
-                    "confidence": "100% (Deterministic)",
+                    "confidence": "100% (Pinned)" if key in self.pinned else "100% (Deterministic)",
                 }
                 for key, values in ledger_map(entries).items()
             ],

@@ -193,11 +193,32 @@ class ContextManagerConfig:
             raise ValueError("salience_threshold must be between 0.0 and 1.0.")
         if self.salience_max_entities < 1:
             raise ValueError("salience_max_entities must be positive.")
-        if self.enable_l3_semantic_storage and self.storage_adapter is None:
+        if self.enable_l3_semantic_storage:
+            self._check_l3()
+        self._cascade_background_model()
+
+    def _check_l3(self) -> None:
+        """sawtooth's checks of an L3 configuration (chatfold's managers
+        then refuse L3: it is not supported)."""
+        if self.storage_adapter is None:
             raise ValueError(
                 "enable_l3_semantic_storage=True requires storage_adapter (PostgresStorageAdapter with pgvector)."
             )
-        self._cascade_background_model()
+        from .storage.semantic import supports_semantic_storage
+
+        if not supports_semantic_storage(self.storage_adapter):
+            raise ValueError(
+                "enable_l3_semantic_storage=True requires a SemanticStorageAdapter "
+                "(e.g. PostgresStorageAdapter). RedisStorageAdapter does not support L3."
+            )
+        dimension = getattr(self.storage_adapter, "embedding_dimension", None)
+        if dimension is not None and dimension != self.embedding_dimension:
+            raise ValueError(
+                f"embedding_dimension ({self.embedding_dimension}) must match "
+                f"storage_adapter.embedding_dimension ({dimension})."
+            )
+        if self.embedding_backend not in ("hash", "openai"):
+            raise ValueError(f"embedding_backend must be 'hash' or 'openai', got {self.embedding_backend!r}.")
 
     def _cascade_background_model(self) -> None:
         """sawtooth's ``background_model`` routing: it overrides the cloud or

@@ -41,6 +41,14 @@ class ContextManager:
     default) folds without a model, with chatfold's extractive summarizer;
     ``"always_llm"`` calls the ``cloud`` or ``ollama`` backend (in Rust).
 
+    At the hard limit with ``fallback_truncate`` in ``"always_llm"`` mode,
+    the oldest ``chunk_size`` turns leave L1 at once and L2 notes it, as in
+    sawtooth (the latest turn always stays). ``strict=True`` (chatfold's
+    addition) keeps chatfold's stricter behaviour instead: no turn leaves
+    the state before its fold lands (the prompt still never passes the hard
+    limit), turns are dropped only after repeated fold failures, and the
+    latest turn is never folded (see :class:`~.sync_manager.SyncContextManager`).
+
     With ``enable_events`` (the default) the events are emitted on the
     process's event bus (:func:`~.events.get_event_bus`) and each completed
     cycle is written to the journal at ``journal_path`` (default
@@ -55,12 +63,13 @@ class ContextManager:
         enable_events: bool = True,
         journal_path: Optional[Path] = None,
         summarize: Optional[Callable[[Any], Any]] = None,
+        strict: bool = False,
     ) -> None:
         self._config = config or ContextManagerConfig()
         self._enable_events = enable_events
         self._bus: Optional[EventBus] = get_event_bus() if enable_events else None
         self._event_bus = self._bus
-        self._tiers = Tiers(system_prompt, self._config, summarize, self._bus)
+        self._tiers = Tiers(system_prompt, self._config, summarize, self._bus, strict)
         self._journal_path = Path(journal_path or self._config.journal_path)
         self._journal: Optional[AsyncCompressionJournal] = None
         self._journal_handler: Any = None

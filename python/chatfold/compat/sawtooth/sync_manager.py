@@ -7,6 +7,7 @@ from typing import Any, Callable, Dict, List, Optional, Union
 
 from ._core import Tiers, split_summary
 from .async_bridge import run_coro_once
+from .compression_core import merge_compression_into_state, messages_to_text
 from .config import ContextManagerConfig, OllamaConfig
 from .middleware import MessageRole, _health, _reachable, _unreachable
 from .state import MemoryState
@@ -28,6 +29,14 @@ class SyncContextManager:
     from inside a running event loop: there, use :class:`ContextManager`;
     such a fold fails and is counted, nothing lost). sawtooth's sync manager emits
     no events, and neither does this one.
+
+    In ``"always_llm"`` mode with the compressor (no ``summarize``), when L1
+    is past the soft limit and chatfold's core has nothing to fold (it never
+    folds the latest turn), the oldest ``chunk_size`` turns are compressed
+    as sawtooth does, the latest one included: the compressor's narrative
+    appended to L2, its entities upserted into L1.5, the turns gone from L1.
+    ``strict=True`` keeps chatfold's stricter behaviour instead (the latest
+    turn stays verbatim; see :class:`~.middleware.ContextManager`).
     """
 
     def __init__(
@@ -36,6 +45,7 @@ class SyncContextManager:
         config: Optional[ContextManagerConfig] = None,
         *,
         summarize: Optional[Callable[[Any], Any]] = None,
+        strict: bool = False,
     ) -> None:
         self._config = config or ContextManagerConfig.for_sync_script()
         # The compressor is looked up in this module when the manager is made
@@ -48,9 +58,10 @@ class SyncContextManager:
             if self._config.cloud is not None
             else SyncOllamaCompressor(self._config.ollama or OllamaConfig())
         )
+        self._own_cycles = summarize is None and self._config.compression_mode == "always_llm" and not strict
         if summarize is None and self._config.compression_mode == "always_llm":
             summarize = self._compress
-        self._tiers = Tiers(system_prompt, self._config, summarize, None)
+        self._tiers = Tiers(system_prompt, self._config, summarize, None, strict)
         if summarize == self._compress:
             self._tiers.provider = "cloud" if self._config.cloud is not None else "ollama"
             self._tiers.model = (self._config.cloud or self._config.ollama or OllamaConfig()).model
@@ -67,6 +78,30 @@ class SyncContextManager:
             raise ValueError("the compressor returned no narrative_summary")
         previous = split_summary(request.previous_summary or "")[0]
         return f"{previous}\n{narrative}" if previous else narrative
+
+    def _compress_latest(self) -> None:
+        """sawtooth's cycle for what the core does not fold (the latest
+        turn): when L1 is past the soft limit, its oldest ``chunk_size``
+        turns go through the compressor and leave L1 (a failure is counted
+        and loses nothing)."""
+        state = self._tiers.live_state()
+        if state.l1_working.token_count < self._config.soft_limit_tokens or not state.l1_working.messages:
+            return
+        chunk = state.l1_working.messages[: self._config.chunk_size]
+        self._cycles += 1
+        try:
+            result = self._compressor.compress(messages_to_text(chunk))
+            if not isinstance(result, dict) or not str(result.get("narrative_summary") or "").strip():
+                raise ValueError("the compressor returned no narrative_summary")
+        except Exception:
+            self._failures += 1
+            return
+        state.l1_working.slice_oldest(len(chunk))
+        merge_compression_into_state(state, result)
+        try:
+            self._tiers.sync()
+        except ValueError:  # e.g. an entity the ledger cannot hold: the edit is discarded, nothing lost
+            self._failures += 1
 
     def __enter__(self) -> "SyncContextManager":
         adapter = self._config.storage_adapter
@@ -100,6 +135,8 @@ class SyncContextManager:
                 if not self._tiers.fold_inline():
                     self._failures += 1
                     break  # retried on the next add, as the core counts failures
+            if self._own_cycles and not self._tiers.fold_due():
+                self._compress_latest()
         if self._config.persist_every_message:
             self._persist(force=True)
 

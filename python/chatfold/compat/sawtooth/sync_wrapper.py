@@ -23,7 +23,8 @@ T = TypeVar("T")
 class SawtoothSyncWrapper:
     """A thread-safe sync façade over :class:`ContextManager`: use it in a
     ``with`` block; ``add_message`` returns at once while folds run on the
-    wrapper's own event loop. ``summarize`` is chatfold's addition."""
+    wrapper's own event loop. ``summarize`` and ``strict``
+    are chatfold's additions (see :class:`~.middleware.ContextManager`)."""
 
     def __init__(
         self,
@@ -33,8 +34,10 @@ class SawtoothSyncWrapper:
         enable_events: bool = True,
         journal_path: Optional[Path] = None,
         summarize: Optional[Callable[[Any], Any]] = None,
+        strict: bool = False,
     ) -> None:
         self._system_prompt = system_prompt
+        self._strict = strict
         self._config = config
         self._enable_events = enable_events
         self._journal_path = journal_path
@@ -69,6 +72,7 @@ class SawtoothSyncWrapper:
                 enable_events=self._enable_events,
                 journal_path=self._journal_path,
                 summarize=self._summarize,
+                strict=self._strict,
             )
             await cm.start()
             return cm
