@@ -6,23 +6,46 @@ name the original's package exports (``__all__``) and every public
 submodule (``chatfold.compat.sawtooth.config``, ``.events``, ``.storage``,
 ``.state``, ...) imports. What is mirrored how:
 
-Working the same, tested against sawtooth-memory on the same inputs
+Working the same, tested against sawtooth-memory on the same inputs and by
+its own test suite
     ``ContextManager`` (async, ``async with``), ``SyncContextManager``
     (sync, folds inline), ``SawtoothSyncWrapper`` (sync calls, folds in the
     background on an event loop of its own); ``ContextManagerConfig`` (every
-    field and default, sawtooth's checks), ``OllamaConfig``, ``CloudConfig``,
-    ``Provider``; ``add_message``, ``build_prompt``, ``get_stats`` (sawtooth's
-    keys, plus ``chatfold``), ``explain_prompt``, ``health_check``,
-    ``state`` (a frozen :class:`MemoryState` snapshot); the event bus, the
-    event types and the journal; the storage contract
-    (``BaseStorageAdapter``) and ``RedisStorageAdapter``; the exceptions.
+    field and default, sawtooth's checks), ``OllamaConfig``, ``CloudConfig``
+    (its key a pydantic ``SecretStr``), ``Provider``; ``add_message``,
+    ``build_prompt``, ``get_stats`` (sawtooth's keys, plus ``chatfold``),
+    ``explain_prompt``, ``health_check`` (the compressor's ``ping``),
+    ``pin_entity``; ``state``: sawtooth's tier classes (pydantic models:
+    ``Message``, ``WorkingMemory``, ``EntityLedger``, ``ArchivalMemory``,
+    ...), one live object that follows the memory and whose edits reach it
+    (:mod:`.state`); ``TokenMonitor``, ``CompressionWorker`` (its
+    ``enqueue`` called for each cycle sawtooth would queue), the event bus,
+    the event types and the journal; the storage contract
+    (``BaseStorageAdapter``), ``RedisStorageAdapter`` and
+    ``PostgresStorageAdapter`` (no L3); the compressors and the provider
+    adapters; the exceptions. The managers look their compressor, monitor
+    and worker classes up in their own modules when made, so a test's
+    patch of ``middleware.OllamaCompressor`` or
+    ``sync_manager.SyncOllamaCompressor`` takes effect.
 
     Folds, budgets, counting and the ledger are chatfold's (its Rust core);
     this package renders and reports. ``compression_mode="dte"`` (sawtooth's
     default: folds without a model) folds with chatfold's extractive
     summarizer; ``"always_llm"`` with the configured Ollama or cloud backend
-    (chatfold's HTTP summarizers, in Rust); ``summarize=`` (an addition)
-    takes any ``f(request) -> str`` or coroutine function.
+    (chatfold's HTTP summarizers, in Rust; the sync manager through its
+    ``SyncOllamaCompressor`` / ``SyncCloudCompressor``, each fold's narrative
+    appended to L2 as sawtooth does); ``summarize=`` (an addition) takes any
+    ``f(request) -> str`` or coroutine function.
+
+Where chatfold is stricter, sawtooth's way, and ``strict=True`` for chatfold's
+    At the hard limit with ``fallback_truncate`` in ``"always_llm"`` mode,
+    the oldest ``chunk_size`` turns leave L1 at once and L2 notes it (the
+    latest turn always stays); the sync manager with its compressor
+    compresses the latest turn too when it alone is past the soft limit.
+    ``strict=True`` (on each manager): no turn leaves the state before its
+    fold lands (the prompt stays within the hard limit all the same), turns
+    are dropped only after repeated fold failures, and the latest turn is
+    never folded.
 
 The prompt
     sawtooth's layout: one system message with ``[SYSTEM_L0]``, then
@@ -42,23 +65,33 @@ Events (same names and payload fields, on the process's bus)
     ``SoftLimitReachedEvent`` / ``HardLimitReachedEvent`` when L1 crosses a
     limit; per fold ``CompressionCycleStartEvent``, then when it lands
     ``L1EvictionEvent`` (the folded messages' ids), ``EntityAnchoredEvent``
-    (ledger entries inserted, updated or gone), then in DTE mode
-    ``DTEFoldCreatedEvent`` (as sawtooth: no summary event, nothing
-    journalled), else ``L2SummaryGeneratedEvent`` and
+    (ledger entries inserted, updated or gone, and each ``upsert`` on the
+    live ledger), then in DTE mode ``DTEFoldCreatedEvent`` (as sawtooth: no
+    summary event, nothing journalled), else ``L2SummaryGeneratedEvent`` and
     ``CompressionCycleCompleteEvent`` (journalled); or
     ``CompressionCycleFailedEvent``; ``L1EvictionEvent`` with
-    ``trigger="hard_limit_forced"`` when ``fallback_truncate`` drops messages
-    after repeated failures. ``L3VectorIndexedEvent`` is never fired. As in
-    sawtooth, ``SyncContextManager`` emits none.
+    ``trigger="hard_limit_forced"`` when turns are dropped at the hard
+    limit. ``L3VectorIndexedEvent`` is never fired. As in sawtooth,
+    ``SyncContextManager`` emits none.
 
-Behaviour that differs, by design
+What still differs, by design, and why
     chatfold's core decides how much one fold takes (whole turns, not
     exactly ``chunk_size`` messages) and keeps one running summary (no DTE
-    ``[FOLD ...]`` stubs, no later LLM consolidation); ``fallback_truncate``
-    drops turns from the state only after repeated fold failures (sawtooth
-    drops at once). ``RedisStorageAdapter`` saves the whole state (sawtooth's
-    loses the summary and ledger on reload). The NER, salience,
-    observation-crush, novelty and intent-planner settings have no effect.
+    ``[FOLD ...]`` stubs, no later LLM consolidation): its folds keep the
+    exact identifiers verbatim in one ledger. So the turns a queued cycle
+    would take stay in L1 until their fold lands (a patched
+    ``CompressionWorker.enqueue`` does not stop chatfold's folds); in DTE
+    mode nothing is truncated at the hard limit (the extractive fold is
+    never lost work). Applying an edit of ``state`` rebuilds the tiered
+    memory from the edited tiers (a fold in flight is done again; the
+    stats' counters carry over). ``RedisStorageAdapter`` saves the whole
+    state (sawtooth's loses the summary and ledger on reload). The
+    compressors return chatfold's plain-text summary and ledger, not
+    sawtooth's JSON-mode answer (see :mod:`.compressor`). The NER,
+    salience, observation-crush, novelty and intent-planner settings have
+    no effect. sawtooth's own tests of these, and those that read private
+    attributes, are listed with their reasons in the repository's
+    ``python/tests/seeds/sawtooth_skips.py``.
 
 The LangGraph and LangChain ``integrations`` (``SawtoothLangGraphAdapter``,
 ``build_sawtooth_graph``, ``SawtoothChatMessageHistory``) work as
@@ -67,14 +100,13 @@ only beside the call that asked for it).
 
 Not supported (the names import; using them raises :class:`NotSupportedError`)
     L3 semantic storage and retrieval (``enable_l3_semantic_storage``,
-    ``embeddings``, ``l3_indexer``), ``PostgresStorageAdapter``, multi-agent
-    pools (``pool_id``), ``pin_entity``, the ``providers`` adapters, and
-    sawtooth's internal
-    machinery modules (``compressor``, ``sync_compressor``, ``worker``,
-    ``monitor``, ``ner``, ``salience``, ``fold_unit``, ``dte_runtime``,
-    ``compression_core``, ``compression_utils``, ``entity_guard``,
-    ``intent_planner``, ``novelty``, ``observation_crush``,
-    ``prompt_compiler``).
+    ``embeddings``, ``l3_indexer``, the Postgres adapter's vector methods),
+    multi-agent pools (``pool_id``), and sawtooth's internal machinery
+    modules (``ner``, ``salience``, ``fold_unit``, ``dte_runtime``,
+    ``compression_core``'s cycle, ``entity_guard``, ``intent_planner``,
+    ``novelty``, ``observation_crush``, ``prompt_compiler``).
+
+This package needs pydantic (v2), as sawtooth-memory does.
 """
 
 from .config import CloudConfig, ContextManagerConfig, OllamaConfig, Provider
