@@ -4,14 +4,14 @@
 
 /// Whether `b` may make its word a name's (the built-in summarizer's
 /// marks): a digit, `.`, `/`, `:` (these four one range), `@` or `\\`.
-pub(crate) fn is_mark(b: u8) -> bool {
+pub(crate) const fn is_mark(b: u8) -> bool {
     (b.wrapping_sub(b'.') <= b':' - b'.') | (b == b'@') | (b == b'\\')
 }
 
 /// Whether `b`, followed by `next`, makes its word hot for the summarizer:
 /// a mark, but a `.` only when a letter or digit follows (not the end of a
 /// sentence).
-fn mark_hot(b: u8, next: u8) -> bool {
+const fn mark_hot(b: u8, next: u8) -> bool {
     is_mark(b) & ((b != b'.') | next.is_ascii_alphanumeric())
 }
 
@@ -20,7 +20,7 @@ fn mark_hot(b: u8, next: u8) -> bool {
 /// hold (`_`, `#`, `$`, a backtick, a table's `|`, a lowercase letter
 /// before a capital), and the lead bytes of typographic quotes and CJK
 /// punctuation (`„…“`, `«…»`, `「…」`), which mark what they hold.
-pub(crate) fn ledger_hot(b: u8, next: u8) -> bool {
+const fn ledger_hot(b: u8, next: u8) -> bool {
     mark_hot(b, next)
         | (b == 0xE2)
         | (b == 0xC2)
@@ -47,26 +47,97 @@ pub(crate) fn is_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\r' | b'\n')
 }
 
-/// The position of the first byte at or after `from` that `hot` (given
-/// the byte and the next one) says makes its word hot. Blocks without one
-/// are skipped whole, each byte read with the next, in a loop the compiler
-/// vectorizes.
-fn next_hot(bytes: &[u8], from: usize, hot: impl Fn(u8, u8) -> bool) -> Option<usize> {
-    let mut at = from;
-    while let Some(block) = (bytes.get(at..at + 33)).and_then(|b| <&[u8; 33]>::try_from(b).ok()) {
-        if (0..32).fold(false, |any, i| any | hot(block[i], block[i + 1])) {
-            break;
-        }
-        at += 32;
+/// A hot-byte test (given the byte and the next one), written twice: as
+/// comparisons, which the compiler vectorizes over a block, and as a
+/// table, which finds the byte in a block one byte at a time in a few
+/// instructions. Both tests read the next byte only as a letter or digit,
+/// a capital, or neither, so the table holds a byte's answer for each.
+trait Hot {
+    fn test(b: u8, next: u8) -> bool;
+
+    /// Bit `n` of a byte's row: its answer before a byte of [`NEXT`] `n`.
+    const TABLE: [u8; 256];
+
+    /// The test, read from the table.
+    fn looked_up(b: u8, next: u8) -> bool {
+        Self::TABLE[usize::from(b)] >> NEXT[usize::from(next)] & 1 == 1
     }
-    (at..bytes.len()).find(|&i| hot(bytes[i], bytes.get(i + 1).copied().unwrap_or(b' ')))
+
+    /// The position of the first hot byte at or after `from`. Blocks
+    /// without one are skipped whole; in the block with one, the table
+    /// finds it.
+    fn next(bytes: &[u8], from: usize) -> Option<usize> {
+        let mut at = from;
+        while let Some(block) = (bytes.get(at..at + 33)).and_then(|b| <&[u8; 33]>::try_from(b).ok()) {
+            if (0..32).fold(false, |any, i| any | Self::test(block[i], block[i + 1])) {
+                break;
+            }
+            at += 32;
+        }
+        (at..bytes.len()).find(|&i| Self::looked_up(bytes[i], bytes.get(i + 1).copied().unwrap_or(b' ')))
+    }
+}
+
+/// A next byte's column in [`Hot::TABLE`]: 1 for a lowercase letter or a
+/// digit, 2 for a capital, 0 for anything else.
+const NEXT: [u8; 256] = {
+    let mut next = [0; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        next[b] = if c.is_ascii_uppercase() {
+            2
+        } else if c.is_ascii_alphanumeric() {
+            1
+        } else {
+            0
+        };
+        b += 1;
+    }
+    next
+};
+
+/// The table of a test (a `const fn` cannot call a pointer to one).
+macro_rules! hot_table {
+    ($test:path) => {{
+        let mut table = [0u8; 256];
+        let mut b = 0;
+        while b < 256 {
+            let c = b as u8;
+            table[b] = ($test(c, b' ') as u8) | ($test(c, b'a') as u8) << 1 | ($test(c, b'A') as u8) << 2;
+            b += 1;
+        }
+        table
+    }};
+}
+
+/// The summarizer's test, [`mark_hot`].
+struct Mark;
+
+impl Hot for Mark {
+    fn test(b: u8, next: u8) -> bool {
+        mark_hot(b, next)
+    }
+
+    const TABLE: [u8; 256] = hot_table!(mark_hot);
+}
+
+/// The ledger's test, [`ledger_hot`].
+struct Ledger;
+
+impl Hot for Ledger {
+    fn test(b: u8, next: u8) -> bool {
+        ledger_hot(b, next)
+    }
+
+    const TABLE: [u8; 256] = hot_table!(ledger_hot);
 }
 
 /// Calls `found` with the start and end of each word (split at ASCII
 /// space, tab, CR and LF) of `bytes` that `hot` makes hot, in order.
-fn hot_words_by(bytes: &[u8], hot: impl Fn(u8, u8) -> bool + Copy, mut found: impl FnMut(usize, usize)) {
+fn hot_words_by<H: Hot>(bytes: &[u8], mut found: impl FnMut(usize, usize)) {
     let mut from = 0;
-    while let Some(at) = next_hot(bytes, from, hot) {
+    while let Some(at) = H::next(bytes, from) {
         // Each word is measured once, when its first such byte is met.
         let start = bytes[..at]
             .iter()
@@ -83,17 +154,17 @@ fn hot_words_by(bytes: &[u8], hot: impl Fn(u8, u8) -> bool + Copy, mut found: im
 
 /// The summarizer's hot words of `bytes` (see [`is_mark`]).
 pub(crate) fn hot_words(bytes: &[u8], found: impl FnMut(usize, usize)) {
-    hot_words_by(bytes, mark_hot, found);
+    hot_words_by::<Mark>(bytes, found);
 }
 
 /// The ledger's hot words of `bytes` (see [`ledger_hot`]).
 pub(crate) fn ledger_words(bytes: &[u8], found: impl FnMut(usize, usize)) {
-    hot_words_by(bytes, ledger_hot, found);
+    hot_words_by::<Ledger>(bytes, found);
 }
 
 /// Whether `text` holds a ledger's hot word.
 pub(crate) fn has_ledger_word(text: &str) -> bool {
-    next_hot(text.as_bytes(), 0, ledger_hot).is_some()
+    Ledger::next(text.as_bytes(), 0).is_some()
 }
 
 /// Spans of [`ledger_spans`] closer than this are read as one (one search
@@ -173,5 +244,17 @@ mod tests {
         hot_words(text.as_bytes(), |s, e| marks.push(&text[s..e]));
         assert_eq!(marks, ["4f9c2a1", "/srv/app"]);
         assert!(!has_ledger_word("Nothing to see here. Really."));
+    }
+
+    #[test]
+    fn the_tables_answer_as_the_tests_do() {
+        for (b, next) in (0..=255u8).flat_map(|b| (0..=255u8).map(move |n| (b, n))) {
+            assert_eq!(Mark::looked_up(b, next), mark_hot(b, next), "{b} before {next}");
+            assert_eq!(
+                Ledger::looked_up(b, next),
+                ledger_hot(b, next),
+                "{b} before {next}"
+            );
+        }
     }
 }

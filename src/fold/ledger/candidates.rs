@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use super::json::Set;
 use super::memo::{Firsts, RECALL, Reading, Readings, Recall, readings};
 use super::read::{Hit, newest_first, ranked, reading_pieces};
-use super::{Candidates, LedgerEntry, LedgerPattern, is_loose, key_of, value_of};
+use super::{Candidates, LedgerEntry, LedgerPattern, holds, is_loose, key_of, value_of};
 use crate::message::{Message, Role};
 
 /// The rank a user's own words add: what the user said matters most.
@@ -194,22 +194,21 @@ const PREVIOUS: u8 = 2;
 fn rank(found: &Candidates, structural: &Set<&str>) -> Candidates {
     let n = found.texts.len();
     let values: Vec<&str> = found.texts.iter().map(|e| value_of(e)).collect();
-    // Which bytes (mod 64) each value holds: a part of another holds none
-    // that the other lacks, which rules out most pairs at one look.
-    let bits: Vec<u64> = (values.iter())
-        .map(|v| v.bytes().fold(0u64, |bits, b| bits | 1 << (b & 63)))
+    // The values by length, with which bytes (mod 64) each holds: a part
+    // of another is shorter, and holds no byte that the other lacks, which
+    // rules out most pairs at one look.
+    let mut by_length: Vec<(usize, u64, usize)> = (values.iter().enumerate())
+        .map(|(j, v)| (v.len(), v.bytes().fold(0u64, |bits, b| bits | 1 << (b & 63)), j))
         .collect();
-    let fragment = |i: usize| {
-        let v = values[i];
-        (0..n).any(|j| {
-            let w = values[j];
-            w.len() > v.len()
-                && bits[i] & !bits[j] == 0
-                && memchr::memmem::find(w.as_bytes(), v.as_bytes()).is_some()
-        })
-    };
+    by_length.sort_unstable();
+    let mut fragment = vec![false; n];
+    for &(len, mine, i) in &by_length {
+        let longer = &by_length[by_length.partition_point(|e| e.0 <= len)..];
+        fragment[i] = (longer.iter())
+            .any(|&(_, bits, j)| mine & !bits == 0 && holds(values[j].as_bytes(), values[i].as_bytes()));
+    }
     let mut order: Vec<usize> = (0..n)
-        .filter(|&i| !structural.contains(values[i]) && !fragment(i))
+        .filter(|&i| !structural.contains(values[i]) && !fragment[i])
         .collect();
     order.sort_by_key(|&i| std::cmp::Reverse(found.ranks[i]));
     Candidates {

@@ -11,14 +11,10 @@ use super::shape::{self, Context};
 use crate::message::{Key, KeyVisitor};
 use crate::quick::Quick;
 
-/// Whether a JSON key names an identifier (its string values enter the
-/// ledger as `key: value`). Keys that name secrets never do.
-fn is_identifier_key(key: &str) -> bool {
-    let lower = key.to_ascii_lowercase();
-    if SECRET_NAMES.iter().any(|s| lower.contains(s)) {
-        return false;
-    }
-    ID_KEYS.contains(&lower.as_str())
+/// Whether a JSON key (and the same, lowercase) names an identifier (its
+/// string values enter the ledger as `key: value`).
+fn is_identifier_key(key: &str, lower: &str) -> bool {
+    ID_KEYS.contains(&lower)
         || ID_KEY_ENDINGS.iter().any(|s| lower.ends_with(s))
         || ID_KEY_CAMEL
             .iter()
@@ -28,12 +24,18 @@ fn is_identifier_key(key: &str) -> bool {
 /// Whether a key's string value is an entry: any value of an identifier
 /// key, fit for a line; else a value that is one token whose shape,
 /// raised by its place, says it is an identifier (`{"target": "QX7PLM"}`).
+/// Never a value of a key that names a secret.
 fn is_entry_value(key: &str, value: &str) -> bool {
-    let secret = SECRET_NAMES.iter().any(|s| key.to_ascii_lowercase().contains(s));
+    // (Most keys are lowercase already: copied only when not.)
+    let lower = match key.bytes().any(|b| b.is_ascii_uppercase()) {
+        true => std::borrow::Cow::Owned(key.to_ascii_lowercase()),
+        false => std::borrow::Cow::Borrowed(key),
+    };
+    let secret = SECRET_NAMES.iter().any(|s| lower.contains(s));
     if secret || !usable(value) || shape::is_secret(value) || shape::is_structural(value) {
         return false;
     }
-    is_identifier_key(key)
+    is_identifier_key(key, &lower)
         || !value.contains(char::is_whitespace) && shape::strength(value, Context::Marked).is_some()
 }
 

@@ -61,7 +61,7 @@ pub(super) const RULES: &[Rule] = &[
     },
     Rule {
         name: "url",
-        triggers: |t| memchr::memmem::find(t, b"://").is_some(),
+        triggers: |t| super::holds(t, b"://"),
         pattern: r#"\b(?:jdbc:)?[A-Za-z][A-Za-z0-9+.-]{0,31}://[^ \t\r\n<>"'`|\x80-\xFF]+"#,
         keep: true,
         hides_failed: true,

@@ -248,3 +248,11 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// `holds` answers as a search of the whole text does.
+    #[test]
+    fn holds_is_a_substring_search(haystack in "[ab./]{0,40}", needle in "[ab./]{0,6}") {
+        prop_assert_eq!(holds(haystack.as_bytes(), needle.as_bytes()), haystack.contains(&needle));
+    }
+}
