@@ -26,7 +26,6 @@ from .state import (
     MemoryState,
     Message,
     SystemPrompt,
-    WorkingMemory,
     ledger_summary,
     tiers_to_chatfold,
 )
@@ -63,9 +62,11 @@ class LiveState:
         return self.live
 
     def snapshot(self) -> MemoryState:
-        """A copy of the live state with ``chatfold`` (the memory's own state), for storage."""
-        live = self.live_state()
-        return live.model_copy(deep=True, update={"chatfold": self.memory.to_dict()})
+        """A copy of the live state with ``chatfold`` (the memory's own
+        state), for storage (made from its dump: the ledger's callback is not copied)."""
+        data = self.live_state().model_dump(mode="json")
+        data["chatfold"] = self.memory.to_dict()
+        return MemoryState.model_validate(data)
 
     def sync(self) -> None:
         """Applies the live state's edits to the memory (``ValueError``:
