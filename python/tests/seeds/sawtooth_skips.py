@@ -8,6 +8,12 @@ sawtooth's objects, and a test of machinery chatfold does differently by
 design (L3 and embeddings, NER with its entity guard, DTE folds, salience,
 multi-agent pools). Every other test of the suite runs.
 
+sawtooth's Postgres tests (``tests/test_postgres_adapter.py``) use no
+server: they wire mocks into the adapter's private ``_pool`` and
+``_schema_ready``, and six of the eight test the pgvector tier (L3), so all
+eight are here. ``PostgresStorageAdapter`` is tested against a PostgreSQL
+server the test starts in ``python/tests/test_compat_sawtooth_postgres.py``.
+
 A key is a test's node id, or a file's path for all of its tests."""
 
 from typing import Dict, Optional, Tuple
