@@ -228,3 +228,38 @@ def test_the_async_manager_saves_a_session_whose_ledger_has_an_event_callback():
             assert [m.content for m in again.state.l1_working.messages] == ["hello"]
 
     asyncio.run(main())
+
+
+def test_no_turn_is_truncated_while_a_fold_is_under_way():
+    async def main():
+        release = asyncio.Event()
+
+        async def slow(request):
+            await release.wait()
+            return "earlier turns"
+
+        async with compat.ContextManager("Sys.", _llm_config(), enable_events=False, summarize=slow) as cm:
+            for i in range(3):
+                await cm.add_message("user", TURN.format(i))
+            await asyncio.sleep(0.05)
+            assert cm.get_stats()["chatfold"]["fold_in_flight"]
+            for i in range(3, 12):
+                await cm.add_message("user", TURN.format(i))
+                prompt = await cm.build_prompt()
+                assert compat_tokens(prompt) <= 60 and prompt[-1]["content"] == TURN.format(i)
+            assert cm.get_stats()["chatfold"]["messages_dropped"] == 0
+            assert len(cm.state.l1_working.messages) == 12
+            release.set()
+            for _ in range(50):
+                await asyncio.sleep(0.01)
+                if cm.get_stats()["worker"]["processed"]:
+                    break
+            assert "earlier turns" in cm.state.l2_archival.narrative
+
+    asyncio.run(main())
+
+
+def compat_tokens(prompt):
+    import chatfold
+
+    return chatfold.count_tokens(prompt, "cl100k_base")

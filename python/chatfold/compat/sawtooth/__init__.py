@@ -40,7 +40,8 @@ its own test suite
 Where chatfold is stricter, sawtooth's way, and ``strict=True`` for chatfold's
     At the hard limit with ``fallback_truncate`` in ``"always_llm"`` mode,
     the oldest ``chunk_size`` turns leave L1 at once and L2 notes it (the
-    latest turn always stays); the sync manager with its compressor
+    latest turn always stays; not while a fold is under way, whose landing
+    shrinks L1, as rebuilding the memory would abandon it); the sync manager with its compressor
     compresses the latest turn too when it alone is past the soft limit.
     ``strict=True`` (on each manager): no turn leaves the state before its
     fold lands (the prompt stays within the hard limit all the same), turns

@@ -206,10 +206,12 @@ class Tiers(LiveState):
             error.field = "content"
             raise error
         self.sync()
-        self.memory.add_message({"role": role, "content": content, "id": str(uuid.uuid4())})
+        message = {"role": role, "content": content, "id": str(uuid.uuid4())}
+        self.memory.add_message(message)
         self.dirty = True
-        self.follow()
-        l1 = self.memory.stats()["buffer_tokens"]
+        self.follow(message, synced=True)
+        s = self.memory.stats()
+        l1 = s["buffer_tokens"]
         c = self.config
         if l1 >= c.soft_limit_tokens and not self.soft:
             self.emit(SoftLimitReachedEvent(current_tokens=l1, soft_limit=c.soft_limit_tokens, hard_limit=c.hard_limit_tokens))
@@ -217,7 +219,11 @@ class Tiers(LiveState):
         if l1 >= c.hard_limit_tokens and not self.hard:
             self.emit(HardLimitReachedEvent(current_tokens=l1, soft_limit=c.soft_limit_tokens, hard_limit=c.hard_limit_tokens))
         self.hard = l1 >= c.hard_limit_tokens
-        if self.hard and c.fallback_truncate and not self.strict and c.compression_mode == "always_llm":
+        # sawtooth's truncation when the worker has not caught up; not while a
+        # fold is under way (rebuilding the memory would abandon it, and its
+        # landing shrinks L1: the prompt keeps within the hard limit meanwhile)
+        truncate = c.fallback_truncate and not self.strict and c.compression_mode == "always_llm"
+        if self.hard and truncate and not s["fold_in_flight"]:
             self.truncate_oldest()
         if self.hard and not c.fallback_truncate:
             raise TokenLimitExceededError(

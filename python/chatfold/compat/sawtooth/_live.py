@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from .events.types import EntityAnchoredEvent, L1EvictionEvent
 from .state import (
@@ -29,8 +29,6 @@ from .state import (
     ledger_summary,
     tiers_to_chatfold,
 )
-
-_COMPARED = {"l0_system", "l1_working", "l1_5_entities", "l2_archival"}
 
 
 class LiveState:
@@ -50,8 +48,12 @@ class LiveState:
 
     def _init_live(self) -> None:
         self.live: Optional[MemoryState] = None
-        self.live_dump: Optional[Dict[str, Any]] = None
-        self.live_memory: Optional[Dict[str, Any]] = None
+        # what the live state was when it last followed the memory, and
+        # the memory's counters then (see _signature and _memory_key)
+        self.live_sig: Optional[Dict[str, Any]] = None
+        self.live_key: Optional[Tuple[int, ...]] = None
+        self.generation = 0  # bumped each time an edit rebuilds the memory
+        self.token_cache: Dict[str, Tuple[str, int]] = {}
 
     # -- reading ------------------------------------------------------
 
@@ -73,46 +75,86 @@ class LiveState:
         they could not be, and were discarded), then refreshes it from the memory."""
         live = self.live
         if live is not None:
-            dump = _dump(live)
-            if dump != self.live_dump:
+            sig = _signature(live)
+            if sig != self.live_sig:
                 try:
-                    self._apply(live, dump)
+                    self._apply(live, sig)
                 except Exception as error:
-                    self.live_memory = None  # the refresh below discards the edit
-                    self._refresh()
+                    self._refresh()  # discards the edit
                     raise ValueError(
                         f"the edited MemoryState could not be applied ({error}); "
                         "the edit was discarded and the memory is unchanged"
                     ) from error
-        if self.live is None or self.memory.to_dict() != self.live_memory:
+                self._refresh()
+                return
+        if self.live is None or self._memory_key() != self.live_key:
             self._refresh()
 
-    def follow(self) -> None:
-        """Refreshes the live state from the memory after the memory
-        changed (a turn added, a fold landed), unless edits are pending
-        (the next :meth:`sync` applies them first)."""
-        if self.live is not None and _dump(self.live) == self.live_dump:
+    def follow(self, added: Optional[Mapping[str, Any]] = None, *, synced: bool = False) -> None:
+        """Brings the live state up to the memory after the memory changed
+        (``added``: the one turn just appended; else a fold landed), unless
+        edits are pending (the next :meth:`sync` applies them first);
+        ``synced``: the caller ran :meth:`sync` just before, so none are."""
+        live = self.live
+        if live is None or (not synced and _signature(live) != self.live_sig):
+            return
+        key = self._memory_key()
+        old = self.live_key
+        one_more = (
+            added is not None
+            and old is not None
+            and key[0] == old[0]
+            and key[1] == old[1] + 1
+            and key[3:-2] == old[3:-2]
+            and key[-1] == old[-1]
+        )
+        if not one_more:
             self._refresh()
+            return
+        assert added is not None and self.live_sig is not None
+        message = self._message(added, datetime.now(timezone.utc))
+        live.l1_working.messages.append(message)
+        live.l1_working.token_count = key[2]
+        self.live_sig["l1_working"].append(_entry(message))
+        self.live_key = key
+
+    def _memory_key(self) -> Tuple[int, ...]:
+        """The memory's generation and counters: they change whenever its
+        buffer or summary does (a turn added, folded, dropped or cleared)."""
+        s = self.memory.stats()
+        return (
+            self.generation,
+            s["buffer_messages"] + s["messages_folded"] + s["messages_dropped"],
+            s["buffer_tokens"],
+            s["folds_done"],
+            s["folds_failed"],
+            s["results_cleared"],
+            s["buffer_messages"],
+            s["summary_tokens"],
+        )
+
+    def _message(self, m: Mapping[str, Any], stamp: datetime) -> Message:
+        ident = str(m.get("id") or "")
+        content = m.get("content") or ""
+        cached = self.token_cache.get(ident)
+        if cached is not None and cached[0] == content:
+            tokens = cached[1]
+        else:
+            tokens = self.count_messages([m])  # type: ignore[attr-defined]
+            self.token_cache[ident] = (content, tokens)
+        return Message.model_construct(id=ident, role=m["role"], content=content, timestamp=stamp, token_count=tokens)
 
     def _refresh(self) -> None:
-        current = self.memory.to_dict()
+        key = self._memory_key()
         s = self.memory.stats()
         narrative, entries = self.parts()  # type: ignore[attr-defined]
         previous = self.live.l1_working.messages if self.live is not None else []
         stamps = {m.id: m.timestamp for m in previous if isinstance(m, Message)}
         now = datetime.now(timezone.utc)
-        messages: List[Message] = []
-        for m in self.memory.buffer:
-            ident = str(m.get("id") or "")
-            messages.append(
-                Message.model_construct(
-                    id=ident,
-                    role=m["role"],
-                    content=m.get("content") or "",
-                    timestamp=stamps.get(ident, now),
-                    token_count=self.count_messages([m]),  # type: ignore[attr-defined]
-                )
-            )
+        buffer = self.memory.buffer
+        messages = [self._message(m, stamps.get(str(m.get("id") or ""), now)) for m in buffer]
+        ids = {m.id for m in messages}
+        self.token_cache = {k: v for k, v in self.token_cache.items() if k in ids}
         from ._core import ledger_map
 
         entities = ledger_map(entries)
@@ -131,31 +173,31 @@ class LiveState:
         live.l2_archival.narrative = narrative
         live.l2_archival.token_count = self.count_text(narrative)  # type: ignore[attr-defined]
         live.dte = self.dte(s)  # type: ignore[attr-defined]
-        self.live_dump = _dump(live)
-        self.live_memory = current
+        self.live_sig = _signature(live)
+        self.live_key = key
 
     # -- applying edits -----------------------------------------------
 
-    def _apply(self, live: MemoryState, dump: Dict[str, Any]) -> None:
-        old = self.live_dump or {}
+    def _apply(self, live: MemoryState, sig: Dict[str, Any]) -> None:
+        old = self.live_sig or {}
         current = self.memory.to_dict()
         narrative, entries = self.parts()  # type: ignore[attr-defined]
         from ._core import ledger_map
 
-        if dump.get("l1_working") != old.get("l1_working"):
+        if sig.get("l1_working") != old.get("l1_working"):
             buffer = tiers_to_chatfold(live.l1_working, EntityLedger(), ArchivalMemory())["buffer"]
         else:
             buffer = current.get("buffer", [])
-        if dump.get("l1_5_entities") != old.get("l1_5_entities"):
+        if sig.get("l1_5_entities") != old.get("l1_5_entities"):
             ledger = _checked_ledger(live.l1_5_entities.entities)
         else:
             ledger = EntityLedger(entities=ledger_map(entries))
-        if dump.get("l2_archival", {}).get("narrative") != old.get("l2_archival", {}).get("narrative"):
+        if sig.get("l2_archival") != old.get("l2_archival"):
             if not isinstance(live.l2_archival.narrative, str):
                 raise TypeError("l2_archival.narrative must be a string")
             narrative = live.l2_archival.narrative
         system = self.system_prompt
-        if dump.get("l0_system") != old.get("l0_system"):
+        if sig.get("l0_system") != old.get("l0_system"):
             if not isinstance(live.l0_system.content, str):
                 raise TypeError("l0_system.content must be a string")
             system = live.l0_system.content
@@ -167,6 +209,7 @@ class LiveState:
             self.system_prompt = previous_system
             raise
         old_memory, self.memory = self.memory, memory
+        self.generation += 1
         self.carry(old_memory.stats())  # type: ignore[attr-defined]
         self.dirty = True
         self.cycles.clear()
@@ -210,8 +253,29 @@ class LiveState:
         self.emit(EntityAnchoredEvent(entity_key=key, entity_value=value, operation=operation))  # type: ignore[attr-defined]
 
 
-def _dump(state: MemoryState) -> Dict[str, Any]:
-    return state.model_dump(mode="json", include=_COMPARED, warnings=False)
+def _entry(message: Any) -> Tuple[Any, ...]:
+    """A turn as the signature compares it."""
+    if isinstance(message, Message):
+        return (message.id, message.role, message.content)
+    return ("not a Message", id(message))
+
+
+def _signature(state: MemoryState) -> Dict[str, Any]:
+    """What an edit of the tiers changes, cheap to compare: L0's text,
+    L1's turns, L1.5's entries, L2's narrative (an object of the wrong
+    type compares by identity, so replacing it is an edit too)."""
+    messages = state.l1_working.messages
+    entities = state.l1_5_entities.entities
+    return {
+        "l0_system": state.l0_system.content,
+        "l1_working": [_entry(m) for m in messages] if isinstance(messages, list) else [("not a list", id(messages))],
+        "l1_5_entities": (
+            {k: list(v) if isinstance(v, list) else ("not a list", id(v)) for k, v in entities.items()}
+            if isinstance(entities, dict)
+            else ("not a dict", id(entities))
+        ),
+        "l2_archival": state.l2_archival.narrative,
+    }
 
 
 def _checked_ledger(entities: Any) -> EntityLedger:

@@ -43,7 +43,8 @@ class ContextManager:
 
     At the hard limit with ``fallback_truncate`` in ``"always_llm"`` mode,
     the oldest ``chunk_size`` turns leave L1 at once and L2 notes it, as in
-    sawtooth (the latest turn always stays). ``strict=True`` (chatfold's
+    sawtooth (the latest turn always stays; not while a fold is under way:
+    its landing shrinks L1, and the prompt keeps within the limit meanwhile). ``strict=True`` (chatfold's
     addition) keeps chatfold's stricter behaviour instead: no turn leaves
     the state before its fold lands (the prompt still never passes the hard
     limit), turns are dropped only after repeated fold failures, and the
@@ -168,7 +169,7 @@ class ContextManager:
         ``fallback_truncate=False`` it raises ``TokenLimitExceededError``
         once L1 holds ``hard_limit_tokens`` (the turn is stored first)."""
         self._tiers.add(role, content)
-        state = self._tiers.live_state()
+        state = self._tiers.live or self._tiers.live_state()
         if self._monitor.exceeds_hard_limit(state):
             # sawtooth's hard-limit path releases the lock so a fresh cycle
             # can be queued; chatfold keeps the turns until their fold lands
