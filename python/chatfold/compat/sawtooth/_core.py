@@ -1,9 +1,12 @@
 """What the managers share: sawtooth's configuration read into chatfold's
 :class:`~chatfold.TieredMemory`, the prompt in sawtooth's layout, the stats
-under sawtooth's keys, the state snapshot, and the events of the folds.
+under sawtooth's keys, the live state (:mod:`._live`), and the events of
+the folds.
 
 Nothing here folds, counts a budget or keeps a ledger: the tiered memory
-(chatfold's Rust core) does; this module only renders and reports."""
+(chatfold's Rust core) does. This module renders and reports; an edit of
+the live state and sawtooth's hard-limit truncation rebuild the memory from
+a state (the core has no other way to drop or rewrite turns)."""
 
 from __future__ import annotations
 

@@ -138,7 +138,7 @@ class SawtoothSyncWrapper:
 
     @property
     def state(self) -> MemoryState:
-        """A frozen snapshot of the tiers."""
+        """The manager's live state (see :mod:`.state`): edits to it reach the memory on the next call."""
         _, cm = self._require_live()
         return self._call(lambda: _now(lambda: cm.state))
 
