@@ -193,6 +193,7 @@ class Tiers(LiveState):
         restored = state._chatfold_state()
         restored.pop("system", None)
         self.memory = self._build(restored)
+        self.generation += 1
         if self.live is not None:  # the loaded state wins over edits not yet applied
             self._refresh()
 
