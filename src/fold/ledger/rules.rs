@@ -21,9 +21,10 @@ pub(super) struct Rule {
     pub name: &'static str,
     /// Its pattern, read over bytes, classes and word boundaries ASCII.
     pub pattern: &'static str,
-    /// Whether a text may hold a match, at a look at its bytes (every
-    /// match holds them): the table's search runs only where a row's do.
-    pub triggers: fn(&[u8]) -> bool,
+    /// The kinds of byte every match holds (see [`Triggers`]): the
+    /// table's search runs only where a row's are, and a match is tried
+    /// as a row only when it holds the row's.
+    pub triggers: Triggers,
     /// Whether a match, checked, is an entry (`false`: it hides its text).
     pub keep: bool,
     /// Whether a match whose check fails hides its text (a URL with a
@@ -47,7 +48,7 @@ pub(super) struct Rule {
 pub(super) const RULES: &[Rule] = &[
     Rule {
         name: "user agent",
-        triggers: has_digit,
+        triggers: Triggers::all(SLASH | DIGIT),
         pattern: r"[A-Za-z][A-Za-z0-9.-]*/[0-9][A-Za-z0-9._]*(?:[ ]+\([^()\n]*\))?(?:[ ]+[A-Za-z][A-Za-z0-9.-]*/[0-9][A-Za-z0-9._]*(?:[ ]+\([^()\n]*\))?)+",
         keep: false,
         hides_failed: false,
@@ -61,7 +62,7 @@ pub(super) const RULES: &[Rule] = &[
     },
     Rule {
         name: "url",
-        triggers: |t| super::holds(t, b"://"),
+        triggers: Triggers::all(COLON | SLASH),
         pattern: r#"\b(?:jdbc:)?[A-Za-z][A-Za-z0-9+.-]{0,31}://[^ \t\r\n<>"'`|\x80-\xFF]+"#,
         keep: true,
         hides_failed: true,
@@ -80,7 +81,7 @@ pub(super) const RULES: &[Rule] = &[
     },
     Rule {
         name: "email",
-        triggers: |t| memchr::memchr(b'@', t).is_some(),
+        triggers: Triggers::all(AT),
         pattern: r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24}\b",
         keep: true,
         hides_failed: false,
@@ -91,7 +92,7 @@ pub(super) const RULES: &[Rule] = &[
     },
     Rule {
         name: "uuid",
-        triggers: has_digit,
+        triggers: Triggers::all(DASH),
         pattern: r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",
         keep: true,
         hides_failed: false,
@@ -102,7 +103,7 @@ pub(super) const RULES: &[Rule] = &[
     },
     Rule {
         name: "timestamp",
-        triggers: has_digit,
+        triggers: Triggers::all(DIGIT | DASH | COLON),
         pattern: r"\b[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:[.,][0-9]{1,9})?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?",
         keep: true,
         hides_failed: false,
@@ -117,7 +118,7 @@ pub(super) const RULES: &[Rule] = &[
     },
     Rule {
         name: "date",
-        triggers: has_digit,
+        triggers: Triggers::all(DIGIT).and_any(DASH | SLASH | DOT),
         pattern: r"\b(?:[0-9]{4}-[0-9]{2}-[0-9]{2}|[0-9]{1,2}[/.][0-9]{1,2}[/.][0-9]{4})\b",
         keep: true,
         hides_failed: false,
@@ -128,7 +129,7 @@ pub(super) const RULES: &[Rule] = &[
     },
     Rule {
         name: "mac address",
-        triggers: has_digit,
+        triggers: Triggers::any(COLON | DASH),
         pattern: r"\b[0-9A-Fa-f]{2}(?:([:-])[0-9A-Fa-f]{2}){5}\b",
         keep: true,
         hides_failed: false,
@@ -139,7 +140,7 @@ pub(super) const RULES: &[Rule] = &[
     },
     Rule {
         name: "ipv6",
-        triggers: |t| memchr::memchr(b':', t).is_some(),
+        triggers: Triggers::all(COLON),
         pattern: r"\[[0-9A-Fa-f:.]+\](?::[0-9]{1,5})?|(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}|[0-9A-Fa-f:]*::[0-9A-Fa-f:]*",
         keep: true,
         hides_failed: false,
@@ -150,7 +151,7 @@ pub(super) const RULES: &[Rule] = &[
     },
     Rule {
         name: "ipv4",
-        triggers: has_digit,
+        triggers: Triggers::all(DIGIT | DOT),
         pattern: r"\b(?:[0-9]{1,3}\.){3}[0-9]{1,3}(?::[0-9]{1,5}|/[0-9]{1,2})?\b",
         keep: true,
         hides_failed: false,
@@ -161,7 +162,7 @@ pub(super) const RULES: &[Rule] = &[
     },
     Rule {
         name: "iban",
-        triggers: has_digit,
+        triggers: Triggers::all(UPPER | DIGIT),
         pattern: r"\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b",
         keep: true,
         hides_failed: false,
@@ -172,7 +173,7 @@ pub(super) const RULES: &[Rule] = &[
     },
     Rule {
         name: "money",
-        triggers: has_digit,
+        triggers: Triggers::all(DIGIT).and_any(CURRENCY | UPPER),
         pattern: r"(?:(?:\$|€|£|¥|₹|\b(?:USD|EUR|GBP|JPY|CHF|CAD|AUD|INR|CNY|SEK|NOK|DKK|PLN|BRL|MXN)) ?)[0-9]+(?:[,.' ][0-9]{2,3})*\b|\b[0-9]+(?:[,.' ][0-9]{2,3})* ?(?:€|£|¥|₹|(?:USD|EUR|GBP|JPY|CHF|CAD|AUD|INR|CNY|SEK|NOK|DKK|PLN|BRL|MXN)\b)",
         keep: true,
         hides_failed: false,
@@ -189,7 +190,7 @@ pub(super) const RULES: &[Rule] = &[
     },
     Rule {
         name: "phone number",
-        triggers: has_digit,
+        triggers: Triggers::all(DIGIT),
         pattern: r"\+[0-9]{1,3}(?:[ .-]?\(?[0-9]{1,4}\)?){2,5}[0-9]|\([0-9]{3}\) ?[0-9]{3}[ .-][0-9]{4}\b|\b[0-9]{3}[ .-][0-9]{3}[ .-][0-9]{4}\b|\b0[0-9]{2,4}[ -][0-9]{3,4}[ -][0-9]{3,4}\b",
         keep: true,
         hides_failed: false,
@@ -207,9 +208,69 @@ pub(super) const RULES: &[Rule] = &[
     },
 ];
 
-/// Whether `text` holds an ASCII digit.
-fn has_digit(text: &[u8]) -> bool {
-    text.iter().any(u8::is_ascii_digit)
+/// The kinds of byte a row's matches hold, as bits (see [`KINDS`]).
+const DIGIT: u16 = 1;
+const DASH: u16 = 1 << 1;
+const COLON: u16 = 1 << 2;
+const SLASH: u16 = 1 << 3;
+const DOT: u16 = 1 << 4;
+const AT: u16 = 1 << 5;
+const UPPER: u16 = 1 << 6;
+/// `$`, and the lead bytes of `€`, `₹` (0xE2) and `£`, `¥` (0xC2).
+const CURRENCY: u16 = 1 << 7;
+
+/// Each byte's kind (0 for most).
+const KINDS: [u16; 256] = {
+    let mut kinds = [0; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        kinds[b] = match c {
+            b'0'..=b'9' => DIGIT,
+            b'-' => DASH,
+            b':' => COLON,
+            b'/' => SLASH,
+            b'.' => DOT,
+            b'@' => AT,
+            b'A'..=b'Z' => UPPER,
+            b'$' | 0xC2 | 0xE2 => CURRENCY,
+            _ => 0,
+        };
+        b += 1;
+    }
+    kinds
+};
+
+/// The kinds of byte `text` holds.
+pub(super) fn kinds(text: &[u8]) -> u16 {
+    text.iter().fold(0, |kinds, &b| kinds | KINDS[usize::from(b)])
+}
+
+/// What every match of a row holds: each kind of `all`, and one kind of
+/// `any` (when it names any).
+#[derive(Clone, Copy)]
+pub(super) struct Triggers {
+    all: u16,
+    any: u16,
+}
+
+impl Triggers {
+    const fn all(all: u16) -> Self {
+        Triggers { all, any: 0 }
+    }
+
+    const fn any(any: u16) -> Self {
+        Triggers { all: 0, any }
+    }
+
+    const fn and_any(self, any: u16) -> Self {
+        Triggers { any, ..self }
+    }
+
+    /// Whether a text holding the `kinds` of byte may hold a match.
+    pub(super) fn met(self, kinds: u16) -> bool {
+        kinds & self.all == self.all && (self.any == 0 || kinds & self.any != 0)
+    }
 }
 
 /// The table compiled: every row in one alternation (one pass finds the
@@ -245,20 +306,25 @@ pub(super) struct Matched {
 
 impl Table {
     /// The row a match is: the first, in the table's order, that matches it
-    /// whole.
+    /// whole (only the rows whose trigger bytes it holds are tried).
     fn row_of(&self, found: &[u8]) -> Option<&'static Rule> {
-        (0..RULES.len()).find_map(|i| {
-            let each = self.each[i]
-                .get_or_init(|| regex::bytes::Regex::new(&format!("(?-u)^(?:{})$", RULES[i].pattern)).ok());
-            each.as_ref().filter(|re| re.is_match(found)).map(|_| &RULES[i])
-        })
+        let kinds = kinds(found);
+        (0..RULES.len())
+            .filter(|&i| RULES[i].triggers.met(kinds))
+            .find_map(|i| {
+                let each = self.each[i].get_or_init(|| {
+                    regex::bytes::Regex::new(&format!("(?-u)^(?:{})$", RULES[i].pattern)).ok()
+                });
+                each.as_ref().filter(|re| re.is_match(found)).map(|_| &RULES[i])
+            })
     }
 
     /// The rows' matches in `text`, in order, each trimmed and checked:
     /// those that stand apart (see the module's docs), and those that hide
     /// their text.
     pub(super) fn matches(&self, text: &str, out: &mut Vec<Matched>) {
-        if !RULES.iter().any(|rule| (rule.triggers)(text.as_bytes())) {
+        let kinds = kinds(text.as_bytes());
+        if !RULES.iter().any(|rule| rule.triggers.met(kinds)) {
             return;
         }
         for m in self.all.find_iter(text.as_bytes()) {

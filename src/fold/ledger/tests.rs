@@ -21,6 +21,27 @@ fn every_row_compiles() {
     assert!(rules::table().is_some());
 }
 
+/// A row's trigger bytes are in every text its pattern matches: its
+/// examples and near misses, and each of them in a sentence.
+#[test]
+fn every_row_triggers_on_what_it_matches() {
+    for rule in RULES {
+        let pattern = regex::bytes::Regex::new(&format!("(?-u){}", rule.pattern)).unwrap();
+        for sample in rule.examples.iter().chain(rule.near_misses) {
+            for text in [sample.to_string(), format!("We saw {sample} today.")] {
+                if let Some(m) = pattern.find(text.as_bytes()) {
+                    assert!(
+                        rule.triggers.met(rules::kinds(m.as_bytes())),
+                        "{}: {:?}",
+                        rule.name,
+                        m.as_bytes()
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// Every row's examples are found whole in a sentence, followed by
 /// punctuation; its near misses are never entries.
 #[test]
