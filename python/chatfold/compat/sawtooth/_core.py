@@ -34,12 +34,10 @@ from .events.types import (
 )
 from .exceptions import NotSupportedError, TokenLimitExceededError
 from ._live import LiveState
-from .state import DTEState, MemoryState
+from .state import DTEState, MemoryState, check_entity_key, ledger_map, split_summary
 
-# chatfold's summary message and its ledger section (the fold policy's
-# defaults, `DEFAULT_SUMMARY_PREFIX` and the ledger's heading in the crate).
+# chatfold's summary message (the fold policy's default, `DEFAULT_SUMMARY_PREFIX` in the crate).
 SUMMARY_PREFIX = "Summary of earlier conversation:\n"
-LEDGER_SECTION = "\n\nExact identifiers (kept verbatim):\n"
 
 ROLES = ("user", "assistant", "system", "tool")
 
@@ -82,32 +80,6 @@ def tokenizer_for(model: str) -> str:
         return model
     except Exception:
         return "cl100k_base"
-
-
-def split_summary(summary: str) -> Tuple[str, List[str]]:
-    """chatfold's summary text as (narrative, ledger entries)."""
-    heading = LEDGER_SECTION.lstrip("\n")
-    if summary.startswith(heading):
-        narrative, ledger = "", summary[len(heading):]
-    else:
-        narrative, found, ledger = summary.partition(LEDGER_SECTION)
-        if not found:
-            return summary.strip(), []
-    entries = [line[2:] for line in ledger.splitlines() if line.startswith("- ")]
-    return narrative.strip(), entries
-
-
-def ledger_map(entries: List[str]) -> Dict[str, List[str]]:
-    """Ledger entries as sawtooth's ``key -> [values]`` (a bare identifier keys itself)."""
-    out: Dict[str, List[str]] = {}
-    for entry in entries:
-        key, sep, value = entry.partition(": ")
-        if not sep or not key or " " in key:
-            key, value = entry, entry
-        values = out.setdefault(key, [])
-        if value not in values:
-            values.append(value)
-    return out
 
 
 class Tiers(LiveState):
@@ -278,6 +250,9 @@ class Tiers(LiveState):
         """sawtooth's ``pin_entity``: ``key: value`` into the ledger now."""
         if not isinstance(key, str) or not key.strip() or not isinstance(value, str) or not value.strip():
             raise ValueError("pin_entity needs a non-empty key and value (strings)")
+        check_entity_key(key)
+        if "\n" in value or "\r" in value:
+            raise ValueError(f"pin_entity: the value of {key!r} cannot span lines")
         self.live_state().l1_5_entities.upsert({key: value})
         self.sync()
         self.pinned.add(key)
@@ -340,6 +315,7 @@ class Tiers(LiveState):
         if key != self.prompt_key:
             self.main_prompt_tokens += tokens
             self.prompt_key = key
+            self.update_dte(stats)
         return [dict(m) for m in prompt]
 
     def core_stats(self) -> Dict[str, Any]:

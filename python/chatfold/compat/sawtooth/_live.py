@@ -6,11 +6,15 @@ On every read or write of the manager, :meth:`LiveState.sync` first applies
 the edits made to the live object since it last followed the memory (a
 tier compared with what the memory gave it), then refreshes it from the
 memory when that changed. Applying rebuilds the tiered memory from a state
-made of the edited tiers and the memory's current other tiers (a fold that
-landed meanwhile is kept, unless its tier was edited too); a running
-worker is handed over to the new memory (a fold in flight is abandoned and
-done again: nothing lost). An edit that cannot be applied raises
-``ValueError`` and is discarded: the memory is unchanged."""
+made of the edited tiers and the memory's current other tiers. When a fold
+landed meanwhile, each edited tier is merged with it three ways, as
+sawtooth's worker merges into the same object: L1 by message id (the
+folded turns stay folded, a text edit or a new turn is kept), L1.5 by key,
+L2 the text the edit appended after the fold's narrative (an edit that
+rewrote the narrative cannot be merged: ``ValueError``). A running worker
+is handed over to the new memory (a fold in flight is abandoned, its cycle
+reported failed, and done again: nothing lost). An edit that cannot be
+applied raises ``ValueError`` and is discarded: the memory is unchanged."""
 
 from __future__ import annotations
 
@@ -19,13 +23,16 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from .events.types import EntityAnchoredEvent, L1EvictionEvent
+from .events.types import CompressionCycleFailedEvent, EntityAnchoredEvent, L1EvictionEvent
 from .state import (
     ArchivalMemory,
+    DTEState,
     EntityLedger,
+    check_entity_key,
     MemoryState,
     Message,
     SystemPrompt,
+    ledger_map,
     ledger_summary,
     tiers_to_chatfold,
 )
@@ -54,6 +61,10 @@ class LiveState:
         self.live_key: Optional[Tuple[int, ...]] = None
         self.generation = 0  # bumped each time an edit rebuilds the memory
         self.token_cache: Dict[str, Tuple[str, int]] = {}
+        # set by the sync wrapper, whose caller edits the live state from
+        # another thread: a landing fold then leaves the live object alone
+        # (the next call, on the wrapper's loop while the caller waits, syncs it)
+        self.threaded = False
 
     # -- reading ------------------------------------------------------
 
@@ -89,14 +100,32 @@ class LiveState:
                 return
         if self.live is None or self._memory_key() != self.live_key:
             self._refresh()
+        else:
+            self.update_dte(self.memory.stats())
+
+    def update_dte(self, s: Mapping[str, Any]) -> None:
+        """The live state's DTE counts brought up to date (in place)."""
+        if self.live is None:
+            return
+        fresh = self.dte(s)  # type: ignore[attr-defined]
+        dte = self.live.dte
+        if not isinstance(dte, DTEState):
+            self.live.dte = fresh
+            return
+        dte.main_prompt_tokens = fresh.main_prompt_tokens
+        dte.fold_cycles = fresh.fold_cycles
 
     def follow(self, added: Optional[Mapping[str, Any]] = None, *, synced: bool = False) -> None:
         """Brings the live state up to the memory after the memory changed
         (``added``: the one turn just appended; else a fold landed), unless
-        edits are pending (the next :meth:`sync` applies them first);
+        edits are pending (the next :meth:`sync` merges them with the
+        memory's changes) or, for a fold, the state is shared with another
+        thread (``threaded``: the next :meth:`sync` refreshes it);
         ``synced``: the caller ran :meth:`sync` just before, so none are."""
         live = self.live
-        if live is None or (not synced and _signature(live) != self.live_sig):
+        if live is None or (added is None and self.threaded):
+            return
+        if not synced and _signature(live) != self.live_sig:
             return
         key = self._memory_key()
         old = self.live_key
@@ -155,8 +184,6 @@ class LiveState:
         messages = [self._message(m, stamps.get(str(m.get("id") or ""), now)) for m in buffer]
         ids = {m.id for m in messages}
         self.token_cache = {k: v for k, v in self.token_cache.items() if k in ids}
-        from ._core import ledger_map
-
         entities = ledger_map(entries)
         system = self.system_prompt
         live = self.live
@@ -172,30 +199,38 @@ class LiveState:
         live.l1_5_entities.entities = entities
         live.l2_archival.narrative = narrative
         live.l2_archival.token_count = self.count_text(narrative)  # type: ignore[attr-defined]
-        live.dte = self.dte(s)  # type: ignore[attr-defined]
+        self.update_dte(s)
         self.live_sig = _signature(live)
         self.live_key = key
 
     # -- applying edits -----------------------------------------------
 
     def _apply(self, live: MemoryState, sig: Dict[str, Any]) -> None:
+        """Rebuilds the memory from the edited tiers and its current other
+        tiers. When the memory moved on since the live state last followed
+        it (a fold landed), each edited tier is merged three ways: L1 by
+        message id (the turns folded meanwhile stay folded), L1.5 by key,
+        L2's text appended to the current narrative (an edit that does not
+        append: ``ValueError``, rather than lose the fold)."""
         old = self.live_sig or {}
         current = self.memory.to_dict()
         narrative, entries = self.parts()  # type: ignore[attr-defined]
-        from ._core import ledger_map
-
+        current_ledger = ledger_map(entries)
+        buffer = current.get("buffer", [])
         if sig.get("l1_working") != old.get("l1_working"):
-            buffer = tiers_to_chatfold(live.l1_working, EntityLedger(), ArchivalMemory())["buffer"]
-        else:
-            buffer = current.get("buffer", [])
+            edited = tiers_to_chatfold(live.l1_working, EntityLedger(), ArchivalMemory())["buffer"]
+            buffer = _merge_turns(old.get("l1_working") or [], edited, buffer)
         if sig.get("l1_5_entities") != old.get("l1_5_entities"):
-            ledger = _checked_ledger(live.l1_5_entities.entities)
+            edited_ledger = _checked_ledger(live.l1_5_entities.entities).entities
+            base = old.get("l1_5_entities")
+            ledger = EntityLedger(entities=_merge_ledger(base if isinstance(base, dict) else {}, edited_ledger, current_ledger))
         else:
-            ledger = EntityLedger(entities=ledger_map(entries))
+            ledger = EntityLedger(entities=current_ledger)
         if sig.get("l2_archival") != old.get("l2_archival"):
             if not isinstance(live.l2_archival.narrative, str):
                 raise TypeError("l2_archival.narrative must be a string")
-            narrative = live.l2_archival.narrative
+            base_narrative = old.get("l2_archival")
+            narrative = _merge_narrative(base_narrative if isinstance(base_narrative, str) else "", live.l2_archival.narrative, narrative)
         system = self.system_prompt
         if sig.get("l0_system") != old.get("l0_system"):
             if not isinstance(live.l0_system.content, str):
@@ -212,8 +247,22 @@ class LiveState:
         self.generation += 1
         self.carry(old_memory.stats())  # type: ignore[attr-defined]
         self.dirty = True
-        self.cycles.clear()
+        self._abandon_cycles()
         _hand_over(old_memory, memory)
+
+    def _abandon_cycles(self) -> None:
+        """The cycles of a replaced memory's fold in flight end: a
+        ``CompressionCycleFailedEvent`` each (the new memory folds those turns again)."""
+        cycles, self.cycles = list(self.cycles.values()), {}
+        for cycle, _started, _before in cycles:
+            self.emit(  # type: ignore[attr-defined]
+                CompressionCycleFailedEvent(
+                    cycle_id=cycle,
+                    error_type="FoldAbandoned",
+                    error_message="the memory was rebuilt from an edit of the state; its turns are folded again",
+                    fallback_triggered=False,
+                )
+            )
 
     def truncate_oldest(self) -> int:
         """sawtooth's hard-limit fallback (``fallback_truncate`` in
@@ -278,6 +327,53 @@ def _signature(state: MemoryState) -> Dict[str, Any]:
     }
 
 
+def _merge_turns(base: List[Any], edited: List[Dict[str, Any]], current: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """L1 merged by message id: the edited turns (a text edit, a turn added
+    or removed), less those the memory folded or dropped since ``base``
+    (the turns the edit started from), then any the memory gained since."""
+    known = {entry[0] for entry in base if len(entry) == 3}
+    now = {str(m.get("id") or "") for m in current}
+    gone = known - now
+    merged = [m for m in edited if m["id"] not in gone]
+    kept = {m["id"] for m in merged}
+    merged.extend(m for m in current if str(m.get("id") or "") not in known and str(m.get("id") or "") not in kept)
+    return merged
+
+
+def _merge_ledger(base: Mapping[str, Any], edited: Mapping[str, List[str]], current: Mapping[str, List[str]]) -> Dict[str, List[str]]:
+    """L1.5 merged by key: the memory's current ledger, with each key the
+    edit set, changed or removed (compared with ``base``) as the edit has it."""
+    merged = {key: list(values) for key, values in current.items()}
+    for key, values in edited.items():
+        if base.get(key) != values:
+            merged[key] = list(values)
+    for key in base:
+        if key not in edited:
+            merged.pop(key, None)
+    return merged
+
+
+def _merge_narrative(base: str, edited: str, current: str) -> str:
+    """L2 merged: the edited narrative when the memory's has not changed;
+    else what the edit appended, after the memory's current narrative. An
+    edit that rewrote the narrative while a fold changed it: ``ValueError``."""
+    if current == base:
+        return edited
+    if not edited.startswith(base):
+        raise ValueError(
+            "l2_archival.narrative was rewritten while a fold changed it; only text appended to it "
+            "(append_narrative) can be merged with the fold's summary"
+        )
+    added = edited[len(base):]
+    if not added.strip():
+        return current
+    if not current:
+        return added.lstrip("\n")
+    if not base and not added.startswith("\n"):
+        added = "\n" + added
+    return current + added
+
+
 def _checked_ledger(entities: Any) -> EntityLedger:
     if not isinstance(entities, Mapping):
         raise TypeError("l1_5_entities.entities must be a dict of key -> [values]")
@@ -285,10 +381,11 @@ def _checked_ledger(entities: Any) -> EntityLedger:
     for key, values in entities.items():
         if not isinstance(key, str) or not key.strip():
             raise TypeError(f"an entity key must be a non-empty string, got {key!r}")
+        check_entity_key(key)
         if isinstance(values, str) or not isinstance(values, (list, tuple)):
             raise TypeError(f"entity {key!r} must map to a list of values, got {type(values).__name__}")
         clean = [str(v) for v in values if str(v).strip()]
-        if any("\n" in v for v in clean) or "\n" in key:
+        if any("\n" in v or "\r" in v for v in clean):
             raise ValueError(f"entity {key!r}: a key or value cannot span lines")
         if clean:
             checked[key] = clean

@@ -58,7 +58,7 @@ from typing import Any, Dict, Mapping, Optional, Union
 from ... import _chatfold
 from ...errors import SummarizerError
 from ...memory import AsyncSummaryMemory, SummaryMemory
-from ._core import ledger_map, split_summary
+from .state import ledger_map, split_summary
 from .compression_utils import prune_compression_input
 from .config import CloudConfig, OllamaConfig, Provider
 from .exceptions import CompressionError, MalformedOutputError, OllamaConnectionError

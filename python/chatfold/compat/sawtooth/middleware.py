@@ -137,18 +137,35 @@ class ContextManager:
     async def stop(self) -> None:
         """Saves the session (if a storage adapter is set), stops the
         worker (a fold in flight is abandoned, nothing lost) and flushes the
-        events and the journal."""
-        await self._persist(force=True)
-        await self._memory.stop()
-        await self._worker.stop()
-        self._running = False
-        if self._bus is not None:
-            await self._bus.drain()
-            if self._journal_handler is not None:
-                self._bus.unsubscribe("compression.cycle_complete", self._journal_handler)
-                self._journal_handler = None
-        if self._journal is not None:
-            await self._journal.stop()
+        events and the journal. An edit of the state that cannot be applied
+        is discarded, the memory's state saved and the worker stopped all
+        the same, and then its ``ValueError`` raised."""
+        failure: Optional[ValueError] = None
+        try:
+            try:
+                self._tiers.sync()
+            except ValueError as error:  # the edit was discarded: the memory is saved as it is
+                failure = error
+            await self._persist(force=True)
+        finally:
+            await self._shut_down()
+        if failure is not None:
+            raise failure
+
+    async def _shut_down(self) -> None:
+        """Stops the worker and flushes the events and the journal."""
+        try:
+            await self._memory.stop()
+            await self._worker.stop()
+        finally:
+            self._running = False
+            if self._bus is not None:
+                await self._bus.drain()
+                if self._journal_handler is not None:
+                    self._bus.unsubscribe("compression.cycle_complete", self._journal_handler)
+                    self._journal_handler = None
+            if self._journal is not None:
+                await self._journal.stop()
 
     async def __aenter__(self) -> "ContextManager":
         await self.start()

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
-from typing import Any, Callable, Dict, List, Literal, Optional
+from typing import Any, Callable, Dict, List, Literal, Optional, Tuple
 from uuid import uuid4
 
 try:
@@ -225,15 +225,57 @@ class MemoryState(BaseModel):
 
 def ledger_summary(narrative: str, ledger: EntityLedger) -> str:
     """chatfold's summary text for a narrative and a ledger: the narrative,
-    then the ledger's ``- key: value`` lines (a bare identifier alone)."""
+    then the ledger's ``- key: value`` lines (a bare identifier alone), each
+    key's history oldest first and a value given again listed at its
+    latest place only (so :func:`ledger_map` reads the same latest value back)."""
     lines: List[str] = []
     for key, values in ledger.entities.items():
-        for value in values:
+        for at, value in enumerate(values):
+            if value in values[at + 1 :]:
+                continue
             lines.append(f"- {value}" if value == key else f"- {key}: {value}")
     narrative = narrative.strip()
     if not lines:
         return narrative
     return narrative + LEDGER_SECTION + "\n".join(lines) if narrative else LEDGER_SECTION.lstrip("\n") + "\n".join(lines)
+
+
+def split_summary(summary: str) -> Tuple[str, List[str]]:
+    """chatfold's summary text as (narrative, ledger entries): the inverse of :func:`ledger_summary`."""
+    heading = LEDGER_SECTION.lstrip("\n")
+    if summary.startswith(heading):
+        narrative, ledger = "", summary[len(heading):]
+    else:
+        at = summary.rfind(LEDGER_SECTION)
+        if at < 0:
+            return summary.strip(), []
+        narrative, ledger = summary[:at], summary[at + len(LEDGER_SECTION):]
+    entries = [line[2:] for line in ledger.split("\n") if line.startswith("- ") and line[2:]]
+    return narrative.strip(), entries
+
+
+def ledger_map(entries: List[str]) -> Dict[str, List[str]]:
+    """Ledger entries as sawtooth's ``key -> [values]``, oldest first: an
+    entry ``key: value`` is split at its first ``": "`` (as chatfold's core
+    reads it), a bare identifier keys itself; a value listed again moves to
+    its key's end (the latest)."""
+    out: Dict[str, List[str]] = {}
+    for entry in entries:
+        key, sep, value = entry.partition(": ")
+        if not sep or not key.strip() or not value:
+            key, value = entry, entry
+        values = out.setdefault(key, [])
+        if value in values:
+            values.remove(value)
+        values.append(value)
+    return out
+
+
+def check_entity_key(key: str) -> None:
+    """``ValueError`` for a ledger key chatfold's summary cannot hold
+    (one with ``": "`` in it, or spanning lines: it would read back as another key)."""
+    if ": " in key or "\n" in key or "\r" in key:
+        raise ValueError(f"entity key {key!r}: a key cannot contain ': ' or span lines")
 
 
 def tiers_to_chatfold(l1: WorkingMemory, ledger: EntityLedger, l2: ArchivalMemory) -> Dict[str, Any]:

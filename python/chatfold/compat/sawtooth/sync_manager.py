@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Union
 
-from ._core import Tiers, split_summary
+from ._core import Tiers
+from .state import split_summary
 from .async_bridge import run_coro_once
 from .compression_core import merge_compression_into_state, messages_to_text
 from .config import ContextManagerConfig, OllamaConfig
@@ -111,8 +112,20 @@ class SyncContextManager:
         return self
 
     def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> None:
-        self._persist(force=True)
-        self._started = False
+        """Saves the session; an edit of the state that cannot be applied is
+        discarded, the memory's state saved all the same, and then its
+        ``ValueError`` raised (the manager is closed either way)."""
+        failure: Optional[ValueError] = None
+        try:
+            try:
+                self._tiers.sync()
+            except ValueError as error:  # the edit was discarded: the memory is saved as it is
+                failure = error
+            self._persist(force=True)
+        finally:
+            self._started = False
+        if failure is not None:
+            raise failure
 
     def _persist(self, *, force: bool = False) -> None:
         adapter = self._config.storage_adapter

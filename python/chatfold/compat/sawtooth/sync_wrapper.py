@@ -74,6 +74,7 @@ class SawtoothSyncWrapper:
                 summarize=self._summarize,
                 strict=self._strict,
             )
+            cm._tiers.threaded = True  # the caller edits the live state from its own thread
             await cm.start()
             return cm
 
@@ -112,7 +113,7 @@ class SawtoothSyncWrapper:
         return cm.retrieve_observation(cache_id)
 
     def pin_entity(self, key: str, value: str) -> None:
-        """Not supported (see :meth:`ContextManager.pin_entity`)."""
+        """Puts ``key: value`` in the ledger (L1.5) now (see :meth:`ContextManager.pin_entity`)."""
         _, cm = self._require_live()
         self._call(lambda: cm.pin_entity(key, value))
 
