@@ -6,13 +6,13 @@ use std::ops::Range;
 use std::sync::OnceLock;
 
 use super::Compactor;
-use super::report::{Compaction, Counts, CutReason, Report, Tokens};
+use super::report::{Compaction, Counts, CutReason, Listed, Report, Tokens};
 #[cfg(feature = "cache")]
 use crate::cache::Link;
 use crate::count::TokenCounter;
 use crate::error::{Error, Result};
 use crate::fold::engine::Fold;
-use crate::fold::ledger::{self, LedgerEntry};
+use crate::fold::ledger;
 use crate::message::Message;
 use crate::summarize::{AsyncSummarizer, Summarizer, SummaryRequest};
 
@@ -86,8 +86,7 @@ impl<'a, 'c, C> Plan<'a, 'c, C> {
                 hoisted: Vec::new(),
                 previous: Vec::new(),
                 counts: Counts::new(0),
-                ledger: Vec::new(),
-                ledger_dropped: Vec::new(),
+                ledger: Listed::default(),
                 cleared: Vec::new(),
                 reused: None,
                 folds: 0,
@@ -293,7 +292,8 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
         }
         let fold = self.fold();
         // Identifiers the kept turns hold verbatim need no entry.
-        let kept = (!fold.entries.is_empty()).then(|| ledger::Said::new(&self.messages[self.report.cut..]));
+        let kept =
+            (!fold.entries.texts.is_empty()).then(|| ledger::Said::new(&self.messages[self.report.cut..]));
         let entries = &fold.entries;
         let held = |i: usize| {
             (kept.as_ref())
@@ -309,21 +309,11 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
         let (message, summary_tokens) = self.summary_message(&fitted.body, fitted.tokens);
         let summary_truncated = fitted.truncated;
         let prose_allowance = fold.allowance;
-        // The report shares the entries (the plan is done with them).
-        // (Moved, not cloned: each clone and drop of a shared entry is an
-        // atomic count.)
-        let mut texts: Vec<Option<LedgerEntry>> = (self.fold.into_inner())
-            .map(|f| f.entries.texts.into_iter().map(Some).collect())
-            .unwrap_or_default();
-        // (Listed and dropped are apart, each index once.)
-        debug_assert!(fitted.listed.iter().all(|i| !fitted.dropped.contains(i)));
-        let mut take = |at: &[usize]| at.iter().filter_map(|&i| texts[i].take()).collect();
-        let listed = take(&fitted.listed);
-        let dropped = take(&fitted.dropped);
+        // The report shares the candidates (the plan is done with them).
+        let candidates = self.fold.into_inner().map(|f| f.entries).unwrap_or_default();
         let mut report = self.report;
         report.prose_allowance = prose_allowance;
-        report.ledger = listed;
-        report.ledger_dropped = dropped;
+        report.ledger = Listed::new(candidates, fitted.listed, fitted.dropped);
         let tokens_after = self.fixed_tokens.saturating_add(summary_tokens);
         let over_budget = tokens_after > compactor.budget;
         if over_budget && compactor.strict {

@@ -2,8 +2,10 @@
 //! and the reason for the cut, and the token counts behind them.
 
 use crate::fold::LedgerEntry;
+use crate::fold::ledger::Candidates;
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::{Arc, OnceLock};
 
 use crate::message::Message;
 
@@ -242,8 +244,7 @@ pub struct Report {
     pub(super) hoisted: Vec<usize>,
     pub(super) previous: Vec<usize>,
     pub(super) counts: Counts,
-    pub(super) ledger: Vec<LedgerEntry>,
-    pub(super) ledger_dropped: Vec<LedgerEntry>,
+    pub(super) ledger: Listed,
     pub(super) cleared: Vec<usize>,
     pub(super) reused: Option<usize>,
     pub(super) folds: usize,
@@ -345,13 +346,13 @@ impl Report {
     /// nothing was folded or the ledger is off). Each entry is shared (see
     /// [`SummaryRequest::ledger`](crate::SummaryRequest::ledger)).
     pub fn ledger(&self) -> &[LedgerEntry] {
-        &self.ledger
+        &self.ledger.lists().0
     }
 
     /// Identifiers found in the folded turns that did not fit in the ledger's
     /// share of the summary (nor stand in its prose).
     pub fn ledger_dropped(&self) -> &[LedgerEntry] {
-        &self.ledger_dropped
+        &self.ledger.lists().1
     }
 
     /// Input indices of the tool results whose content was replaced by a
@@ -389,5 +390,59 @@ mod tests {
             assert_eq!(unique.len(), words.len(), "{words:?}");
             assert!(words.iter().all(|w| !w.is_empty() && w == &w.to_lowercase()));
         }
+    }
+}
+
+/// A fold's ledger entries in a [`Report`]: the fold's candidates, shared
+/// (with the memo of readings, which hands the same ones to the next
+/// compaction of the same turns), and which of them the summary listed
+/// and which it had no room for. The two lists are made when first asked
+/// for: a caller that never reads them counts no reference on each entry,
+/// nor drops one.
+#[derive(Clone, Default)]
+pub(crate) struct Listed {
+    candidates: Arc<Candidates>,
+    /// Indices into `candidates`, listed then dropped (apart, each once).
+    listed: Vec<usize>,
+    dropped: Vec<usize>,
+    lists: OnceLock<(Vec<LedgerEntry>, Vec<LedgerEntry>)>,
+}
+
+impl Listed {
+    pub(crate) fn new(candidates: Arc<Candidates>, listed: Vec<usize>, dropped: Vec<usize>) -> Self {
+        debug_assert!(listed.iter().all(|i| !dropped.contains(i)));
+        Listed {
+            candidates,
+            listed,
+            dropped,
+            lists: OnceLock::new(),
+        }
+    }
+
+    /// The listed entries and the dropped ones.
+    fn lists(&self) -> &(Vec<LedgerEntry>, Vec<LedgerEntry>) {
+        self.lists.get_or_init(|| {
+            let texts = &self.candidates.texts;
+            let take = |at: &[usize]| at.iter().map(|&i| texts[i].clone()).collect();
+            (take(&self.listed), take(&self.dropped))
+        })
+    }
+}
+
+impl PartialEq for Listed {
+    fn eq(&self, other: &Self) -> bool {
+        self.lists() == other.lists()
+    }
+}
+
+impl Eq for Listed {}
+
+impl fmt::Debug for Listed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (listed, dropped) = self.lists();
+        f.debug_struct("Listed")
+            .field("listed", listed)
+            .field("dropped", dropped)
+            .finish()
     }
 }

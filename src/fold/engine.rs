@@ -14,10 +14,11 @@
 //! ledger (`memory::tracked`).
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use crate::count::TokenCounter;
 use crate::error::Result;
-use crate::fold::ledger::{self, Entries};
+use crate::fold::ledger::{self, Candidates};
 use crate::fold::policy::{Fitted, FoldPolicy};
 use crate::fold::request::SummaryRequest;
 use crate::message::{Message, join_lines};
@@ -29,8 +30,10 @@ use crate::message::{Message, join_lines};
 pub(crate) struct Fold<'a> {
     /// The previous summaries' prose (their ledgers taken out), if any.
     pub prose: Option<Cow<'a, str>>,
-    /// The ledger's candidates, newest first, with their tokens.
-    pub entries: Entries,
+    /// The ledger's candidates, newest first (shared with the memo of
+    /// readings), and each one's tokens.
+    pub entries: Arc<Candidates>,
+    pub tokens: Vec<usize>,
     /// Tokens the summarizer's own text may take.
     pub allowance: usize,
 }
@@ -51,7 +54,8 @@ impl<'a> Fold<'a> {
         if !policy.ledger {
             return Fold {
                 prose: join_lines(previous.iter().cloned()),
-                entries: Entries::default(),
+                entries: Arc::default(),
+                tokens: Vec::new(),
                 allowance,
             };
         }
@@ -79,7 +83,7 @@ impl<'a> Fold<'a> {
         proses.reverse();
         let old: Vec<&str> = old.iter().map(|e| &**e).collect();
         let prose_text = join_lines(proses.iter().map(|p| &**p)).unwrap_or_default();
-        let texts = ledger::candidates(
+        let entries = ledger::candidates(
             folded,
             &prose_text,
             &old,
@@ -89,17 +93,15 @@ impl<'a> Fold<'a> {
             // A stateless compactor reads the same history again and again.
             true,
         );
-        let entries = Entries::keyed(texts, counter);
-        let sum = entries.tokens.iter().map(|&t| t as u128).sum();
-        let told = policy.told_allowance(
-            entries.tokens.iter().copied(),
-            (entries.len(), sum),
-            allowance,
-            counter,
-        );
+        let tokens: Vec<usize> = (entries.texts.iter())
+            .map(|t| ledger::entry_tokens(t, counter))
+            .collect();
+        let sum = tokens.iter().map(|&t| t as u128).sum();
+        let told = policy.told_allowance(tokens.iter().copied(), (tokens.len(), sum), allowance, counter);
         Fold {
             prose: join_lines(proses),
             entries,
+            tokens,
             allowance: told,
         }
     }
@@ -137,7 +139,7 @@ impl<'a> Fold<'a> {
     ) -> Result<Fitted> {
         let text = policy.accept(text)?;
         let texts: Vec<&str> = self.entries.texts.iter().map(|t| &**t).collect();
-        Ok(policy.fit(&text, &texts, &self.entries.tokens, held, limit, counter, true))
+        Ok(policy.fit(&text, &texts, &self.tokens, held, limit, counter, true))
     }
 
     /// The same fold, owning its prose.
@@ -145,6 +147,7 @@ impl<'a> Fold<'a> {
         Fold {
             prose: self.prose.map(|p| Cow::Owned(p.into_owned())),
             entries: self.entries,
+            tokens: self.tokens,
             allowance: self.allowance,
         }
     }

@@ -1,6 +1,7 @@
 //! A fold's candidate entries, ranked by salience.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use super::json::Set;
 use super::memo::{Firsts, RECALL, Reading, Readings, Recall, readings};
@@ -22,7 +23,8 @@ const SAID_BY_USER: u8 = 1;
 /// With `remember` (and no `extra` patterns), each piece's entries are
 /// found once per process ([`Recall`]), and a reading that meets the
 /// pieces of one of this thread's kept readings takes its entries
-/// ([`Reading`]).
+/// ([`Reading`]), shared: a fold that takes them counts no reference on
+/// each entry.
 pub(crate) fn candidates<'m>(
     folded: impl DoubleEndedIterator<Item = &'m Message>,
     previous_prose: &str,
@@ -31,7 +33,7 @@ pub(crate) fn candidates<'m>(
     enough: usize,
     max_bytes: usize,
     remember: bool,
-) -> Candidates {
+) -> Arc<Candidates> {
     let memo = remember && extra.is_empty();
     // (A reading that follows another to its end gathers nothing: sized
     // when a piece is read.)
@@ -136,7 +138,7 @@ pub(crate) fn candidates<'m>(
         let reading = &readings.kept[r];
         if k == reading.ends.len() && reading.prose == previous_prose && reading.ledger == previous_ledger {
             // The same reading: what it found, ranked.
-            let found = reading.ranked.clone();
+            let found = Arc::clone(&reading.ranked);
             let reading = readings.kept.remove(r);
             readings.kept.insert(0, reading);
             let _ = self::readings(Some(readings));
@@ -161,7 +163,7 @@ pub(crate) fn candidates<'m>(
     let structural: Set<&str> = (read_from.iter())
         .flat_map(|m| m.call_ids().chain(m.answered_ids()))
         .collect();
-    let ranked = rank(&g.out, &structural);
+    let ranked = Arc::new(rank(&g.out, &structural));
     // (Kept within its bound whole: its text, the previous summary, and
     // about what an entry's place takes, its text shared.)
     let size = |r: &Reading| {
@@ -175,7 +177,7 @@ pub(crate) fn candidates<'m>(
         reading.prose = previous_prose.to_owned();
         reading.ledger = previous_ledger.iter().map(|&e| e.to_owned()).collect();
         reading.found = g.out;
-        reading.ranked = ranked.clone();
+        reading.ranked = Arc::clone(&ranked);
         readings.kept.insert(0, reading);
         readings.kept.truncate(Reading::KEPT);
     }

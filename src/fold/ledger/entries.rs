@@ -91,10 +91,6 @@ impl Entries {
     pub(crate) fn len(&self) -> usize {
         self.texts.len()
     }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.texts.is_empty()
-    }
 }
 
 /// A memory's ledger, kept between folds: its entries (newest first, each

@@ -96,9 +96,10 @@ pub(super) struct Reading {
     pub(super) counts: Vec<usize>,
     pub(super) prose: String,
     pub(super) ledger: Vec<String>,
-    /// What was gathered (in order), and that ranked.
+    /// What was gathered (in order), and that ranked (shared with the
+    /// folds that take it).
     pub(super) found: Candidates,
-    pub(super) ranked: Candidates,
+    pub(super) ranked: std::sync::Arc<Candidates>,
 }
 
 impl Reading {

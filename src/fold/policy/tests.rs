@@ -84,7 +84,7 @@ fn the_ledger_takes_its_share_and_the_prose_is_cut_first() {
         100,
         &Heuristic,
     );
-    assert!(begun.entries.is_empty() && begun.allowance == 100);
+    assert!(begun.entries.texts.is_empty() && begun.allowance == 100);
 }
 
 #[test]

@@ -11,7 +11,7 @@
 
 use std::borrow::Cow;
 use std::future::Future;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::Waker;
 
 use crate::count::TokenCounter;
@@ -273,7 +273,8 @@ impl Tracked {
                     // A memory folds each message once: nothing to remember.
                     false,
                 );
-                Kept::new(Entries::keyed(texts, rules.counter))
+                // (Found for this fold alone: the only reference.)
+                Kept::new(Entries::keyed(Arc::unwrap_or_clone(texts), rules.counter))
             }
             false => Kept::default(),
         };
