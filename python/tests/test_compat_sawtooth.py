@@ -398,9 +398,12 @@ def test_events_fire_with_sawtooths_names_and_payloads():
     anchored = [e for e in seen if isinstance(e, compat.EntityAnchoredEvent)]
     assert anchored and all(e.operation in ("insert", "update", "delete") for e in anchored)
     assert set(done.l1_5_entities_retained) <= {e.entity_key for e in anchored}
-    # the journal: one line per completed cycle, in sawtooth's record format
-    lines = pathlib.Path(".sawtooth_journal.jsonl").read_text().splitlines()
+    # the journal: one line per completed cycle, in sawtooth's record format,
+    # and one per ledger change (sawtooth's entity records, for explain_prompt)
+    records = pathlib.Path(".sawtooth_journal.jsonl").read_text().splitlines()
+    lines = [line for line in records if '"entity_anchored"' not in line]
     assert len(lines) == stats["worker"]["processed"]
+    assert len(records) - len(lines) == len(anchored)
     assert '"l2_summary_generated":"orders shipped"' in lines[0]
 
     seen.clear()

@@ -271,3 +271,27 @@ def test_the_sync_wrappers_caller_edit_is_not_overwritten_by_a_landing_fold():
         assert done
         assert w.state.l1_5_entities.get_latest("ticket") == "INC-9"
         assert w.state.l2_archival.narrative == "SUMMARY"
+
+
+def test_explain_prompt_gives_each_keys_values_and_its_journalled_lineage(tmp_path):
+    from chatfold.compat.sawtooth.middleware import _extract_entity_event
+
+    assert _extract_entity_event({"event_type": "entity_anchored", "payload": {"entity_key": "k", "operation": "update"}, "timestamp": "t"}) == ("k", "update", "t")
+    assert _extract_entity_event({"other": 1}) == (None, "unknown", "unknown")
+
+    async def run():
+        config = compat.ContextManagerConfig(soft_limit_tokens=1000)
+        async with compat.ContextManager("You are an AI.", config, journal_path=tmp_path / "audit.jsonl") as cm:
+            cm.state.l2_archival.append_narrative("Old summary")
+            cm.state.l1_5_entities.upsert({"user_id": "12345"})
+            await cm.pin_entity("tracking code", "ALPHA-991")
+            inside = cm.explain_prompt()
+        return inside, cm.explain_prompt()
+
+    inside, after = asyncio.run(run())
+    assert inside["l2_archival"]["content"] == "Old summary"
+    entries = {e["entity_key"]: e for e in after["l1_5_entities"]}
+    assert entries["user_id"]["entity_value"] == ["12345"]
+    assert "Operation: insert" in entries["user_id"]["origin"] and entries["user_id"]["timestamp"] != "unknown"
+    assert entries["user_id"]["confidence"] == "100% (Deterministic)"
+    assert entries["tracking code"]["confidence"] == "100% (Pinned)"

@@ -5,9 +5,8 @@ every ``rollmem.<submodule>``) gives ``chatfold.compat.rollmem``, and so for
 import anything.
 
 When the suite is sawtooth-memory's (its sdist's ``PKG-INFO`` in the
-rootdir), the tests of :mod:`sawtooth_skips` are skipped with their reasons
-(a file whose module cannot import is not collected), and the summary says
-how many, by category."""
+rootdir), the tests of :mod:`sawtooth_skips` are skipped with their reasons,
+and the summary says how many, by category."""
 
 import importlib
 import os
@@ -15,13 +14,13 @@ import pkgutil
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any, List
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import pytest  # noqa: E402
 
-from sawtooth_skips import SKIPS, skip_for  # noqa: E402
+from sawtooth_skips import skip_for  # noqa: E402
 
 SEEDS = {
     "rollmem": "chatfold.compat.rollmem",
@@ -45,23 +44,6 @@ def _is_sawtooth(config: Any) -> bool:
         return False
 
 
-# Files of the skip list whose modules do not import against the compat
-# module (they import a private name): not collected, so reported here.
-_UNCOLLECTED = {"tests/test_explainability.py"}
-_ignored: List[str] = []
-
-
-def pytest_ignore_collect(collection_path: Path, config: Any) -> Optional[bool]:
-    """Leaves out the skip list's files that cannot be imported."""
-    if not _is_sawtooth(config):
-        return None
-    relative = Path(str(collection_path)).resolve().relative_to(Path(str(config.rootpath)).resolve()).as_posix()
-    if relative in _UNCOLLECTED:
-        _ignored.append(relative)
-        return True
-    return None
-
-
 def pytest_collection_modifyitems(config: Any, items: List[Any]) -> None:
     """Marks the skip list's tests skipped, with their category and reason."""
     if not _is_sawtooth(config):
@@ -74,7 +56,7 @@ def pytest_collection_modifyitems(config: Any, items: List[Any]) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any) -> None:
-    """The skip list's counts by category, and the files not collected."""
+    """The skip list's counts by category."""
     if not _is_sawtooth(config):
         return
     counts: Counter = Counter()
@@ -86,5 +68,3 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any)
     terminalreporter.write_sep("-", "chatfold.compat.sawtooth skip list")
     for category, count in sorted(counts.items()):
         terminalreporter.write_line(f"{count} skipped: {category}")
-    for path in _ignored:
-        terminalreporter.write_line(f"not collected: {path} ({SKIPS[path][0]}: {SKIPS[path][1]})")

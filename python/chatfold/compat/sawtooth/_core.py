@@ -44,6 +44,14 @@ ROLES = ("user", "assistant", "system", "tool")
 # The tiered memory's counters a replaced memory hands on.
 _CARRIED = ("folds_done", "folds_failed", "messages_folded", "messages_dropped", "results_cleared")
 
+# sawtooth's confidence by an entity's strategy (in explain_prompt)
+_CONFIDENCE = {
+    "deterministic": "100% (Deterministic)",
+    "salience_heuristic": "90% (Salience Heuristic)",
+    "pinned": "100% (Pinned)",
+    "llm_synthesis": "85% (LLM Synthesized)",
+}
+
 _CLOUD_URLS = {
     Provider.OPENAI: "https://api.openai.com/v1",
     Provider.ANTHROPIC: "https://api.anthropic.com",
@@ -253,9 +261,15 @@ class Tiers(LiveState):
         check_entity_key(key)
         if "\n" in value or "\r" in value:
             raise ValueError(f"pin_entity: the value of {key!r} cannot span lines")
-        self.live_state().l1_5_entities.upsert({key: value})
-        self.sync()
+        was_pinned = key in self.pinned
         self.pinned.add(key)
+        try:
+            self.live_state().l1_5_entities.upsert({key: value})
+            self.sync()
+        except BaseException:
+            if not was_pinned:
+                self.pinned.discard(key)
+            raise
 
     # -- reading -------------------------------------------------------
 
@@ -356,24 +370,33 @@ class Tiers(LiveState):
         folds = s["folds_done"] if self.config.compression_mode == "dte" else 0
         return DTEState(main_prompt_tokens=self.main_prompt_tokens, fold_cycles=folds)
 
-    def explain(self) -> Dict[str, Any]:
-        """sawtooth's ``explain_prompt`` trace."""
-        self.sync()
-        narrative, entries = self.parts()
-        return {
-            "l0_system": {"content": self.system_prompt, "origin": "Hardcoded System Initialization"},
-            "l2_archival": {"content": narrative, "origin": f"chatfold fold ({self.provider}: {self.model})"},
-            "l1_5_entities": [
+    def explain(self, lineage: Optional[Mapping[str, Mapping[str, Any]]] = None) -> Dict[str, Any]:
+        """sawtooth's ``explain_prompt`` trace; ``lineage``: each ledger
+        key's last journalled event (``operation``, ``timestamp``,
+        ``strategy``), which the async manager reads from its journal."""
+        live = self.live_state()
+        narrative = live.l2_archival.narrative
+        entities = []
+        for key, values in live.l1_5_entities.entities.items():
+            strategy = "pinned" if key in self.pinned else "deterministic"
+            history = dict(lineage.get(key) or {}) if lineage else {}
+            operation = history.get("operation", "unknown")
+            strategy = history.get("strategy") or strategy
+            entities.append(
                 {
                     "prompt_component": "[ENTITY_LEDGER_L1_5]",
                     "entity_key": key,
-                    "entity_value": values[-1],
-                    "origin": "pin_entity" if key in self.pinned else "Anchored by chatfold's exact-identifier ledger",
-                    "timestamp": "unknown",
-                    "confidence": "100% (Pinned)" if key in self.pinned else "100% (Deterministic)",
+                    "entity_value": values,
+                    "origin": f"Anchored via explicit tracking engine (Operation: {operation}) [Strategy: {strategy}]",
+                    "timestamp": history.get("timestamp", "unknown"),
+                    "confidence": _CONFIDENCE.get(strategy, "100% (Deterministic)"),
                 }
-                for key, values in ledger_map(entries).items()
-            ],
+            )
+        return {
+            "l0_system": {"content": self.system_prompt, "origin": "Hardcoded System Initialization"},
+            # sawtooth's origin for L2, whichever backend folds
+            "l2_archival": {"content": narrative, "origin": "Background Ollama Compression (L1 -> L2)"},
+            "l1_5_entities": entities,
             "l1_working_messages": self.memory.stats()["buffer_messages"],
             "l3_semantic": {
                 "chunk_count": 0,
@@ -390,6 +413,9 @@ class Tiers(LiveState):
         if self.bus is not None:
             if isinstance(event, CompressionCycleCompleteEvent) and event.cycle_id:
                 self.own_cycles.add(event.cycle_id)  # the journal's, until written
+            if isinstance(event, EntityAnchoredEvent):
+                self.own_cycles.add(event.event_id)  # the journal's too
+                setattr(event, "strategy", "pinned" if event.entity_key in self.pinned else "deterministic")
             self.bus.emit_nowait(event)
 
     def fold_started(self, request: Any) -> None:

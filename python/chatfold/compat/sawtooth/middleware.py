@@ -9,16 +9,17 @@ never returns more than ``hard_limit_tokens``.
 
 from __future__ import annotations
 
+import json
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Literal, Optional, Union
+from typing import Any, Callable, Dict, List, Literal, Optional, Tuple, Union
 
 from ._core import Tiers
 from .compressor import CloudCompressor, OllamaCompressor
 from .config import ContextManagerConfig, OllamaConfig
 from .events.bus import EventBus, get_event_bus
 from .events.handlers import make_journal_handler
-from .events.types import SawtoothEvent
+from .events.types import EntityAnchoredEvent, SawtoothEvent
 from .journal import AsyncCompressionJournal
 from .monitor import TokenMonitor
 from .state import MemoryState
@@ -28,6 +29,56 @@ from .worker import CompressionTask, CompressionWorker
 __all__ = ["ContextManager"]
 
 MessageRole = Literal["user", "assistant", "system", "tool"]
+
+
+def _extract_entity_event(record: Dict[str, Any]) -> Tuple[Any, Any, Any]:
+    """(entity_key, operation, timestamp) of a journal record of an
+    ``EntityAnchoredEvent``, in any of sawtooth's three layouts (fields
+    under ``payload``, under ``data``, or at the root); ``(None,
+    "unknown", "unknown")`` for any other record."""
+    payload = record.get("payload")
+    if isinstance(payload, dict):
+        event_type = str(record.get("event_type", "")).lower()
+        if "entity_key" in payload or "entity_anchor" in event_type:
+            return (
+                payload.get("entity_key"),
+                payload.get("operation", "unknown"),
+                payload.get("timestamp", record.get("timestamp", "unknown")),
+            )
+    data = record.get("data")
+    if isinstance(data, dict) and (record.get("channel") == EntityAnchoredEvent.event_type or "entity_key" in data):
+        return (
+            data.get("entity_key"),
+            data.get("operation", "unknown"),
+            data.get("timestamp", record.get("timestamp", "unknown")),
+        )
+    if record.get("channel") == EntityAnchoredEvent.event_type or "entity_key" in record:
+        return (record.get("entity_key"), record.get("operation", "unknown"), record.get("timestamp", "unknown"))
+    return (None, "unknown", "unknown")
+
+
+def _journal_lineage(path: Path) -> Dict[str, Dict[str, Any]]:
+    """Each ledger key's last entity record in the journal at ``path``
+    (its operation, timestamp and strategy); unreadable lines are skipped."""
+    lineage: Dict[str, Dict[str, Any]] = {}
+    try:
+        with open(path, "r", encoding="utf-8") as journal:
+            lines = journal.readlines()
+    except OSError:
+        return lineage
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(record, dict):
+            continue
+        key, operation, timestamp = _extract_entity_event(record)
+        if key:
+            fields = record.get("payload") or record.get("data") or record
+            strategy = fields.get("strategy", "deterministic") if isinstance(fields, dict) else "deterministic"
+            lineage[str(key)] = {"operation": operation, "timestamp": timestamp, "strategy": strategy}
+    return lineage
 
 
 class ContextManager:
@@ -74,6 +125,7 @@ class ContextManager:
         self._journal_path = Path(journal_path or self._config.journal_path)
         self._journal: Optional[AsyncCompressionJournal] = None
         self._journal_handler: Any = None
+        self._entity_handler: Any = None
         if enable_events:
             self._journal = AsyncCompressionJournal(self._journal_path)
         # sawtooth's parts, looked up in this module when the manager is
@@ -128,8 +180,33 @@ class ContextManager:
                     own.discard(event.cycle_id)
                     await write(event)  # type: ignore[arg-type]
 
+            path = self._journal_path
+
+            async def entity_handler(event: EntityAnchoredEvent) -> None:
+                # sawtooth's record of a ledger change, read by explain_prompt
+                if event.event_id not in own:
+                    return
+                own.discard(event.event_id)
+                record = {
+                    "event_type": "entity_anchored",
+                    "payload": {
+                        "entity_key": event.entity_key,
+                        "entity_value": event.entity_value,
+                        "operation": event.operation,
+                        "strategy": getattr(event, "strategy", "deterministic"),
+                    },
+                    "timestamp": event.timestamp.isoformat(),
+                }
+                try:
+                    with open(path, "a", encoding="utf-8") as journal:
+                        journal.write(json.dumps(record) + "\n")
+                except OSError:
+                    pass  # as sawtooth's: a journal that cannot be written loses the lineage only
+
             self._journal_handler = journal_handler
+            self._entity_handler = entity_handler
             self._bus.subscribe("compression.cycle_complete", journal_handler)
+            self._bus.subscribe(EntityAnchoredEvent.event_type, entity_handler)
         self._memory.start()
         await self._worker.start()
         self._running = True
@@ -164,6 +241,9 @@ class ContextManager:
                 if self._journal_handler is not None:
                     self._bus.unsubscribe("compression.cycle_complete", self._journal_handler)
                     self._journal_handler = None
+                if self._entity_handler is not None:
+                    self._bus.unsubscribe(EntityAnchoredEvent.event_type, self._entity_handler)
+                    self._entity_handler = None
             if self._journal is not None:
                 await self._journal.stop()
 
@@ -226,8 +306,11 @@ class ContextManager:
         return 0
 
     def explain_prompt(self) -> Dict[str, Any]:
-        """sawtooth's audit trace of what the prompt holds and why."""
-        return self._tiers.explain()
+        """sawtooth's audit trace of what the prompt holds and why: each
+        ledger entry's last operation and time read from the journal (when
+        events are on), as sawtooth does."""
+        lineage = _journal_lineage(self._journal_path) if self._enable_events else None
+        return self._tiers.explain(lineage)
 
     @property
     def state(self) -> MemoryState:
