@@ -5,6 +5,7 @@ and held-out parts reported apart.
     python3 benches/ledger_eval.py [--exe target/release/chatfold] [--seeds 7 1 2] [--part tuned|held-out|both]
     cargo build --release --example ledger_memory
     python3 benches/ledger_eval.py --memory       # RollingMemory and TieredMemory
+    python3 benches/ledger_eval.py --busy         # later turns with identifiers of their own
 
 A generator of identifier shapes from support, cloud, code, data, science,
 law, chat platforms and non-Latin text. Its kinds are split in two before
@@ -149,9 +150,12 @@ LOOKALIKES = [
 ]
 
 
-def conversation(seed, part):
+def conversation(seed, part, busy=False):
     """The messages (OpenAI's shape), the planted identifiers with their
-    kinds, the look-alike texts and the tool-call ids."""
+    kinds, the look-alike texts and the tool-call ids. With `busy`, the
+    turns after the planted ones hold identifiers of their own (a build,
+    a file, a version each turn; a status call with a request id every
+    fifth), which compete with the planted ones for the ledger's room."""
     rng = random.Random(seed * 1009 + (0 if part == "tuned" else 1))
     all_kinds = kinds(rng)
     chosen = [k for i, k in enumerate(all_kinds) if (i % 2 == 0) == (part == "tuned")]
@@ -179,9 +183,22 @@ def conversation(seed, part):
                 result = {"status": "found", "call": cid, "note": f"matched on {other}.", "agent": "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/121.0.6167.85 Safari/537.36"}
                 messages.append({"role": "tool", "tool_call_id": cid, "content": json.dumps(result)})
             messages.append({"role": "assistant", "content": f"Checked {rng.choice(WORDS)}; nothing else stands out. I'd watch it for an hour."})
-        else:
+        elif not busy:
             messages.append({"role": "user", "content": f"Turn {turn}. Anything new on {rng.choice(WORDS)}? Please keep watching the error budget."})
             messages.append({"role": "assistant", "content": f"Nothing new. The {rng.choice(WORDS)} error budget is intact and traffic looks normal for this hour of the day."})
+        else:
+            word = rng.choice(WORDS)
+            build = "".join(rng.choice("0123456789abcdef") for _ in range(10))
+            messages.append({"role": "user", "content": f"Turn {turn}. Anything new on {word}? Please keep watching the error budget."})
+            messages.append({"role": "assistant", "content": f"Deployed build {build} from `services/{word}/handler_{turn}.py` at v{turn % 7}.{turn % 11}.{turn}; the error budget is intact."})
+            if turn % 5 == 0:
+                cid = f"call_{''.join(rng.choice(string.ascii_letters + string.digits) for _ in range(24))}"
+                call_ids.append(cid)
+                request = "req_" + "".join(rng.choice(string.ascii_lowercase + string.digits) for _ in range(12))
+                arguments = json.dumps({"service": word, "request_id": request})
+                messages.append({"role": "assistant", "content": None, "tool_calls": [{"id": cid, "type": "function", "function": {"name": "status", "arguments": arguments}}]})
+                messages.append({"role": "tool", "tool_call_id": cid, "content": json.dumps({"status": "ok", "request_id": request})})
+                messages.append({"role": "assistant", "content": "All green."})
     return messages, planted, call_ids
 
 
@@ -215,8 +232,8 @@ def judge(entry, planted, call_ids):
     return None
 
 
-def run(exe, seed, fmt, part):
-    messages, planted, call_ids = conversation(seed, part)
+def run(exe, seed, fmt, part, busy=False):
+    messages, planted, call_ids = conversation(seed, part, busy)
     if fmt in ("rolling", "tiered"):
         # The memories, through benches/ledger_memory.rs (OpenAI's shape).
         driver = pathlib.Path(exe).parent / "examples" / "ledger_memory"
@@ -248,13 +265,18 @@ def main():
         action="store_true",
         help="through RollingMemory and TieredMemory (cargo build --release --example ledger_memory) instead of the command",
     )
+    parser.add_argument(
+        "--busy",
+        action="store_true",
+        help="the turns after the planted ones hold identifiers of their own, competing for the ledger's room",
+    )
     args = parser.parse_args()
     parts = ["tuned", "held-out"] if args.part == "both" else [args.part]
     for part in parts:
         totals = [0, 0, 0, 0, 0]
         for seed in args.seeds:
             for fmt in ["rolling", "tiered"] if args.memory else ["openai", "anthropic"]:
-                planted, kept, entries, wrong, most = run(args.exe, seed, fmt, part)
+                planted, kept, entries, wrong, most = run(args.exe, seed, fmt, part, args.busy)
                 n_wrong = sum(len(v) for v in wrong.values())
                 totals[0] += len(planted)
                 totals[1] += len(kept)
