@@ -295,3 +295,54 @@ def test_explain_prompt_gives_each_keys_values_and_its_journalled_lineage(tmp_pa
     assert "Operation: insert" in entries["user_id"]["origin"] and entries["user_id"]["timestamp"] != "unknown"
     assert entries["user_id"]["confidence"] == "100% (Deterministic)"
     assert entries["tracking code"]["confidence"] == "100% (Pinned)"
+
+
+def test_the_sync_managers_folds_send_sawtooths_transcript_and_keep_the_entities():
+    from unittest.mock import MagicMock, patch
+
+    from chatfold.compat.sawtooth import sync_manager
+
+    compressor = MagicMock()
+    compressor.compress.return_value = {"narrative_summary": "Talked.", "extracted_entities": {"ticket": "INC-7"}}
+    config = compat.ContextManagerConfig.for_sync_script(
+        soft_limit_tokens=40, hard_limit_tokens=2000, chunk_size=2, compression_mode="always_llm"
+    )
+    with patch.object(sync_manager, "SyncOllamaCompressor", return_value=compressor):
+        with compat.SyncContextManager("Sys.", config) as m:
+            for i in range(4):
+                m.add_message("user", TURN.format(i))
+            assert m.get_stats()["chatfold"]["folds_done"] >= 1
+            assert m.state.l1_5_entities.get_latest("ticket") == "INC-7"
+            first = compressor.compress.call_args_list[0].args[0]
+            assert first.startswith("USER: " + TURN.format(0) + "\n\nUSER: ")
+            calls = compressor.compress.call_count
+            with pytest.raises(Exception):
+                m.add_message("robot", "x")
+            assert compressor.compress.call_count == calls
+
+
+def test_a_hard_truncation_emits_no_eviction_event_as_sawtooth():
+    events = []
+
+    async def never(request):
+        await asyncio.Event().wait()
+
+    async def run():
+        bus = compat.get_event_bus()
+
+        async def capture(event):
+            events.append(event)
+
+        bus.subscribe("l1.eviction", capture)
+        try:
+            config = _config(hard_limit_tokens=60)
+            async with compat.ContextManager("Sys.", config, summarize=never, journal_path="/dev/null") as cm:
+                for i in range(12):
+                    await cm.add_message("user", TURN.format(i))
+                return cm.get_stats()["chatfold"]["messages_dropped"]
+        finally:
+            bus.unsubscribe("l1.eviction", capture)
+
+    dropped = asyncio.run(run())
+    assert dropped > 0
+    assert not [e for e in events if e.trigger == "hard_limit_forced"]

@@ -19,11 +19,10 @@ applied raises ``ValueError`` and is discarded: the memory is unchanged."""
 from __future__ import annotations
 
 import asyncio
-import uuid
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from .events.types import CompressionCycleFailedEvent, EntityAnchoredEvent, L1EvictionEvent
+from .events.types import CompressionCycleFailedEvent, EntityAnchoredEvent
 from .state import (
     ArchivalMemory,
     DTEState,
@@ -267,15 +266,14 @@ class LiveState:
     def truncate_oldest(self) -> int:
         """sawtooth's hard-limit fallback (``fallback_truncate`` in
         ``"always_llm"`` mode): the oldest ``chunk_size`` turns leave L1 at
-        once (the latest turn always stays), and L2 notes how many; an
-        ``L1EvictionEvent`` (``trigger="hard_limit_forced"``) reports them.
-        Returns how many were dropped."""
+        once (the latest turn always stays), and L2 notes how many (no
+        event, as in sawtooth). Returns how many were dropped."""
         live = self.live_state()
         keep = max(len(live.l1_working.messages) - 1, 0)
         count = min(self.config.chunk_size, keep)  # type: ignore[attr-defined]
         if count == 0:
             return 0
-        chunk = live.l1_working.slice_oldest(count)
+        live.l1_working.slice_oldest(count)
         live.l2_archival.append_narrative(
             f"[HARD TRUNCATION: {count} messages dropped because the compression worker has not yet caught up.]"
         )
@@ -283,16 +281,7 @@ class LiveState:
         self.carried["messages_dropped"] += count  # type: ignore[attr-defined]
         s = self.memory.stats()
         self.hard = s["buffer_tokens"] >= self.config.hard_limit_tokens  # type: ignore[attr-defined]
-        self.emit(  # type: ignore[attr-defined]
-            L1EvictionEvent(
-                cycle_id=f"hard-truncate-{uuid.uuid4()}",
-                tokens_evicted=sum(m.token_count for m in chunk),
-                messages_evicted=count,
-                tokens_remaining_l1=s["buffer_tokens"],
-                evicted_message_ids=[m.id for m in chunk],
-                trigger="hard_limit_forced",
-            )
-        )
+        # as sawtooth's _force_truncate: a fallback, no event
         if self.fold_done is not None:  # as sawtooth's truncation, a fresh cycle may be queued
             self.fold_done()
         return count

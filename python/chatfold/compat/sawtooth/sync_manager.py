@@ -6,12 +6,11 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Optional, Union
 
 from ._core import Tiers
-from .state import split_summary
 from .async_bridge import run_coro_once
 from .compression_core import merge_compression_into_state, messages_to_text
 from .config import ContextManagerConfig, OllamaConfig
 from .middleware import MessageRole, _health, _reachable, _unreachable
-from .state import MemoryState
+from .state import MemoryState, Message, split_summary
 from .storage.semantic import SemanticChunkResult
 from .sync_compressor import SyncCloudCompressor, SyncOllamaCompressor
 
@@ -68,17 +67,41 @@ class SyncContextManager:
             self._tiers.model = (self._config.cloud or self._config.ollama or OllamaConfig()).model
         self._cycles = 0
         self._failures = 0
+        self._entities: Dict[str, str] = {}  # the compressor's, from folds not yet merged
         self._started = False
 
-    def _compress(self, request: Any) -> str:
-        """One fold through the compressor: its narrative of the folded
-        turns appended to the narrative so far (L2 is append-only in sawtooth)."""
-        result = self._compressor.compress(request.transcript)
-        narrative = str(result.get("narrative_summary") or "").strip() if isinstance(result, dict) else ""
-        if not narrative:
+    def _compressor_result(self, messages: List[Any]) -> Dict[str, Any]:
+        """The compressor's answer for ``messages`` (sawtooth's transcript:
+        ``ROLE: content`` paragraphs); ``ValueError`` without a narrative."""
+        result = self._compressor.compress(messages_to_text(messages))
+        if not isinstance(result, dict) or not str(result.get("narrative_summary") or "").strip():
             raise ValueError("the compressor returned no narrative_summary")
+        return result
+
+    def _compress(self, request: Any) -> str:
+        """One fold of chatfold's core through the compressor: its narrative
+        of the folded turns appended to the narrative so far (L2 is
+        append-only in sawtooth); its entities are upserted into L1.5 once
+        the fold has landed (:meth:`_merge_entities`)."""
+        folded = [Message.model_construct(role=m["role"], content=m.get("content") or "") for m in request.messages]
+        result = self._compressor_result(folded)
+        self._entities.update({str(k): str(v) for k, v in dict(result.get("extracted_entities") or {}).items()})
+        narrative = str(result["narrative_summary"]).strip()
         previous = split_summary(request.previous_summary or "")[0]
         return f"{previous}\n{narrative}" if previous else narrative
+
+    def _merge_entities(self) -> None:
+        """The entities the compressor found in the folds that landed, into
+        L1.5 (an entity the ledger cannot hold: counted as a failure, the
+        ledger unchanged)."""
+        entities, self._entities = self._entities, {}
+        if not entities:
+            return
+        self._tiers.live_state().l1_5_entities.upsert(entities)
+        try:
+            self._tiers.sync()
+        except ValueError:
+            self._failures += 1
 
     def _compress_latest(self) -> None:
         """sawtooth's cycle for what the core does not fold (the latest
@@ -91,9 +114,7 @@ class SyncContextManager:
         chunk = state.l1_working.messages[: self._config.chunk_size]
         self._cycles += 1
         try:
-            result = self._compressor.compress(messages_to_text(chunk))
-            if not isinstance(result, dict) or not str(result.get("narrative_summary") or "").strip():
-                raise ValueError("the compressor returned no narrative_summary")
+            result = self._compressor_result(chunk)
         except Exception:
             self._failures += 1
             return
@@ -140,16 +161,15 @@ class SyncContextManager:
         L1 holds ``hard_limit_tokens`` (the turn is stored first)."""
         if not self._started:
             raise RuntimeError("SyncContextManager must be used within a 'with' context.")
-        try:
-            self._tiers.add(role, content)
-        finally:
-            while self._tiers.fold_due():
-                self._cycles += 1
-                if not self._tiers.fold_inline():
-                    self._failures += 1
-                    break  # retried on the next add, as the core counts failures
-            if self._own_cycles and not self._tiers.fold_due():
-                self._compress_latest()
+        self._tiers.add(role, content)  # an error is raised at once, as sawtooth's
+        while self._tiers.fold_due():
+            self._cycles += 1
+            if not self._tiers.fold_inline():
+                self._failures += 1
+                break  # retried on the next add, as the core counts failures
+        self._merge_entities()
+        if self._own_cycles and not self._tiers.fold_due():
+            self._compress_latest()
         if self._config.persist_every_message:
             self._persist(force=True)
 
