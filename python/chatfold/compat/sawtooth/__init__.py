@@ -14,7 +14,9 @@ its own test suite
     field and default, sawtooth's checks), ``OllamaConfig``, ``CloudConfig``
     (its key a pydantic ``SecretStr``), ``Provider``; ``add_message``,
     ``build_prompt``, ``get_stats`` (sawtooth's keys, plus ``chatfold``),
-    ``explain_prompt``, ``health_check`` (the compressor's ``ping``),
+    ``explain_prompt`` (each ledger key's values, its last operation read
+    from the journal, where the async manager records its ledger's changes
+    as sawtooth's does), ``health_check`` (the compressor's ``ping``),
     ``pin_entity``; ``state``: sawtooth's tier classes (pydantic models:
     ``Message``, ``WorkingMemory``, ``EntityLedger``, ``ArchivalMemory``,
     ...), one live object that follows the memory and whose edits reach it
@@ -70,10 +72,14 @@ Events (same names and payload fields, on the process's bus)
     live ledger), then in DTE mode ``DTEFoldCreatedEvent`` (as sawtooth: no
     summary event, nothing journalled), else ``L2SummaryGeneratedEvent`` and
     ``CompressionCycleCompleteEvent`` (journalled); or
-    ``CompressionCycleFailedEvent``; ``L1EvictionEvent`` with
-    ``trigger="hard_limit_forced"`` when turns are dropped at the hard
-    limit. ``L3VectorIndexedEvent`` is never fired. As in sawtooth,
-    ``SyncContextManager`` emits none.
+    ``CompressionCycleFailedEvent`` (also when an applied edit abandons a
+    fold in flight: ``error_type="FoldAbandoned"``); ``L1EvictionEvent`` with
+    ``trigger="hard_limit_forced"`` when the core drops turns after repeated
+    fold failures. sawtooth's hard-limit truncation emits none, as in
+    sawtooth. ``L3VectorIndexedEvent`` is never fired. As in sawtooth,
+    ``SyncContextManager`` emits none. sawtooth reports a cycle's
+    ``L1EvictionEvent`` when it queues the cycle; chatfold when its fold
+    lands (the turns leave L1 then).
 
 What still differs, by design, and why
     chatfold's core decides how much one fold takes (whole turns, not
@@ -83,9 +89,14 @@ What still differs, by design, and why
     would take stay in L1 until their fold lands (a patched
     ``CompressionWorker.enqueue`` does not stop chatfold's folds); in DTE
     mode nothing is truncated at the hard limit (the extractive fold is
-    never lost work). Applying an edit of ``state`` rebuilds the tiered
-    memory from the edited tiers (a fold in flight is done again; the
-    stats' counters carry over). ``RedisStorageAdapter`` saves the whole
+    never lost work), and the latest turn is never folded (sawtooth's DTE
+    mode folds it into a ``[FOLD ...]`` stub at once). Applying an edit of
+    ``state`` rebuilds the tiered memory from the edited tiers, merged
+    with a fold that landed since the edit began (a fold still in flight
+    is done again; the stats' counters carry over). A ledger key's history
+    goes through chatfold's summary as its distinct values, the latest
+    last (a value given again moves to the end); a key cannot hold
+    ``": "``. ``RedisStorageAdapter`` saves the whole
     state (sawtooth's loses the summary and ledger on reload). The
     compressors return chatfold's plain-text summary and ledger, not
     sawtooth's JSON-mode answer (see :mod:`.compressor`). The NER,
