@@ -10,6 +10,7 @@ import pytest
 
 import chatfold.compat.sawtooth as compat
 from chatfold.compat.sawtooth import middleware, sync_manager
+from test_compat_sawtooth import DictStorage
 
 TURN = "turn {} with enough words to count for something here"
 
@@ -196,28 +197,8 @@ def test_cloud_config_is_validated_as_pydantic_does():
 
 
 def test_the_async_manager_saves_a_session_whose_ledger_has_an_event_callback():
-    class Storage(compat.BaseStorageAdapter):
-        def __init__(self):
-            self.saved = {}
-
-        async def load_state(self, session_id):
-            raw = self.saved.get(session_id)
-            return compat.MemoryState.model_validate_json(raw) if raw else None
-
-        async def save_state(self, session_id, state):
-            self.saved[session_id] = state.model_dump_json()
-
-        async def delete_state(self, session_id):
-            self.saved.pop(session_id, None)
-
-        async def load_pool_state(self, pool_id):
-            return None
-
-        async def save_pool_state(self, pool_id, entities, archive):
-            pass
-
     async def main():
-        storage = Storage()
+        storage = DictStorage()
         config = compat.ContextManagerConfig(storage_adapter=storage, session_id="s", journal_path="/dev/null")
         async with compat.ContextManager("Sys.", config) as cm:
             await cm.add_message("user", "hello")

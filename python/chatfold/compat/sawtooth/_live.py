@@ -102,6 +102,16 @@ class LiveState:
         else:
             self.update_dte(self.memory.stats())
 
+    def sync_for_close(self) -> Optional[ValueError]:
+        """:meth:`sync` for a manager that closes: an edit that cannot be
+        applied is discarded and its ``ValueError`` returned, to be raised
+        once the manager has saved the memory as it is and shut down."""
+        try:
+            self.sync()
+        except ValueError as error:
+            return error
+        return None
+
     def update_dte(self, s: Mapping[str, Any]) -> None:
         """The live state's DTE counts brought up to date (in place)."""
         if self.live is None:

@@ -217,12 +217,9 @@ class ContextManager:
         events and the journal. An edit of the state that cannot be applied
         is discarded, the memory's state saved and the worker stopped all
         the same, and then its ``ValueError`` raised."""
-        failure: Optional[ValueError] = None
+        failure = None
         try:
-            try:
-                self._tiers.sync()
-            except ValueError as error:  # the edit was discarded: the memory is saved as it is
-                failure = error
+            failure = self._tiers.sync_for_close()
             await self._persist(force=True)
         finally:
             await self._shut_down()

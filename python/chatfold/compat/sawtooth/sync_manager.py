@@ -136,12 +136,9 @@ class SyncContextManager:
         """Saves the session; an edit of the state that cannot be applied is
         discarded, the memory's state saved all the same, and then its
         ``ValueError`` raised (the manager is closed either way)."""
-        failure: Optional[ValueError] = None
+        failure = None
         try:
-            try:
-                self._tiers.sync()
-            except ValueError as error:  # the edit was discarded: the memory is saved as it is
-                failure = error
+            failure = self._tiers.sync_for_close()
             self._persist(force=True)
         finally:
             self._started = False
