@@ -31,8 +31,9 @@ pub(crate) struct Fold<'a> {
     /// The previous summaries' prose (their ledgers taken out), if any.
     pub prose: Option<Cow<'a, str>>,
     /// The ledger's candidates, newest first (shared with the memo of
-    /// readings), and each one's tokens.
+    /// readings).
     pub entries: Arc<Candidates>,
+    /// Each candidate's tokens: its text and a line's framing.
     pub tokens: Vec<usize>,
     /// Tokens the summarizer's own text may take.
     pub allowance: usize,
