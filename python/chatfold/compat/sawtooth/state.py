@@ -219,7 +219,12 @@ class MemoryState(BaseModel):
         """chatfold's state to restore: its own when saved here, else one
         made from the tiers (:func:`tiers_to_chatfold`)."""
         if isinstance(self.chatfold, dict):
-            return dict(self.chatfold)
+            state = dict(self.chatfold)
+            summary = state.get("summary")
+            if isinstance(summary, str) and summary.startswith(LEDGER_SECTION.lstrip("\n")):
+                # a ledger saved without the section's blank line: the core reads it only with it
+                state["summary"] = "\n\n" + summary
+            return state
         return tiers_to_chatfold(self.l1_working, self.l1_5_entities, self.l2_archival)
 
 
@@ -237,11 +242,15 @@ def ledger_summary(narrative: str, ledger: EntityLedger) -> str:
     narrative = narrative.strip()
     if not lines:
         return narrative
-    return narrative + LEDGER_SECTION + "\n".join(lines) if narrative else LEDGER_SECTION.lstrip("\n") + "\n".join(lines)
+    # the section always opens with its blank line, even after an empty
+    # narrative: chatfold's core reads a ledger only after that (as it renders one)
+    return narrative + LEDGER_SECTION + "\n".join(lines)
 
 
 def split_summary(summary: str) -> Tuple[str, List[str]]:
-    """chatfold's summary text as (narrative, ledger entries): the inverse of :func:`ledger_summary`."""
+    """chatfold's summary text as (narrative, ledger entries): the inverse of
+    :func:`ledger_summary` (a summary that opens with the heading itself,
+    as this module wrote one before, reads the same)."""
     heading = LEDGER_SECTION.lstrip("\n")
     if summary.startswith(heading):
         narrative, ledger = "", summary[len(heading):]
