@@ -112,8 +112,12 @@ pub(super) fn identifiers(
             if is_word(token) {
                 return;
             }
-            let found = strength(token, Context::Plain)
-                .or_else(|| strength(token, context_of(text, start, end)).filter(|_| token.len() >= 3));
+            // (A place raises a shape of three bytes or more: read only
+            // when the shape alone is not enough.)
+            let found = strength(token, Context::Plain).or_else(|| {
+                let marked = token.len() >= 3 && context_of(text, start, end) == Context::Marked;
+                marked.then(|| strength(token, Context::Marked)).flatten()
+            });
             if let Some(strength) = found {
                 each(from, to, strength);
             }
