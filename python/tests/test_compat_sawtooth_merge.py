@@ -38,3 +38,91 @@ def test_a_saved_ledger_without_the_sections_blank_line_is_restored_with_it():
     saved = {"version": 2, "summary": "Exact identifiers (kept verbatim):\n- ticket: INC-1", "buffer": []}
     state = MemoryState(l0_system=SystemPrompt(content="Sys."), chatfold=saved)
     assert state._chatfold_state()["summary"] == "\n\nExact identifiers (kept verbatim):\n- ticket: INC-1"
+
+
+def _config(**overrides):
+    base = dict(soft_limit_tokens=20, hard_limit_tokens=1000, chunk_size=2, compression_mode="always_llm")
+    base.update(overrides)
+    return compat.ContextManagerConfig(**base)
+
+
+async def _one_fold_then(edit, *, narrative=None, first_turn=None):
+    """Six turns, one fold in flight, ``edit(state)``, the fold lands, the
+    edit is applied (``get_stats``); then a turn is added and every later
+    fold lands. Returns
+    the summarizer's requests (previous summary, turns) before and after
+    the edit was applied, the stats and the state right after it, and the
+    memory's summary and state once the later folds landed."""
+    requests = []
+    first, later = asyncio.Event(), asyncio.Event()
+
+    async def slow(request):
+        requests.append((request.previous_summary, [m["content"] for m in request.messages]))
+        await (first if len(requests) == 1 else later).wait()
+        return f"S{len(requests)}"
+
+    async with compat.ContextManager("Sys.", _config(), enable_events=False, summarize=slow) as cm:
+        if narrative is not None:
+            cm.state.l2_archival.narrative = narrative
+        turns = [first_turn] if first_turn else []
+        turns += [TURN.format(i) for i in range(6 - len(turns))]
+        for turn in turns:
+            await cm.add_message("user", turn)
+        await asyncio.sleep(0.05)
+        edit(cm.state)
+        first.set()
+        for _ in range(200):
+            await asyncio.sleep(0.01)
+            if cm._tiers.memory.stats()["folds_done"]:
+                break
+        applied = len(requests)
+        stats = cm.get_stats()["chatfold"]  # applies the edit
+        right_after = cm.state.model_copy(deep=True)
+        later.set()
+        await cm.add_message("user", "NEXT")  # the core folds what is due when a turn comes
+        for _ in range(300):
+            await asyncio.sleep(0.01)
+            if len(requests) > applied and not cm._tiers.memory.stats()["fold_in_flight"]:
+                break
+        return requests[:applied], requests[applied:], stats, right_after, cm._tiers.memory.summary, cm.state
+
+
+def test_a_narrative_rewritten_while_a_fold_landed_keeps_the_callers_other_edits():
+    def edit(state):
+        state.l2_archival.narrative = "Earlier, corrected."
+        state.l1_working.append(Message(role="user", content="IMPORTANT CALLER TURN"))
+        state.l1_5_entities.upsert({"order": "ORD-77"})
+
+    before, after, stats, right_after, summary, state = asyncio.run(_one_fold_then(edit, narrative="Earlier."))
+    # no error; the landed fold is dropped and its turns are folded again
+    assert right_after.l2_archival.narrative == "Earlier, corrected."
+    assert [m.content for m in right_after.l1_working.messages] == [TURN.format(i) for i in range(6)] + ["IMPORTANT CALLER TURN"]
+    assert right_after.l1_5_entities.get_latest("order") == "ORD-77"
+    assert stats["folds_done"] == 0 and stats["messages_folded"] == 0
+    assert after and after[0][0].startswith("Earlier, corrected.") and after[0][1][0] == TURN.format(0)
+    assert "IMPORTANT CALLER TURN" in [m.content for m in state.l1_working.messages]
+    assert state.l1_5_entities.get_latest("order") == "ORD-77"
+
+
+def test_a_turn_redacted_while_a_fold_takes_it_is_folded_again_redacted():
+    card = "4111-1111-1111-1111"
+
+    def edit(state):
+        state.l1_working.messages[0].content = "[REDACTED]"
+
+    before, after, _, _, summary, state = asyncio.run(_one_fold_then(edit, first_turn=f"my card is {card} please remember"))
+    assert card in before[0][1][0]  # the fold that took the unedited text is dropped
+    assert after[0][1][0] == "[REDACTED]"
+    assert card not in summary
+    assert not any(card in v for values in state.l1_5_entities.entities.values() for v in values)
+
+
+def test_a_turn_deleted_while_a_fold_takes_it_stays_deleted():
+    def edit(state):
+        del state.l1_working.messages[0]
+        state.l1_working.messages[0].content = "EDITED-1"
+
+    before, after, _, right_after, _, _ = asyncio.run(_one_fold_then(edit))
+    assert before[0][1][0] == TURN.format(0)
+    assert [m.content for m in right_after.l1_working.messages][:2] == ["EDITED-1", TURN.format(2)]
+    assert after[0][1][0] == "EDITED-1"

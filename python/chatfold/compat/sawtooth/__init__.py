@@ -93,7 +93,12 @@ What still differs, by design, and why
     mode folds it into a ``[FOLD ...]`` stub at once). Applying an edit of
     ``state`` rebuilds the tiered memory from the edited tiers, merged
     with a fold that landed since the edit began (a fold still in flight
-    is done again; the stats' counters carry over). A ledger key's history
+    is done again; the stats' counters carry over). An edit that cannot be
+    merged with that fold (a rewritten narrative, a turn changed or removed
+    after the fold took it) is applied to the state it started from and
+    the fold is dropped: its turns are folded again, from the edited state,
+    when the next turn comes (nothing is lost, and a redacted turn's old
+    text does not stay in the summary). A ledger key's history
     goes through chatfold's summary as its distinct values, the latest
     last (a value given again moves to the end); a key cannot hold
     ``": "``. ``RedisStorageAdapter`` saves the whole

@@ -10,11 +10,18 @@ made of the edited tiers and the memory's current other tiers. When a fold
 landed meanwhile, each edited tier is merged with it three ways, as
 sawtooth's worker merges into the same object: L1 by message id (the
 folded turns stay folded, a text edit or a new turn is kept), L1.5 by key,
-L2 the text the edit appended after the fold's narrative (an edit that
-rewrote the narrative cannot be merged: ``ValueError``). A running worker
-is handed over to the new memory (a fold in flight is abandoned, its cycle
-reported failed, and done again: nothing lost). An edit that cannot be
-applied raises ``ValueError`` and is discarded: the memory is unchanged."""
+L2 the text the edit appended after the fold's narrative. An edit that
+cannot be merged so (it rewrote the narrative, or changed or removed a
+turn the fold took with its old text) is applied to the state it started
+from instead: the fold that landed meanwhile is dropped (its events were
+sent; the counters leave it out) and its turns are folded again from the
+edited state (when the next turn is added, as the core folds what is
+due), so neither the edit nor a turn is lost and the summary
+never keeps a turn's text the caller replaced. A running worker is handed
+over to the new memory (a fold in flight is abandoned, its cycle reported
+failed, and done again: nothing lost). An edit that cannot be applied at
+all (a value of the wrong type, a ledger key chatfold cannot hold) raises
+``ValueError`` and is discarded: the memory is unchanged."""
 
 from __future__ import annotations
 
@@ -58,6 +65,7 @@ class LiveState:
         # the memory's counters then (see _signature and _memory_key)
         self.live_sig: Optional[Dict[str, Any]] = None
         self.live_key: Optional[Tuple[int, ...]] = None
+        self.live_stats: Optional[Mapping[str, Any]] = None  # the memory's stats then
         self.generation = 0  # bumped each time an edit rebuilds the memory
         self.token_cache: Dict[str, Tuple[str, int]] = {}
         # set by the sync wrapper, whose caller edits the live state from
@@ -155,6 +163,7 @@ class LiveState:
         live.l1_working.token_count = key[2]
         self.live_sig["l1_working"].append(_entry(message))
         self.live_key = key
+        self.live_stats = self.memory.stats()
 
     def _memory_key(self) -> Tuple[int, ...]:
         """The memory's generation and counters: they change whenever its
@@ -211,6 +220,7 @@ class LiveState:
         self.update_dte(s)
         self.live_sig = _signature(live)
         self.live_key = key
+        self.live_stats = s
 
     # -- applying edits -----------------------------------------------
 
@@ -219,27 +229,46 @@ class LiveState:
         tiers. When the memory moved on since the live state last followed
         it (a fold landed), each edited tier is merged three ways: L1 by
         message id (the turns folded meanwhile stay folded), L1.5 by key,
-        L2's text appended to the current narrative (an edit that does not
-        append: ``ValueError``, rather than lose the fold)."""
+        L2's text appended to the current narrative. When the edit cannot
+        be merged so (it rewrote the narrative, or changed or removed a turn
+        the fold took), the memory is rebuilt from the state the edit started
+        from with the edit applied, less the fold that landed meanwhile: its
+        turns are folded again from the edited state when the next turn
+        comes (nothing is lost)."""
         old = self.live_sig or {}
         current = self.memory.to_dict()
         narrative, entries = self.parts()  # type: ignore[attr-defined]
         current_ledger = ledger_map(entries)
         buffer = current.get("buffer", [])
-        if sig.get("l1_working") != old.get("l1_working"):
-            edited = tiers_to_chatfold(live.l1_working, EntityLedger(), ArchivalMemory())["buffer"]
-            buffer = _merge_turns(old.get("l1_working") or [], edited, buffer)
-        if sig.get("l1_5_entities") != old.get("l1_5_entities"):
-            edited_ledger = _checked_ledger(live.l1_5_entities.entities).entities
-            base = old.get("l1_5_entities")
-            ledger = EntityLedger(entities=_merge_ledger(base if isinstance(base, dict) else {}, edited_ledger, current_ledger))
+        base_turns = old.get("l1_working") or []
+        base_narrative = old.get("l2_archival")
+        base_narrative = base_narrative if isinstance(base_narrative, str) else ""
+        l1_edited = sig.get("l1_working") != old.get("l1_working")
+        l2_edited = sig.get("l2_archival") != old.get("l2_archival")
+        edited_turns = tiers_to_chatfold(live.l1_working, EntityLedger(), ArchivalMemory())["buffer"] if l1_edited else None
+        if l2_edited and not isinstance(live.l2_archival.narrative, str):
+            raise TypeError("l2_archival.narrative must be a string")
+        rebuild = (l2_edited and _narrative_conflict(base_narrative, live.l2_archival.narrative, narrative)) or (
+            edited_turns is not None and _turns_conflict(base_turns, edited_turns, buffer)
+        )
+        if rebuild:
+            # the state the edit started from, with the edit: the live tiers
+            if edited_turns is None:
+                edited_turns = tiers_to_chatfold(live.l1_working, EntityLedger(), ArchivalMemory())["buffer"]
+            buffer = _merge_turns(base_turns, edited_turns, buffer, refold=True)
+            ledger = _checked_ledger(live.l1_5_entities.entities)
+            narrative = live.l2_archival.narrative
         else:
-            ledger = EntityLedger(entities=current_ledger)
-        if sig.get("l2_archival") != old.get("l2_archival"):
-            if not isinstance(live.l2_archival.narrative, str):
-                raise TypeError("l2_archival.narrative must be a string")
-            base_narrative = old.get("l2_archival")
-            narrative = _merge_narrative(base_narrative if isinstance(base_narrative, str) else "", live.l2_archival.narrative, narrative)
+            if edited_turns is not None:
+                buffer = _merge_turns(base_turns, edited_turns, buffer)
+            if sig.get("l1_5_entities") != old.get("l1_5_entities"):
+                edited_ledger = _checked_ledger(live.l1_5_entities.entities).entities
+                base = old.get("l1_5_entities")
+                ledger = EntityLedger(entities=_merge_ledger(base if isinstance(base, dict) else {}, edited_ledger, current_ledger))
+            else:
+                ledger = EntityLedger(entities=current_ledger)
+            if l2_edited:
+                narrative = _merge_narrative(base_narrative, live.l2_archival.narrative, narrative)
         system = self.system_prompt
         if sig.get("l0_system") != old.get("l0_system"):
             if not isinstance(live.l0_system.content, str):
@@ -254,7 +283,12 @@ class LiveState:
             raise
         old_memory, self.memory = self.memory, memory
         self.generation += 1
-        self.carry(old_memory.stats())  # type: ignore[attr-defined]
+        counters = dict(old_memory.stats())
+        if rebuild and self.live_stats is not None:
+            # the folds dropped with their turns are not counted: they are done again
+            for key in ("folds_done", "messages_folded", "messages_dropped"):
+                counters[key] = self.live_stats[key]
+        self.carry(counters)  # type: ignore[attr-defined]
         self.dirty = True
         self._abandon_cycles()
         _hand_over(old_memory, memory)
@@ -326,17 +360,31 @@ def _signature(state: MemoryState) -> Dict[str, Any]:
     }
 
 
-def _merge_turns(base: List[Any], edited: List[Dict[str, Any]], current: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+def _merge_turns(
+    base: List[Any], edited: List[Dict[str, Any]], current: List[Dict[str, Any]], *, refold: bool = False
+) -> List[Dict[str, Any]]:
     """L1 merged by message id: the edited turns (a text edit, a turn added
     or removed), less those the memory folded or dropped since ``base``
-    (the turns the edit started from), then any the memory gained since."""
+    (the turns the edit started from; ``refold``: kept, to be folded
+    again), then any the memory gained since."""
     known = {entry[0] for entry in base if len(entry) == 3}
     now = {str(m.get("id") or "") for m in current}
-    gone = known - now
+    gone = set() if refold else known - now
     merged = [m for m in edited if m["id"] not in gone]
     kept = {m["id"] for m in merged}
     merged.extend(m for m in current if str(m.get("id") or "") not in known and str(m.get("id") or "") not in kept)
     return merged
+
+
+def _turns_conflict(base: List[Any], edited: List[Dict[str, Any]], current: List[Dict[str, Any]]) -> bool:
+    """Whether the edit changed or removed a turn the memory folded or
+    dropped since ``base`` (a fold took the unedited text)."""
+    now = {str(m.get("id") or "") for m in current}
+    mine = {m["id"]: (m["id"], m["role"], m["content"]) for m in edited}
+    for entry in base:
+        if len(entry) == 3 and entry[0] not in now and mine.get(entry[0]) != tuple(entry):
+            return True
+    return False
 
 
 def _merge_ledger(base: Mapping[str, Any], edited: Mapping[str, List[str]], current: Mapping[str, List[str]]) -> Dict[str, List[str]]:
@@ -352,17 +400,18 @@ def _merge_ledger(base: Mapping[str, Any], edited: Mapping[str, List[str]], curr
     return merged
 
 
+def _narrative_conflict(base: str, edited: str, current: str) -> bool:
+    """Whether an edit of the narrative rewrote it (rather than appended
+    to it) while a fold changed it."""
+    return current != base and not edited.startswith(base)
+
+
 def _merge_narrative(base: str, edited: str, current: str) -> str:
     """L2 merged: the edited narrative when the memory's has not changed;
-    else what the edit appended, after the memory's current narrative. An
-    edit that rewrote the narrative while a fold changed it: ``ValueError``."""
+    else what the edit appended, after the memory's current narrative
+    (an edit that rewrote it meanwhile is :func:`_narrative_conflict`)."""
     if current == base:
         return edited
-    if not edited.startswith(base):
-        raise ValueError(
-            "l2_archival.narrative was rewritten while a fold changed it; only text appended to it "
-            "(append_narrative) can be merged with the fold's summary"
-        )
     added = edited[len(base):]
     if not added.strip():
         return current
