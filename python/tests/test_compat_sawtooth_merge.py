@@ -126,3 +126,29 @@ def test_a_turn_deleted_while_a_fold_takes_it_stays_deleted():
     assert before[0][1][0] == TURN.format(0)
     assert [m.content for m in right_after.l1_working.messages][:2] == ["EDITED-1", TURN.format(2)]
     assert after[0][1][0] == "EDITED-1"
+
+
+def test_one_entity_the_ledger_cannot_hold_as_given_does_not_drop_the_folds_others():
+    from unittest.mock import MagicMock, patch
+
+    from chatfold.compat.sawtooth import sync_manager
+
+    compressor = MagicMock()
+    compressor.compress.return_value = {
+        "narrative_summary": "Talked.",
+        "extracted_entities": {"ticket": "INC-7", "address": "1 Main St\nSpringfield", "status: open": "yes", "": "x"},
+    }
+    config = compat.ContextManagerConfig.for_sync_script(
+        soft_limit_tokens=40, hard_limit_tokens=2000, chunk_size=2, compression_mode="always_llm"
+    )
+    with patch.object(sync_manager, "SyncOllamaCompressor", return_value=compressor):
+        with compat.SyncContextManager("Sys.", config) as m:
+            for i in range(4):
+                m.add_message("user", TURN.format(i))
+            assert m.get_stats()["chatfold"]["folds_done"] >= 1
+            assert m.state.l1_5_entities.entities == {
+                "ticket": ["INC-7"],
+                "address": ["1 Main St Springfield"],
+                "status:open": ["yes"],
+            }
+            assert m.get_stats()["compression"]["failures"] == 0

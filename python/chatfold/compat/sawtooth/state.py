@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
-from typing import Any, Callable, Dict, List, Literal, Optional, Tuple
+from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Tuple
 from uuid import uuid4
 
 try:
@@ -285,6 +285,20 @@ def check_entity_key(key: str) -> None:
     (one with ``": "`` in it, or spanning lines: it would read back as another key)."""
     if ": " in key or "\n" in key or "\r" in key:
         raise ValueError(f"entity key {key!r}: a key cannot contain ': ' or span lines")
+
+
+def holdable_entities(entities: Mapping[Any, Any]) -> Dict[str, str]:
+    """A compressor's entities as chatfold's ledger can hold them, each on
+    its own: a key or value spanning lines put on one (its line breaks
+    become spaces), ``": "`` in a key written ``":"`` (it would read back
+    as another key), an entry with an empty key or value left out."""
+    held: Dict[str, str] = {}
+    for key, value in entities.items():
+        key = " ".join(str(key).splitlines()).strip().replace(": ", ":")
+        value = " ".join(str(value).splitlines()).strip()
+        if key and value:
+            held[key] = value
+    return held
 
 
 def tiers_to_chatfold(l1: WorkingMemory, ledger: EntityLedger, l2: ArchivalMemory) -> Dict[str, Any]:

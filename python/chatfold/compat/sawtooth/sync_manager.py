@@ -10,7 +10,7 @@ from .async_bridge import run_coro_once
 from .compression_core import merge_compression_into_state, messages_to_text
 from .config import ContextManagerConfig, OllamaConfig
 from .middleware import MessageRole, _health, _reachable, _unreachable
-from .state import MemoryState, Message, split_summary
+from .state import MemoryState, Message, holdable_entities, split_summary
 from .storage.semantic import SemanticChunkResult
 from .sync_compressor import SyncCloudCompressor, SyncOllamaCompressor
 
@@ -72,10 +72,15 @@ class SyncContextManager:
 
     def _compressor_result(self, messages: List[Any]) -> Dict[str, Any]:
         """The compressor's answer for ``messages`` (sawtooth's transcript:
-        ``ROLE: content`` paragraphs); ``ValueError`` without a narrative."""
+        ``ROLE: content`` paragraphs), its entities each made one the ledger
+        can hold (:func:`~.state.holdable_entities`); ``ValueError`` without
+        a narrative."""
         result = self._compressor.compress(messages_to_text(messages))
         if not isinstance(result, dict) or not str(result.get("narrative_summary") or "").strip():
             raise ValueError("the compressor returned no narrative_summary")
+        entities = result.get("extracted_entities")
+        if isinstance(entities, dict):
+            result = {**result, "extracted_entities": holdable_entities(entities)}
         return result
 
     def _compress(self, request: Any) -> str:
@@ -85,15 +90,15 @@ class SyncContextManager:
         the fold has landed (:meth:`_merge_entities`)."""
         folded = [Message.model_construct(role=m["role"], content=m.get("content") or "") for m in request.messages]
         result = self._compressor_result(folded)
-        self._entities.update({str(k): str(v) for k, v in dict(result.get("extracted_entities") or {}).items()})
+        self._entities.update(holdable_entities(dict(result.get("extracted_entities") or {})))
         narrative = str(result["narrative_summary"]).strip()
         previous = split_summary(request.previous_summary or "")[0]
         return f"{previous}\n{narrative}" if previous else narrative
 
     def _merge_entities(self) -> None:
         """The entities the compressor found in the folds that landed, into
-        L1.5 (an entity the ledger cannot hold: counted as a failure, the
-        ledger unchanged)."""
+        L1.5 (each already one the ledger can hold; should the edit still
+        be refused, it is counted as a failure, the ledger unchanged)."""
         entities, self._entities = self._entities, {}
         if not entities:
             return
