@@ -152,3 +152,24 @@ def test_one_entity_the_ledger_cannot_hold_as_given_does_not_drop_the_folds_othe
                 "status:open": ["yes"],
             }
             assert m.get_stats()["compression"]["failures"] == 0
+
+
+def test_add_message_keeps_the_turn_when_a_pending_edit_is_refused():
+    async def run():
+        async with compat.ContextManager("Sys.", _config(soft_limit_tokens=1000), enable_events=False) as cm:
+            await cm.add_message("user", "hello")
+            cm.state.l1_5_entities.entities["bad\nkey"] = ["x"]
+            with pytest.raises(ValueError, match="could not be applied"):
+                await cm.add_message("user", "CALLER TURN")
+            return [m.content for m in cm.state.l1_working.messages], cm.state.l1_5_entities.entities
+
+    turns, ledger = asyncio.run(run())
+    assert turns == ["hello", "CALLER TURN"] and ledger == {}
+
+    config = compat.ContextManagerConfig.for_sync_script(soft_limit_tokens=1000)
+    with compat.SyncContextManager("Sys.", config) as m:
+        m.state.l2_archival.narrative = 7
+        with pytest.raises(ValueError):
+            m.add_message("user", "CALLER TURN")
+        assert [x.content for x in m.state.l1_working.messages] == ["CALLER TURN"]
+        assert m.state.l2_archival.narrative == ""

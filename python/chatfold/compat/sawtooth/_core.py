@@ -180,7 +180,9 @@ class Tiers(LiveState):
     def add(self, role: str, content: str) -> None:
         """Appends a turn (never waits for a fold); raises
         ``TokenLimitExceededError`` after storing it when L1 reached the hard
-        limit and ``fallback_truncate`` is off (sawtooth's contract)."""
+        limit and ``fallback_truncate`` is off (sawtooth's contract). A
+        pending edit of the live state that cannot be applied is discarded
+        and its ``ValueError`` raised after the turn is stored."""
         if role not in ROLES:
             error = InvalidMessage(f"role must be one of {list(ROLES)}, got {role!r}")
             error.field = "role"
@@ -189,7 +191,11 @@ class Tiers(LiveState):
             error = InvalidMessage(f"content must be a string, got {type(content).__name__}")
             error.field = "content"
             raise error
-        self.sync()
+        refused: Optional[ValueError] = None
+        try:
+            self.sync()
+        except ValueError as error:  # the edit is discarded; the turn is stored all the same
+            refused = error
         message = {"role": role, "content": content, "id": str(uuid.uuid4())}
         self.memory.add_message(message)
         self.dirty = True
@@ -209,6 +215,8 @@ class Tiers(LiveState):
         truncate = c.fallback_truncate and not self.strict and c.compression_mode == "always_llm"
         if self.hard and truncate and not s["fold_in_flight"]:
             self.truncate_oldest()
+        if refused is not None:
+            raise refused
         if self.hard and not c.fallback_truncate:
             raise TokenLimitExceededError(
                 f"Working Memory exceeded hard limit of {c.hard_limit_tokens} tokens and fallback_truncate is disabled."

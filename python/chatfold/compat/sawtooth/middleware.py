@@ -261,7 +261,9 @@ class ContextManager:
     async def add_message(self, role: MessageRole, content: str) -> None:
         """Appends a turn to L1; never waits for a fold. With
         ``fallback_truncate=False`` it raises ``TokenLimitExceededError``
-        once L1 holds ``hard_limit_tokens`` (the turn is stored first)."""
+        once L1 holds ``hard_limit_tokens`` (the turn is stored first), and
+        ``ValueError`` after storing it when a pending edit of ``state``
+        cannot be applied (the edit is discarded)."""
         self._tiers.add(role, content)
         state = self._tiers.live or self._tiers.live_state()
         if self._monitor.exceeds_hard_limit(state):

@@ -160,7 +160,9 @@ class SyncContextManager:
     def add_message(self, role: MessageRole, content: str) -> None:
         """Appends a turn to L1 and folds inline when a fold is due. With
         ``fallback_truncate=False`` it raises ``TokenLimitExceededError`` once
-        L1 holds ``hard_limit_tokens`` (the turn is stored first)."""
+        L1 holds ``hard_limit_tokens`` (the turn is stored first), and
+        ``ValueError`` after storing it when a pending edit of ``state``
+        cannot be applied (the edit is discarded)."""
         if not self._started:
             raise RuntimeError("SyncContextManager must be used within a 'with' context.")
         self._tiers.add(role, content)  # an error is raised at once, as sawtooth's
