@@ -101,7 +101,12 @@ What still differs, by design, and why
     text does not stay in the summary). A ledger key's history
     goes through chatfold's summary as its distinct values, the latest
     last (a value given again moves to the end); a key cannot hold
-    ``": "``. ``RedisStorageAdapter`` saves the whole
+    ``": "``. The ledger has a cap where sawtooth's has none: each fold
+    keeps the entries that fit the ledger's share of the summary (chatfold's
+    fold policy gives it a part of the summary's token allowance, which the
+    hard limit bounds), and drops the rest; a large ledger set by hand
+    shrinks at the next fold (301 entries to about 200 with a 5,000-token
+    hard limit). ``RedisStorageAdapter`` saves the whole
     state (sawtooth's loses the summary and ledger on reload). The
     compressors return chatfold's plain-text summary and ledger, not
     sawtooth's JSON-mode answer (see :mod:`.compressor`). The NER,
