@@ -286,6 +286,7 @@ class Tiers(LiveState):
         return split_summary(self.memory.summary)
 
     def count_text(self, text: str) -> int:
+        """Tokens of ``text`` with the manager's tokenizer."""
         return _chatfold.count_text(text, self.tokenizer)
 
     def count_messages(self, messages: List[Mapping[str, Any]]) -> int:
@@ -375,6 +376,8 @@ class Tiers(LiveState):
         }
 
     def dte(self, s: Mapping[str, Any]) -> DTEState:
+        """sawtooth's DTE counts from the memory's stats ``s``: the prompt
+        tokens built so far, and in ``"dte"`` mode the folds done."""
         folds = s["folds_done"] if self.config.compression_mode == "dte" else 0
         return DTEState(main_prompt_tokens=self.main_prompt_tokens, fold_cycles=folds)
 
@@ -418,6 +421,8 @@ class Tiers(LiveState):
     # -- events --------------------------------------------------------
 
     def emit(self, event: SawtoothEvent) -> None:
+        """Sends ``event`` on the manager's bus (none: dropped), marking a
+        completed cycle and a ledger change as this manager's, for its journal."""
         if self.bus is not None:
             if isinstance(event, CompressionCycleCompleteEvent) and event.cycle_id:
                 self.own_cycles.add(event.cycle_id)  # the journal's, until written
