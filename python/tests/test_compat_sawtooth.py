@@ -549,8 +549,8 @@ def test_an_edit_that_cannot_be_applied_is_refused_and_loses_nothing():
         assert m.state.l1_5_entities.entities == {}
         m.state.l1_working.messages.append({"role": "bot", "content": "x"})
         with pytest.raises(ValueError, match="could not be applied"):
-            m.add_message("user", "next")
-        assert [x.content for x in m.state.l1_working.messages] == ["hello"]
+            m.add_message("user", "next")  # the edit is discarded, the turn stored
+        assert [x.content for x in m.state.l1_working.messages] == ["hello", "next"]
         with pytest.raises(pydantic.ValidationError):
             compat.state.Message(role="bot", content="x")
 
