@@ -244,3 +244,52 @@ def compat_tokens(prompt):
     import chatfold
 
     return chatfold.count_tokens(prompt, "cl100k_base")
+
+
+def test_the_async_manager_folds_the_latest_turn_as_sawtooth_unless_strict():
+    text = "This is a long message that definitely exceeds ten tokens by far."
+
+    async def session(mode, summarize=None, strict=False):
+        events = []
+        bus = compat.get_event_bus()
+
+        async def capture(event):
+            events.append(event)
+
+        channels = ("l1.eviction", "compression.cycle_started", "compression.cycle_failed", "dte.fold_created", "compression.cycle_complete")
+        for channel in channels:
+            bus.subscribe(channel, capture)
+        config = compat.ContextManagerConfig(soft_limit_tokens=10, hard_limit_tokens=500, chunk_size=1, compression_mode=mode)
+        try:
+            async with compat.ContextManager("Agent", config, summarize=summarize, strict=strict, journal_path="/dev/null") as cm:
+                await cm.add_message("user", text)
+                for _ in range(100):
+                    await asyncio.sleep(0.01)
+                    if not cm.state.l1_working.messages or strict:
+                        break
+                state, stats = cm.state, cm.get_stats()["chatfold"]
+                kept = [m.content for m in state.l1_working.messages]
+        finally:
+            for channel in channels:
+                bus.unsubscribe(channel, capture)
+        return kept, state.l2_archival.narrative, stats, {type(e).__name__: e for e in events}
+
+    kept, narrative, stats, events = asyncio.run(session("dte"))
+    assert kept == [] and "exceeds ten tokens" in narrative and stats["folds_done"] == 1
+    eviction = events["L1EvictionEvent"]
+    assert eviction.trigger == "soft_limit_exceeded" and eviction.messages_evicted == 1
+    assert eviction.cycle_id == events["CompressionCycleStartEvent"].cycle_id == events["DTEFoldCreatedEvent"].cycle_id
+
+    kept, narrative, stats, events = asyncio.run(session("always_llm", summarize=lambda request: "Asked for a long message."))
+    assert kept == [] and narrative == "Asked for a long message."
+    assert events["CompressionCycleCompleteEvent"].messages_compressed == 1
+
+    def broken(request):
+        raise RuntimeError("backend down")
+
+    kept, narrative, _, events = asyncio.run(session("always_llm", summarize=broken))
+    assert kept == [text] and narrative == ""  # nothing lost
+    assert events["CompressionCycleFailedEvent"].error_type == "RuntimeError"
+
+    kept, narrative, _, events = asyncio.run(session("dte", strict=True))
+    assert kept == [text] and narrative == "" and "L1EvictionEvent" not in events

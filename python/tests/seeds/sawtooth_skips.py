@@ -134,11 +134,6 @@ SKIPS: Dict[str, Tuple[str, str]] = {
     "tests/test_dte.py::test_novelty_strips_ledger_values_in_one_pass": (DTE, _DTE_WHY),
     "tests/test_dte.py::test_observation_crush_skips_hash_when_compact_not_smaller": (DTE, _DTE_WHY),
     "tests/test_dte.py::test_dte_hard_truncate_creates_fold_stub": (DTE, _DTE_WHY),
-    "tests/test_telemetry.py::test_add_message_triggers_eviction_event": (
-        DTE,
-        "in DTE mode (the default) sawtooth folds the one, latest turn into a [FOLD] stub at once and reports its "
-        "L1EvictionEvent then; chatfold's core never folds the latest turn (and the test needs pytest-mock's mocker)",
-    ),
     # -- multi-agent pools ---------------------------------------------------
     "tests/test_multi_agent_pooling.py": (POOLS, "pool_id: shared L1.5 and L2 across agents"),
 }

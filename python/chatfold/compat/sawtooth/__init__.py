@@ -43,8 +43,14 @@ Where chatfold is stricter, sawtooth's way, and ``strict=True`` for chatfold's
     At the hard limit with ``fallback_truncate`` in ``"always_llm"`` mode,
     the oldest ``chunk_size`` turns leave L1 at once and L2 notes it (the
     latest turn always stays; not while a fold is under way, whose landing
-    shrinks L1, as rebuilding the memory would abandon it); the sync manager with its compressor
-    compresses the latest turn too when it alone is past the soft limit.
+    shrinks L1, as rebuilding the memory would abandon it). When L1 is past
+    the soft limit and chatfold's core has nothing to fold (it never folds
+    the latest turn), a queued cycle takes the oldest ``chunk_size`` turns,
+    the latest included, as sawtooth's does in both modes: the async
+    manager sends the cycle's ``L1EvictionEvent`` when it is queued and
+    folds the turns in the background with its summarizer (see
+    :mod:`._latest`), the sync manager with its compressor (in
+    ``"always_llm"`` mode) inline.
     ``strict=True`` (on each manager): no turn leaves the state before its
     fold lands (the prompt stays within the hard limit all the same), turns
     are dropped only after repeated fold failures, and the latest turn is
@@ -79,7 +85,8 @@ Events (same names and payload fields, on the process's bus)
     sawtooth. ``L3VectorIndexedEvent`` is never fired. As in sawtooth,
     ``SyncContextManager`` emits none. sawtooth reports a cycle's
     ``L1EvictionEvent`` when it queues the cycle; chatfold when its fold
-    lands (the turns leave L1 then).
+    lands (the turns leave L1 then), but for the cycle of the latest turn,
+    reported when queued as in sawtooth.
 
 What still differs, by design, and why
     chatfold's core decides how much one fold takes (whole turns, not
@@ -89,8 +96,9 @@ What still differs, by design, and why
     would take stay in L1 until their fold lands (a patched
     ``CompressionWorker.enqueue`` does not stop chatfold's folds); in DTE
     mode nothing is truncated at the hard limit (the extractive fold is
-    never lost work), and the latest turn is never folded (sawtooth's DTE
-    mode folds it into a ``[FOLD ...]`` stub at once). Applying an edit of
+    never lost work); the sync manager folds the latest turn only with its
+    compressor (sawtooth's folds it in both modes, in DTE mode into a
+    ``[FOLD ...]`` stub at once). Applying an edit of
     ``state`` rebuilds the tiered memory from the edited tiers, merged
     with a fold that landed since the edit began (a fold still in flight
     is done again; the stats' counters carry over). An edit that cannot be

@@ -9,12 +9,14 @@ never returns more than ``hard_limit_tokens``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Literal, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Literal, Optional, Set, Tuple, Union
 
 from ._core import Tiers
+from ._latest import fold_latest, latest_cycle_due, start_latest_cycle
 from .compressor import CloudCompressor, OllamaCompressor
 from .config import ContextManagerConfig, OllamaConfig
 from .events.bus import EventBus, get_event_bus
@@ -95,7 +97,11 @@ class ContextManager:
     At the hard limit with ``fallback_truncate`` in ``"always_llm"`` mode,
     the oldest ``chunk_size`` turns leave L1 at once and L2 notes it, as in
     sawtooth (the latest turn always stays; not while a fold is under way:
-    its landing shrinks L1, and the prompt keeps within the limit meanwhile). ``strict=True`` (chatfold's
+    its landing shrinks L1, and the prompt keeps within the limit meanwhile).
+    When L1 is past the soft limit with nothing the core would fold (the
+    latest turn), a queued cycle folds the oldest ``chunk_size`` turns
+    in the background, the latest included, and its ``L1EvictionEvent`` is
+    sent when it is queued, as in sawtooth (see :mod:`._latest`). ``strict=True`` (chatfold's
     addition) keeps chatfold's stricter behaviour instead: no turn leaves
     the state before its fold lands (the prompt still never passes the hard
     limit), turns are dropped only after repeated fold failures, and the
@@ -148,6 +154,7 @@ class ContextManager:
         self._worker.wake = self._wake_memory
         self._tiers.fold_done = self._monitor.release_compression_lock
         self._running = False
+        self._latest: Set["asyncio.Task[None]"] = set()  # cycles of the latest turn (see ._latest)
 
     def _wake_memory(self) -> None:
         wake = getattr(self._memory, "_wake", None)
@@ -229,6 +236,10 @@ class ContextManager:
     async def _shut_down(self) -> None:
         """Stops the worker and flushes the events and the journal."""
         try:
+            for task in list(self._latest):
+                task.cancel()  # the turns stay in L1
+            if self._latest:
+                await asyncio.gather(*self._latest, return_exceptions=True)
             await self._memory.stop()
             await self._worker.stop()
         finally:
@@ -272,7 +283,14 @@ class ContextManager:
             self._monitor.release_compression_lock()
         if self._monitor.should_trigger_compression(state):
             chunk = list(state.l1_working.messages[: self._config.chunk_size])
-            self._worker.enqueue(CompressionTask(messages=chunk, state=state, cycle_id=str(uuid.uuid4())))
+            cycle = str(uuid.uuid4())
+            if latest_cycle_due(self._tiers):
+                # sawtooth's cycle of the latest turn, which the core does not fold
+                start_latest_cycle(self._tiers, chunk, cycle)
+                task = asyncio.get_running_loop().create_task(fold_latest(self._tiers, chunk, cycle))
+                self._latest.add(task)
+                task.add_done_callback(self._latest.discard)
+            self._worker.enqueue(CompressionTask(messages=chunk, state=state, cycle_id=cycle))
         if self._config.persist_every_message:
             await self._persist(force=True)
 
