@@ -103,6 +103,13 @@ async def _fold(tiers: Any, chunk: List[Message], cycle: str, started: float) ->
         return
     left = {str(m.get("id") or "") for m in own.buffer}
     folded = [t for t in turns if t["id"] not in left]
+    with tiers.lock:
+        _apply_fold(tiers, cycle, summary, folded, own, started)
+
+
+def _apply_fold(tiers: Any, cycle: str, summary: str, folded: List[Dict[str, Any]], own: Any, started: float) -> None:
+    """The folded turns out of L1 and ``own``'s summary in place of
+    ``summary`` (the memory's when the fold began), unless overtaken."""
     live = tiers.live
     if live is None or _signature(live) != tiers.live_sig:
         # the caller's pending edit is the caller's to apply (and to see refused)

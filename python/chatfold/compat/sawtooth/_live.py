@@ -26,6 +26,7 @@ all (a value of the wrong type, a ledger key chatfold cannot hold) raises
 from __future__ import annotations
 
 import asyncio
+import threading
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
@@ -72,6 +73,9 @@ class LiveState:
         # another thread: a landing fold then leaves the live object alone
         # (the next call, on the wrapper's loop while the caller waits, syncs it)
         self.threaded = False
+        # held while the live object is compared with, applied to or
+        # refreshed from the memory, so that two threads never interleave there
+        self.lock = threading.RLock()
 
     # -- reading ------------------------------------------------------
 
@@ -91,6 +95,10 @@ class LiveState:
     def sync(self) -> None:
         """Applies the live state's edits to the memory (``ValueError``:
         they could not be, and were discarded), then refreshes it from the memory."""
+        with self.lock:
+            self._sync()
+
+    def _sync(self) -> None:
         live = self.live
         if live is not None:
             sig = _signature(live)
@@ -139,6 +147,10 @@ class LiveState:
         memory's changes) or, for a fold, the state is shared with another
         thread (``threaded``: the next :meth:`sync` refreshes it);
         ``synced``: the caller ran :meth:`sync` just before, so none are."""
+        with self.lock:
+            self._follow(added, synced)
+
+    def _follow(self, added: Optional[Mapping[str, Any]], synced: bool) -> None:
         live = self.live
         if live is None or (added is None and self.threaded):
             return
@@ -192,6 +204,10 @@ class LiveState:
         return Message.model_construct(id=ident, role=m["role"], content=content, timestamp=stamp, token_count=tokens)
 
     def _refresh(self) -> None:
+        with self.lock:
+            self._refresh_now()
+
+    def _refresh_now(self) -> None:
         key = self._memory_key()
         s = self.memory.stats()
         narrative, entries = self.parts()  # type: ignore[attr-defined]

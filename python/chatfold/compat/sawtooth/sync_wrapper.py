@@ -23,7 +23,10 @@ T = TypeVar("T")
 class SawtoothSyncWrapper:
     """A thread-safe sync façade over :class:`ContextManager`: use it in a
     ``with`` block; ``add_message`` returns at once while folds run on the
-    wrapper's own event loop. ``summarize`` and ``strict``
+    wrapper's own event loop. Calls from several threads run one at a time
+    on that loop; an edit of ``state`` made from a caller's thread reaches
+    the memory on the next call (the live object is compared, applied and
+    refreshed under its lock, and a fold landing meanwhile leaves it alone). ``summarize`` and ``strict``
     are chatfold's additions (see :class:`~.middleware.ContextManager`)."""
 
     def __init__(
