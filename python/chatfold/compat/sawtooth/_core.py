@@ -493,9 +493,23 @@ class Tiers(LiveState):
         for key, values in old.items():
             if key not in ledger:
                 self.emit(EntityAnchoredEvent(entity_key=key, entity_value=values[-1], operation="delete"))
+        self.emit_landed(cycle, folded, tokens, narrative, ledger, s["buffer_tokens"], ms)
+
+    def emit_landed(
+        self,
+        cycle: str,
+        folded: List[Dict[str, Any]],
+        tokens: int,
+        narrative: str,
+        ledger: Dict[str, List[str]],
+        l1_tokens: int,
+        ms: int,
+    ) -> None:
+        """A landed fold's last events, as sawtooth sends them: in DTE mode
+        ``DTEFoldCreatedEvent`` alone (no summary, no completed cycle:
+        nothing journalled), else ``L2SummaryGeneratedEvent`` and
+        ``CompressionCycleCompleteEvent``."""
         if self.config.compression_mode == "dte":
-            # sawtooth's DTE folds report this one event (no summary, no
-            # completed cycle: nothing journalled), and so do chatfold's.
             self.emit(
                 DTEFoldCreatedEvent(
                     cycle_id=cycle,
@@ -526,7 +540,7 @@ class Tiers(LiveState):
                 l1_5_entities_retained={k: v[-1] for k, v in ledger.items()},
                 l2_summary_generated=narrative,
                 messages_compressed=len(folded),
-                final_l1_tokens=s["buffer_tokens"],
+                final_l1_tokens=l1_tokens,
                 total_duration_ms=ms,
             )
         )

@@ -22,14 +22,7 @@ import time
 from typing import Any, Dict, List
 
 from ...memory import TieredMemory
-from .events.types import (
-    CompressionCycleCompleteEvent,
-    CompressionCycleFailedEvent,
-    CompressionCycleStartEvent,
-    DTEFoldCreatedEvent,
-    L1EvictionEvent,
-    L2SummaryGeneratedEvent,
-)
+from .events.types import CompressionCycleFailedEvent, CompressionCycleStartEvent, L1EvictionEvent
 from ._live import _signature
 from .state import Message, ledger_map, split_summary
 
@@ -137,38 +130,11 @@ def _apply_fold(tiers: Any, cycle: str, summary: str, folded: List[Dict[str, Any
 
 
 def _landed(tiers: Any, cycle: str, folded: List[Dict[str, Any]], narrative: str, entries: List[str], started: float) -> None:
+    """The cycle's landing events, as a fold of the core's sends them."""
     tokens = tiers.count_messages(folded)
-    ledger = ledger_map(entries)
     l1 = tiers.memory.stats()["buffer_tokens"]
-    if tiers.config.compression_mode == "dte":
-        tiers.emit(DTEFoldCreatedEvent(cycle_id=cycle, messages_folded=len(folded), tokens_evicted=tokens, entity_keys=sorted(ledger)))
-        return
     ms = int((time.monotonic() - started) * 1000)
-    compressed = tiers.count_text(narrative)
-    tiers.emit(
-        L2SummaryGeneratedEvent(
-            cycle_id=cycle,
-            summary_text=narrative,
-            compressed_message_count=len(folded),
-            original_tokens=tokens,
-            compressed_tokens=compressed,
-            compression_ratio=tokens / max(compressed, 1),
-            provider=tiers.provider,
-            model=tiers.model,
-            compression_duration_ms=ms,
-        )
-    )
-    tiers.emit(
-        CompressionCycleCompleteEvent(
-            cycle_id=cycle,
-            l1_tokens_evicted=tokens,
-            l1_5_entities_retained={k: v[-1] for k, v in ledger.items()},
-            l2_summary_generated=narrative,
-            messages_compressed=len(folded),
-            final_l1_tokens=l1,
-            total_duration_ms=ms,
-        )
-    )
+    tiers.emit_landed(cycle, folded, tokens, narrative, ledger_map(entries), l1, ms)
 
 
 def _failed(tiers: Any, cycle: str, error: Any) -> None:
