@@ -11,13 +11,8 @@ import chatfold.compat.sawtooth as compat
 from chatfold.compat.sawtooth.events.types import CompressionCycleFailedEvent, CompressionCycleStartEvent
 from chatfold.compat.sawtooth.state import Message
 
-TURN = "turn {} with enough words to count for something here"
-
-
-def _config(**overrides):
-    base = dict(soft_limit_tokens=20, hard_limit_tokens=1000, chunk_size=2, compression_mode="always_llm")
-    base.update(overrides)
-    return compat.ContextManagerConfig(**base)
+from sawtooth_helpers import TURN, compressor, sync_compressing
+from sawtooth_helpers import config as _config
 
 
 async def _fold_lands_after(edit):
@@ -280,27 +275,19 @@ def test_explain_prompt_gives_each_keys_values_and_its_journalled_lineage(tmp_pa
 
 
 def test_the_sync_managers_folds_send_sawtooths_transcript_and_keep_the_entities():
-    from unittest.mock import MagicMock, patch
-
-    from chatfold.compat.sawtooth import sync_manager
-
-    compressor = MagicMock()
-    compressor.compress.return_value = {"narrative_summary": "Talked.", "extracted_entities": {"ticket": "INC-7"}}
-    config = compat.ContextManagerConfig.for_sync_script(
-        soft_limit_tokens=40, hard_limit_tokens=2000, chunk_size=2, compression_mode="always_llm"
-    )
-    with patch.object(sync_manager, "SyncOllamaCompressor", return_value=compressor):
+    stand_in = compressor("Talked.", {"ticket": "INC-7"})
+    with sync_compressing(stand_in) as config:
         with compat.SyncContextManager("Sys.", config) as m:
             for i in range(4):
                 m.add_message("user", TURN.format(i))
             assert m.get_stats()["chatfold"]["folds_done"] >= 1
             assert m.state.l1_5_entities.get_latest("ticket") == "INC-7"
-            first = compressor.compress.call_args_list[0].args[0]
+            first = stand_in.compress.call_args_list[0].args[0]
             assert first.startswith("USER: " + TURN.format(0) + "\n\nUSER: ")
-            calls = compressor.compress.call_count
+            calls = stand_in.compress.call_count
             with pytest.raises(Exception):
                 m.add_message("robot", "x")
-            assert compressor.compress.call_count == calls
+            assert stand_in.compress.call_count == calls
 
 
 def test_a_hard_truncation_emits_no_eviction_event_as_sawtooth():

@@ -4,7 +4,7 @@ parts a switched program's tests patch or watch (the worker's queue, the
 compressor's ping)."""
 
 import asyncio
-from unittest.mock import MagicMock, patch
+from unittest.mock import patch
 
 import pytest
 
@@ -12,13 +12,12 @@ import chatfold.compat.sawtooth as compat
 from chatfold.compat.sawtooth import middleware, sync_manager
 from test_compat_sawtooth import DictStorage
 
-TURN = "turn {} with enough words to count for something here"
+from sawtooth_helpers import TURN, compressor, sync_compressing
+from sawtooth_helpers import config as async_config
 
 
 def _llm_config(**overrides):
-    base = dict(soft_limit_tokens=20, hard_limit_tokens=60, chunk_size=2, compression_mode="always_llm")
-    base.update(overrides)
-    return compat.ContextManagerConfig(**base)
+    return async_config(**{"hard_limit_tokens": 60, **overrides})
 
 
 def test_the_async_manager_truncates_at_the_hard_limit_as_sawtooth_unless_strict():
@@ -44,36 +43,29 @@ def test_the_async_manager_truncates_at_the_hard_limit_as_sawtooth_unless_strict
 
 
 def test_the_sync_manager_compresses_the_latest_turn_as_sawtooth_unless_strict():
-    compressor = MagicMock()
-    compressor.compress.return_value = {"narrative_summary": "Asked about INC-7.", "extracted_entities": {"ticket": "INC-7"}}
-    config = compat.ContextManagerConfig.for_sync_script(
-        soft_limit_tokens=10, hard_limit_tokens=500, chunk_size=1, compression_mode="always_llm"
-    )
-    with patch.object(sync_manager, "SyncOllamaCompressor", return_value=compressor):
-        with compat.SyncContextManager("Sys.", config) as m:
+    stand_in = compressor("Asked about INC-7.", {"ticket": "INC-7"})
+    with sync_compressing(stand_in, soft_limit_tokens=10, hard_limit_tokens=500, chunk_size=1) as sync_config:
+        with compat.SyncContextManager("Sys.", sync_config) as m:
             m.add_message("user", "Please look at incident INC-7 for me today.")
             assert m.state.l1_working.messages == []
             assert m.state.l2_archival.narrative == "Asked about INC-7."
             assert m.state.l1_5_entities.get_latest("ticket") == "INC-7"
             assert m.get_stats()["compression"]["cycles"] == 1
             assert "- ticket: INC-7" in m.build_prompt()[0]["content"]
-        compressor.compress.assert_called_once_with("USER: Please look at incident INC-7 for me today.")
-        compressor.compress.reset_mock()
-        with compat.SyncContextManager("Sys.", config, strict=True) as m:
+        stand_in.compress.assert_called_once_with("USER: Please look at incident INC-7 for me today.")
+        stand_in.compress.reset_mock()
+        with compat.SyncContextManager("Sys.", sync_config, strict=True) as m:
             m.add_message("user", "Please look at incident INC-7 for me today.")
             assert [x.content for x in m.state.l1_working.messages] == ["Please look at incident INC-7 for me today."]
             assert m.state.l2_archival.narrative == ""
-        compressor.compress.assert_not_called()
+        stand_in.compress.assert_not_called()
 
 
 def test_a_failing_compressor_loses_no_turn():
-    compressor = MagicMock()
-    compressor.compress.side_effect = ConnectionError("down")
-    config = compat.ContextManagerConfig.for_sync_script(
-        soft_limit_tokens=10, hard_limit_tokens=500, chunk_size=1, compression_mode="always_llm"
-    )
-    with patch.object(sync_manager, "SyncOllamaCompressor", return_value=compressor):
-        with compat.SyncContextManager("Sys.", config) as m:
+    stand_in = compressor()
+    stand_in.compress.side_effect = ConnectionError("down")
+    with sync_compressing(stand_in, soft_limit_tokens=10, hard_limit_tokens=500, chunk_size=1) as sync_config:
+        with compat.SyncContextManager("Sys.", sync_config) as m:
             m.add_message("user", "Please look at incident INC-7 for me today.")
             assert [x.content for x in m.state.l1_working.messages] == ["Please look at incident INC-7 for me today."]
             assert m.get_stats()["compression"]["failures"] == 1

@@ -10,7 +10,8 @@ import pytest
 import chatfold.compat.sawtooth as compat
 from chatfold.compat.sawtooth.state import Message
 
-TURN = "turn {} with enough words to count for something here"
+from sawtooth_helpers import TURN, compressor, sync_compressing
+from sawtooth_helpers import config as _config
 
 
 @pytest.mark.parametrize("mode", ["dte", "always_llm"])
@@ -38,12 +39,6 @@ def test_a_saved_ledger_without_the_sections_blank_line_is_restored_with_it():
     saved = {"version": 2, "summary": "Exact identifiers (kept verbatim):\n- ticket: INC-1", "buffer": []}
     state = MemoryState(l0_system=SystemPrompt(content="Sys."), chatfold=saved)
     assert state._chatfold_state()["summary"] == "\n\nExact identifiers (kept verbatim):\n- ticket: INC-1"
-
-
-def _config(**overrides):
-    base = dict(soft_limit_tokens=20, hard_limit_tokens=1000, chunk_size=2, compression_mode="always_llm")
-    base.update(overrides)
-    return compat.ContextManagerConfig(**base)
 
 
 async def _one_fold_then(edit, *, narrative=None, first_turn=None):
@@ -129,19 +124,8 @@ def test_a_turn_deleted_while_a_fold_takes_it_stays_deleted():
 
 
 def test_one_entity_the_ledger_cannot_hold_as_given_does_not_drop_the_folds_others():
-    from unittest.mock import MagicMock, patch
-
-    from chatfold.compat.sawtooth import sync_manager
-
-    compressor = MagicMock()
-    compressor.compress.return_value = {
-        "narrative_summary": "Talked.",
-        "extracted_entities": {"ticket": "INC-7", "address": "1 Main St\nSpringfield", "status: open": "yes", "": "x"},
-    }
-    config = compat.ContextManagerConfig.for_sync_script(
-        soft_limit_tokens=40, hard_limit_tokens=2000, chunk_size=2, compression_mode="always_llm"
-    )
-    with patch.object(sync_manager, "SyncOllamaCompressor", return_value=compressor):
+    entities = {"ticket": "INC-7", "address": "1 Main St\nSpringfield", "status: open": "yes", "": "x"}
+    with sync_compressing(compressor("Talked.", entities)) as config:
         with compat.SyncContextManager("Sys.", config) as m:
             for i in range(4):
                 m.add_message("user", TURN.format(i))
