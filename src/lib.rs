@@ -217,7 +217,7 @@ pub mod summarize;
 #[cfg(feature = "proptest")]
 pub mod testing;
 
-pub use compact::{Compaction, Compactor, CutReason, Fate, Plan, Report, Tokens};
+pub use compact::{Compaction, Compactor, CutReason, Fate, Plan, Prefix, Report, Tokens};
 #[cfg(feature = "tiktoken")]
 pub use count::Tiktoken;
 pub use count::{Heuristic, NamedCounter, TokenCounter};
@@ -225,7 +225,7 @@ pub use error::{BoxError, Error, Result};
 pub use fold::{
     ClearToolResults, DEFAULT_SUMMARY_PREFIX, FoldPolicy, LEDGER_HEADING, LedgerEntry, LedgerPattern,
 };
-pub use history::{Format, History, Placement};
+pub use history::{Breakpoints, Format, History, MAX_BREAKPOINTS, Placement};
 pub use message::{Content, CustomRole, Message, Part, Role, ToolCall};
 pub use summarize::{AsyncSummarizer, Extractive, Ready, Summarizer, SummaryRequest};
 

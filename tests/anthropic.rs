@@ -398,6 +398,7 @@ fn the_ledger_keeps_identifiers_from_tool_use_inputs() {
         Ok::<_, std::convert::Infallible>("Several exports were searched.".to_owned())
     };
     let result = Compactor::new(700)
+        .fold_to(700)
         .keep_recent(150)
         .compact(&history.messages, &vague)
         .unwrap();

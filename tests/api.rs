@@ -234,6 +234,7 @@ fn cut_moves_past_an_assistant_opening() {
     ];
     let kept3 = Heuristic.count_messages(&h[2..]) - 3;
     let r = Compactor::new(90)
+        .fold_to(90)
         .keep_recent(kept3)
         .compact(&h, &fixed("s"))
         .unwrap();

@@ -224,6 +224,7 @@ fn duplicate_call_ids_pair_with_the_nearest_call() {
         Message::tool("r2", "dup"),
     ];
     let r = Compactor::new(70)
+        .fold_to(70)
         .keep_recent(30)
         .compact(&h, &Extractive::new())
         .unwrap();

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use chatfold::cache::{FileCache, MemoryCache, SummaryCache};
 use chatfold::testing::{Recording, check_compaction, histories, is_boundary};
-use chatfold::{Compaction, Compactor, CutReason, Message, SummaryRequest, TokenCounter};
+use chatfold::{Compaction, Compactor, CutReason, Message, Prefix, SummaryRequest, TokenCounter};
 use proptest::prelude::*;
 
 /// A summarizer naming how many messages it folded, and from which summary.
@@ -38,8 +38,13 @@ fn same_result(a: &Compaction<'_>, b: &Compaction<'_>) {
     assert_eq!(a.summary_truncated, b.summary_truncated);
     assert_eq!(a.report.cut(), b.report.cut());
     assert!(a.report.fates().eq(b.report.fates()));
-    assert_eq!(a.report.ledger(), b.report.ledger());
-    assert_eq!(a.report.allowance(), b.report.allowance());
+    // A replayed fold lists no candidates: its summary is the recorded one.
+    if a.report.prefix() != Prefix::Replayed && b.report.prefix() != Prefix::Replayed {
+        assert_eq!(a.report.ledger(), b.report.ledger());
+    }
+    if b.report.prefix() != Prefix::Replayed {
+        assert_eq!(a.report.allowance(), b.report.allowance());
+    }
 }
 
 #[test]
@@ -83,31 +88,56 @@ fn a_longer_transcript_folds_only_what_is_new() {
 }
 
 #[test]
-fn cuts_step_so_that_most_requests_reuse_the_last_fold() {
-    let compactor = Compactor::new(1_000)
-        .keep_recent(300)
-        .keep_recent_max(800)
-        .cache(cache(), "counting");
+fn a_full_transcript_client_gets_the_last_fold_replayed_until_the_budget() {
+    let compactor = Compactor::new(1_000).fold_to(500).cache(cache(), "counting");
     let recording = Recording::new(counting);
     let mut h = conversation(5);
-    let mut reused = 0;
+    let (mut replayed, mut previous): (usize, Option<Vec<Message>>) = (0, None);
     for i in 0..150 {
         h.push(Message::user(format!(
             "Follow-up {i}: and what about option_{i}?"
         )));
+        let ours = compactor.compact(&h, &recording).unwrap();
+        check_compaction(&h, &ours, &compactor).unwrap_or_else(|v| panic!("{v}"));
+        assert!(ours.tokens_after <= 1_000);
+        match ours.report.prefix() {
+            Prefix::Rewritten => assert!(ours.tokens_after <= 500, "a fold goes down to its target"),
+            _ => {
+                // Between folds, the last output and the new messages.
+                if let Some(previous) = &previous {
+                    assert_eq!(ours.messages[..previous.len()], previous[..], "request {i}");
+                }
+                replayed += usize::from(ours.report.reason() == CutReason::Reused);
+            }
+        }
+        previous = Some(ours.messages.into_owned());
         h.push(Message::assistant(format!(
             "For option_{i}, the default is fine."
         )));
-        let ours = compactor.compact(&h, &recording).unwrap();
-        check_compaction(&h, &ours, &compactor).unwrap_or_else(|v| panic!("{v}"));
-        if ours.report.reason() == CutReason::Reused {
-            reused += 1;
-        }
-        assert!(ours.tokens_after <= 1_000);
     }
     let calls = recording.calls().len();
     assert!(calls * 5 <= 150, "{calls} summarizer calls for 150 requests");
-    assert!(reused > 100, "{reused} requests reused a cut");
+    assert!(replayed > 100, "{replayed} requests replayed a fold");
+}
+
+#[test]
+fn an_edit_before_the_cut_starts_a_new_chain() {
+    let compactor = Compactor::new(600).fold_to(300).cache(cache(), "counting");
+    let mut h = conversation(30);
+    let first = compactor.compact(&h, &counting).unwrap();
+    assert_eq!(first.report.prefix(), Prefix::Rewritten);
+    let first = first.messages.into_owned();
+    h.push(Message::user("one more question"));
+    let replay = compactor.compact(&h, &counting).unwrap();
+    assert_eq!(replay.report.prefix(), Prefix::Replayed);
+    assert_eq!(replay.messages[..first.len()], first[..]);
+    // The same transcript with an early turn edited is another conversation.
+    h[2] = Message::user("an edited early turn");
+    let recording = Recording::new(counting);
+    let edited = compactor.compact(&h, &recording).unwrap();
+    assert_eq!(edited.report.prefix(), Prefix::Rewritten);
+    assert_eq!(recording.calls().len(), 1);
+    check_compaction(&h, &edited, &compactor).unwrap();
 }
 
 /// A cache that answers every key with the same value.
@@ -269,8 +299,9 @@ proptest! {
     ) {
         let store = cache();
         let keep = budget / 3;
-        let compactor = Compactor::new(budget).keep_recent(keep).keep_recent_max(keep + step).cache(store.clone(), "p");
-        let plain = Compactor::new(budget).keep_recent(keep);
+        let target = (keep + step).min(budget);
+        let compactor = Compactor::new(budget).keep_recent(keep).fold_to(target).cache(store.clone(), "p");
+        let plain = Compactor::new(budget).keep_recent(keep).fold_to(target);
         let mut h = base.clone();
         for round in 0..2 {
             if round == 1 {
@@ -345,33 +376,39 @@ fn no_chunk_is_only_system_messages() {
 }
 
 #[test]
-fn a_cut_moves_back_only_when_its_summary_fits() {
-    let h = conversation(60);
-    let step = |stored: &str| {
-        let compactor = Compactor::new(900)
-            .keep_recent(200)
-            .keep_recent_max(850)
-            .cache(cache(), "n");
-        let text = stored.to_owned();
-        compactor
-            .compact(&h[..100], &move |_: &SummaryRequest<'_>| {
-                Ok::<_, Infallible>(text.clone())
-            })
-            .unwrap();
+fn a_recorded_fold_is_replayed_while_it_fits_then_extended() {
+    let h = conversation(80);
+    let compactor = Compactor::new(900).fold_to(450).cache(cache(), "n");
+    let first = compactor
+        .compact(&h[..100], &|_: &SummaryRequest<'_>| {
+            Ok::<_, Infallible>("The user configured several options.".to_owned())
+        })
+        .unwrap();
+    let cut = first.report.cut();
+    let first = first.messages.into_owned();
+    let mut n = 100;
+    loop {
+        n += 2;
         let recording = Recording::new(counting);
-        let later = compactor.compact(&h[..104], &recording).unwrap();
-        check_compaction(&h[..104], &later, &compactor).unwrap();
-        (later.report.reason(), recording.calls().len())
-    };
-    // A short summary fits beside the longer kept part: the cut steps back to it.
-    assert_eq!(
-        step("The user configured several options."),
-        (CutReason::Reused, 0)
-    );
-    // One far over what the longer kept part leaves is not reused there.
-    let (reason, calls) = step(&"a very long summary ".repeat(200));
-    assert_ne!(reason, CutReason::Reused);
-    assert_eq!(calls, 1);
+        let later = compactor.compact(&h[..n], &recording).unwrap();
+        check_compaction(&h[..n], &later, &compactor).unwrap();
+        if later.report.prefix() == Prefix::Replayed {
+            assert!(recording.calls().is_empty());
+            assert_eq!(later.messages[..first.len()], first[..]);
+            continue;
+        }
+        // Past the budget: a new fold, extending the recorded summary.
+        assert_eq!(later.report.prefix(), Prefix::Rewritten);
+        let calls = recording.calls();
+        assert_eq!(calls.len(), 1);
+        assert_eq!(
+            calls[0].previous.as_deref(),
+            Some("The user configured several options.")
+        );
+        assert_eq!(calls[0].messages[0], h[cut]);
+        assert!(n > 104, "a few requests were replayed first");
+        break;
+    }
 }
 
 #[test]

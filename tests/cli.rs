@@ -925,7 +925,13 @@ fn an_anthropic_body_is_compacted_in_its_own_format() {
     let system = got["system"].as_array().unwrap();
     assert_eq!(system[..2], sent["system"].as_array().unwrap()[..]);
     assert_eq!(system.len(), 3);
-    assert!(system[2]["text"].as_str().unwrap().ends_with("Day one planned."));
+    let summary = system[2]["text"].as_str().unwrap();
+    assert!(summary.contains("\nDay one planned."), "{summary}");
+    // The request uses cache_control: the summary block gets a breakpoint.
+    assert_eq!(
+        system[2]["cache_control"],
+        serde_json::json!({"type": "ephemeral"})
+    );
     assert_eq!(got["messages"][0]["role"], "user");
     assert_eq!(got["tools"], sent["tools"]);
     assert_eq!(
@@ -1005,7 +1011,15 @@ fn an_unmarked_body_needs_a_format_to_take_a_summary() {
         })
         .collect();
     let body = serde_json::json!({"model": "llama3", "messages": turns}).to_string();
-    let args = ["compact", "--budget", "80", "--tokenizer", "heuristic"];
+    let args = [
+        "compact",
+        "--budget",
+        "80",
+        "--fold-to",
+        "80",
+        "--tokenizer",
+        "heuristic",
+    ];
     let out = run(&args, body.as_bytes());
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("--format"), "{}", stderr(&out));

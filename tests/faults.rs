@@ -66,7 +66,8 @@ fn compaction_faults_leave_the_history_as_it_was() {
 #[test]
 fn memory_faults_keep_the_new_turn_and_change_nothing_else() {
     let fault = Faulty::new();
-    let mut memory = RollingMemory::new(Settings::new(40).summarizer(fault.clone())).unwrap();
+    // Folding on every add past the limit (rollmem's), so each fault meets a fold.
+    let mut memory = RollingMemory::new(Settings::new(40).low_water(40).summarizer(fault.clone())).unwrap();
     for i in 0..6 {
         memory.add_user(format!("warm-up turn number {i}")).unwrap();
     }
@@ -180,7 +181,13 @@ fn concurrent_adds_with_a_slow_flaky_summarizer_lose_nothing() {
         }
     };
     let memory = Arc::new(
-        AsyncRollingMemory::new(Settings::new(60).summarizer(summarizer).counter(|_: &str| 1)).unwrap(),
+        AsyncRollingMemory::new(
+            Settings::new(60)
+                .low_water(60)
+                .summarizer(summarizer)
+                .counter(|_: &str| 1),
+        )
+        .unwrap(),
     );
     let handles: Vec<_> = (0..THREADS)
         .map(|t| {

@@ -51,8 +51,13 @@ fn tool_units_are_evicted_whole() {
     // Costs (3 framing + role + words; a call adds 1 + its id, name, arguments):
     // "check both" 6, the call 12, each result 7, the interleaved question 6,
     // the orphan 7, "next topic" 6. The tool unit (call, results, question) is 32.
-    let mut memory =
-        RollingMemory::new(Settings::new(40).summarizer(appending(&calls)).counter(words)).unwrap();
+    let mut memory = RollingMemory::new(
+        Settings::new(40)
+            .low_water(40)
+            .summarizer(appending(&calls))
+            .counter(words),
+    )
+    .unwrap();
     memory.add_user("check both").unwrap();
     memory.add_message(call(&["a", "b"])).unwrap();
     memory.add_tool("result a", "a").unwrap();
@@ -202,9 +207,11 @@ fn a_low_water_mark_batches_the_folds() {
         }
         n.get()
     };
-    let (every, batched) = (calls(None), calls(Some(60)));
+    let (every, batched) = (calls(Some(120)), calls(Some(60)));
     assert!(every >= 40, "{every}");
     assert!(batched * 4 <= every, "{batched} against {every}");
+    // The default folds in steps too: down to half of max_tokens.
+    assert_eq!(calls(None), batched);
     assert!(matches!(
         RollingMemory::new(Settings::new(100).low_water(101)),
         Err(Error::InvalidConfig(_))
@@ -976,8 +983,13 @@ fn a_system_message_at_the_head_of_a_buffer_opens_it() {
     let calls = RefCell::new(Vec::new());
     let one = |_: &str| 1;
     let per = chatfold::TokenCounter::count_message(&one, &Message::user("u1"));
-    let mut rolling =
-        RollingMemory::new(Settings::new(2 * per).summarizer(appending(&calls)).counter(one)).unwrap();
+    let mut rolling = RollingMemory::new(
+        Settings::new(2 * per)
+            .low_water(2 * per)
+            .summarizer(appending(&calls))
+            .counter(one),
+    )
+    .unwrap();
     for m in [
         Message::user("u1"),
         Message::system("s"),

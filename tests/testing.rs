@@ -119,7 +119,7 @@ fn a_split_unit_is_reported() {
 #[test]
 fn an_assistant_first_cut_is_reported() {
     let h = history();
-    let compactor = Compactor::new(150);
+    let compactor = Compactor::new(150).fold_to(150);
     let result = compacted(&compactor, &h);
     let s = summary_index(&compactor, &result);
     let kept = result.messages.len() - s - 1;

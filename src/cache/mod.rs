@@ -408,6 +408,27 @@ impl Link {
         serde_json::json!({"v": FORMAT, "len": len, "check": self.check(), "summary": summary}).to_string()
     }
 
+    /// The key naming a fold recorded on this prefix (rule 10): apart from
+    /// the summaries' keys, as the value says something else.
+    pub(crate) fn step_key(&self) -> String {
+        format!("chatfold:v{FORMAT}:step:{}", hex(&self.link[..16]))
+    }
+
+    /// The value recording `step` (a fold) on a prefix of `len` messages.
+    pub(crate) fn value_with(&self, len: usize, step: serde_json::Value) -> String {
+        serde_json::json!({"v": FORMAT, "len": len, "check": self.check(), "step": step}).to_string()
+    }
+
+    /// The fold in `value`, if this chain wrote it for a prefix of `len`
+    /// messages (as [`read`](Self::read) checks a summary).
+    pub(crate) fn read_with(&self, len: usize, value: &str) -> Option<serde_json::Value> {
+        let mut v: serde_json::Value = serde_json::from_str(value).ok()?;
+        let ours = v.get("v")?.as_u64()? == u64::from(FORMAT)
+            && v.get("len")?.as_u64()? == len as u64
+            && v.get("check")?.as_str()? == self.check();
+        ours.then(|| v.get_mut("step").map(serde_json::Value::take))?
+    }
+
     /// The summary in `value`, if it is one this chain wrote for a prefix of
     /// `len` messages; anything else (another prefix, another format, a
     /// corrupt value) is ignored.

@@ -31,7 +31,7 @@ use crate::error::{ConfigError, Error, Result};
 /// use chatfold::Compactor;
 ///
 /// let cache = RedisCache::new("redis://127.0.0.1:6379/0")?.ttl(Duration::from_secs(24 * 3600));
-/// let compactor = Compactor::new(8_000).keep_recent_max(6_000).cache(Arc::new(cache), "gpt-4o-mini v3 prompt");
+/// let compactor = Compactor::new(8_000).fold_to(4_000).cache(Arc::new(cache), "gpt-4o-mini v3 prompt");
 /// # Ok::<(), chatfold::Error>(())
 /// ```
 pub struct RedisCache {

@@ -20,12 +20,14 @@ mod planner;
 mod report;
 #[cfg(feature = "cache")]
 mod reuse;
+#[cfg(feature = "cache")]
+mod step;
 
 pub use plan::Plan;
 #[cfg(feature = "cache")]
 use plan::Reuse;
 use report::Counts;
-pub use report::{Compaction, CutReason, Fate, Report, Tokens};
+pub use report::{Compaction, CutReason, Fate, Prefix, Report, Tokens};
 
 /// Keeps a history inside a token budget: system messages and the most recent
 /// turns verbatim, the older middle folded into one summary message.
@@ -67,9 +69,21 @@ pub use report::{Compaction, CutReason, Fate, Report, Tokens};
 ///    asks for exact totals). One pass over the message headers is the only
 ///    work that touches the whole history. Two settings trade this for
 ///    something else, and say so: a [`cache`](Self::cache) hashes the
-///    messages before the cut (and counts up to `keep_recent_max`), and
+///    messages before the cut (and counts the budget's worth of latest
+///    turns to find the last fold), and
 ///    [`max_fold_input_tokens`](Self::max_fold_input_tokens) counts the folded
 ///    part to cut it in chunks.
+/// 10. Fold in steps; between folds the prefix stands. A history is folded
+///     only when it passes the budget, and then down to the
+///     [fold target](Self::fold_to), so that the turns after it are appended
+///     as they come. A history that extends the last output comes out as that
+///     output plus the new messages, byte for byte, until the budget is
+///     passed again: for a client that sends back what chatfold returned,
+///     because a history within the budget is unchanged (1); for a client
+///     that resends its whole transcript, because the [`cache`](Self::cache)
+///     records each fold (its cut, the summary message as rendered, the tool
+///     results cleared) and replays it. The summary message is rendered once,
+///     at its fold. [`Report::prefix_kept`] says which a compaction was.
 ///
 /// # Examples
 ///
@@ -99,7 +113,7 @@ pub struct Compactor<C = Heuristic> {
     /// with [`counter`](Self::counter): framing and reply priming included).
     pub budget: usize,
     /// How many tokens of the most recent turns to keep verbatim at most;
-    /// `None`: half the budget.
+    /// `None`: half the [fold target](Self::effective_fold_to).
     pub keep_recent: Option<usize>,
     /// Counts tokens.
     pub counter: C,
@@ -113,15 +127,18 @@ pub struct Compactor<C = Heuristic> {
     /// Old, large tool results to replace with a placeholder before
     /// planning; `None` (the default): none.
     pub clear_tool_results: Option<ClearToolResults>,
-    /// With a cache: the most tokens of recent turns the compactor may keep
-    /// to land on a cut it has a summary for, instead of folding again at
-    /// [`keep_recent`](Self::keep_recent). `None` (the default):
-    /// `keep_recent` plus three fifths of the rest of the budget
-    /// ([`effective_keep_recent_max`](Self::effective_keep_recent_max)), so
-    /// that a client sending its whole transcript lands on the previous
-    /// cut for many requests, while the summary keeps at least a fifth of
-    /// the budget. Set it to `keep_recent` to step never.
-    pub keep_recent_max: Option<usize>,
+    /// The fold target (the low-water mark): a history over the
+    /// [`budget`](Self::budget) is folded down to this many tokens, so that
+    /// the turns that follow are appended to an unchanged prefix until the
+    /// budget is reached again. `None` (the default): half the budget
+    /// ([`effective_fold_to`](Self::effective_fold_to)); the budget itself
+    /// folds only as far as needed, on every request (no room to grow, so
+    /// the prefix changes on nearly every request).
+    ///
+    /// Providers bill a repeated prompt prefix at a tenth of its price, so
+    /// folding in steps is what makes compaction cheaper than sending
+    /// everything: see BENCHMARKS.md for the cost measured at several targets.
+    pub fold_to: Option<usize>,
     /// The most tokens one summarizer call may take, its folded messages and
     /// the previous summary together (the summary's share is at most half):
     /// a longer middle is folded in chunks of whole units, one call each,
@@ -188,7 +205,9 @@ impl Compactor<Heuristic> {
     ///
     /// assert_eq!(c.budget, 8000);
     /// assert_eq!(c.keep_recent, None);
-    /// assert_eq!(c.effective_keep_recent(), 4000);
+    /// assert_eq!(c.fold_to, None);
+    /// assert_eq!(c.effective_fold_to(), 4000);
+    /// assert_eq!(c.effective_keep_recent(), 2000);
     /// assert_eq!(c.policy, FoldPolicy::new());
     /// assert!(!c.strict && !c.count_all);
     /// # Ok::<(), chatfold::Error>(())
@@ -203,7 +222,7 @@ impl Compactor<Heuristic> {
             count_all: false,
             budget_as_trigger: false,
             clear_tool_results: None,
-            keep_recent_max: None,
+            fold_to: None,
             max_fold_input_tokens: None,
             #[cfg(feature = "cache")]
             cache: None,
@@ -228,7 +247,7 @@ impl<C> Compactor<C> {
             strict: self.strict,
             count_all: self.count_all,
             clear_tool_results: self.clear_tool_results,
-            keep_recent_max: self.keep_recent_max,
+            fold_to: self.fold_to,
             max_fold_input_tokens: self.max_fold_input_tokens,
             budget_as_trigger: self.budget_as_trigger,
             #[cfg(feature = "cache")]
@@ -320,11 +339,14 @@ impl<C> Compactor<C> {
     /// there (its model and prompt), so that no other summarizer's text is
     /// reused.
     ///
-    /// Built for clients that send their whole transcript every time: with
-    /// [`keep_recent_max`](Self::keep_recent_max) above `keep_recent`, cuts
-    /// move in steps, and most requests land on the previous one's cut.
-    /// Checking the cache hashes the messages before the cut (a cost linear
-    /// in the history, paid only with a cache); a history holding a previous
+    /// Built for clients that send their whole transcript every time: each
+    /// fold is recorded (its cut, the summary message as rendered, the tool
+    /// results it cleared), and a later history that extends the folded one
+    /// comes out as that fold replayed, the same summary message followed by
+    /// everything after the cut, while that fits the budget (rule 10). A
+    /// history that changed before the cut starts a new chain. Checking the
+    /// cache hashes the messages before the cut (a cost linear in the
+    /// history, paid only with a cache); a history holding a previous
     /// chatfold summary rolls that forward instead, as without a cache.
     #[cfg(feature = "cache")]
     pub fn cache(mut self, cache: Arc<dyn SummaryCache>, namespace: impl Into<String>) -> Self {
@@ -335,10 +357,29 @@ impl<C> Compactor<C> {
         self
     }
 
-    /// Keep up to `tokens` of recent turns to reuse a cached cut (see
-    /// [`keep_recent_max`](Self::keep_recent_max)).
-    pub fn keep_recent_max(mut self, tokens: usize) -> Self {
-        self.keep_recent_max = Some(tokens);
+    /// Fold a history over the budget down to `tokens` (see
+    /// [`fold_to`](Self::fold_to)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::{Compactor, Extractive, Message};
+    ///
+    /// let compactor = Compactor::new(400).fold_to(200);
+    /// let mut history: Vec<Message> = (0..80).map(|i| Message::user(format!("turn number {i}"))).collect();
+    /// let folded = compactor.compact(&history, &Extractive::new())?.messages.into_owned();
+    /// assert!(compactor.counter.count_messages(&folded) <= 200);
+    /// // The next turns are appended to the same prefix until the budget is passed.
+    /// let mut next = folded.clone();
+    /// next.push(Message::user("one more turn"));
+    /// let again = compactor.compact(&next, &Extractive::new())?;
+    /// assert!(!again.summarized);
+    /// assert_eq!(again.messages[..folded.len()], folded[..]);
+    /// # use chatfold::TokenCounter;
+    /// # Ok::<(), chatfold::Error>(())
+    /// ```
+    pub fn fold_to(mut self, tokens: usize) -> Self {
+        self.fold_to = Some(tokens);
         self
     }
 
@@ -349,36 +390,43 @@ impl<C> Compactor<C> {
         self
     }
 
-    /// `keep_recent`, or half the budget when it is unset.
+    /// `keep_recent`, or half the [fold target](Self::effective_fold_to)
+    /// when it is unset.
     pub fn effective_keep_recent(&self) -> usize {
-        self.keep_recent.unwrap_or(self.budget / 2)
+        self.keep_recent.unwrap_or(self.effective_fold_to() / 2)
     }
 
-    /// `keep_recent_max`, or, when it is unset, `keep_recent` plus three
-    /// fifths of the rest of the budget: how far a cut may step back to a
-    /// cached summary (with a cache).
+    /// `fold_to`, or half the budget when it is unset
+    /// ([`DEFAULT_FOLD_TO_PERCENT`](Self::DEFAULT_FOLD_TO_PERCENT)); never
+    /// more than the budget.
     ///
     /// # Examples
     ///
     /// ```
     /// use chatfold::Compactor;
     ///
-    /// assert_eq!(Compactor::new(4_000).effective_keep_recent_max(), 3_200);
-    /// assert_eq!(Compactor::new(4_000).keep_recent(1_000).effective_keep_recent_max(), 2_800);
-    /// assert_eq!(Compactor::new(4_000).keep_recent_max(2_000).effective_keep_recent_max(), 2_000);
+    /// assert_eq!(Compactor::new(4_000).effective_fold_to(), 2_000);
+    /// assert_eq!(Compactor::new(4_000).fold_to(3_000).effective_fold_to(), 3_000);
+    /// assert_eq!(Compactor::new(4_000).effective_keep_recent(), 1_000);
     /// ```
-    pub fn effective_keep_recent_max(&self) -> usize {
-        let keep = self.effective_keep_recent();
-        self.keep_recent_max
-            .unwrap_or_else(|| keep.saturating_add(self.budget.saturating_sub(keep) / 5 * 3))
+    pub fn effective_fold_to(&self) -> usize {
+        let default = self.budget / 100 * Self::DEFAULT_FOLD_TO_PERCENT
+            + self.budget % 100 * Self::DEFAULT_FOLD_TO_PERCENT / 100;
+        self.fold_to.unwrap_or(default).min(self.budget)
     }
+
+    /// The default fold target, in percent of the budget. Chosen by the cost
+    /// benchmark (`benches/peers/cost.py`, BENCHMARKS.md): a 200-turn session
+    /// with tool calls at a budget of 4 000 tokens.
+    pub const DEFAULT_FOLD_TO_PERCENT: usize = 50;
 
     fn validate(&self) -> Result<()> {
         let keep_recent = self.effective_keep_recent();
         ConfigError::at_least("budget", self.budget, 1, None)?;
         ConfigError::at_most("keep_recent", keep_recent, self.budget, Some("budget"))?;
-        if let Some(max) = self.keep_recent_max {
-            ConfigError::at_least("keep_recent_max", max, keep_recent, Some("keep_recent"))?;
+        if let Some(target) = self.fold_to {
+            ConfigError::at_least("fold_to", target, 1, None)?;
+            ConfigError::at_most("fold_to", target, self.budget, Some("budget"))?;
         }
         if let Some(tokens) = self.max_fold_input_tokens {
             ConfigError::at_least("max_fold_input_tokens", tokens, 1, None)?;

@@ -6,7 +6,7 @@ use std::ops::Range;
 use std::sync::OnceLock;
 
 use super::Compactor;
-use super::report::{Compaction, Counts, CutReason, Listed, Report, Tokens};
+use super::report::{Compaction, Counts, CutReason, Listed, Prefix, Report, Tokens};
 #[cfg(feature = "cache")]
 use crate::cache::Link;
 use crate::count::TokenCounter;
@@ -39,6 +39,9 @@ use crate::summarize::{AsyncSummarizer, Summarizer, SummaryRequest};
 #[derive(Debug)]
 pub struct Plan<'a, 'c, C> {
     pub(super) messages: Cow<'a, [Message]>,
+    /// The caller's messages (`messages` is a copy when tool results were
+    /// cleared): what a fold is recorded on.
+    pub(super) source: &'a [Message],
     pub(super) compactor: &'c Compactor<C>,
     pub(super) report: Report,
     pub(super) tokens_before: Tokens,
@@ -48,6 +51,8 @@ pub struct Plan<'a, 'c, C> {
     pub(super) fold: OnceLock<Fold<'static>>,
     /// A cached summary of the messages before `reuse.at`.
     pub(super) reuse: Option<Reuse>,
+    /// A recorded fold's summary message, replayed as it was rendered.
+    pub(super) frozen: Option<Message>,
     /// The folded part, one range per summarizer call (none when a cached
     /// summary covers it all).
     pub(super) chunks: Vec<Range<usize>>,
@@ -75,6 +80,7 @@ impl<'a, 'c, C> Plan<'a, 'c, C> {
     ) -> Self {
         Plan {
             messages: Cow::Borrowed(messages),
+            source: messages,
             compactor,
             report: Report {
                 len: messages.len(),
@@ -90,12 +96,14 @@ impl<'a, 'c, C> Plan<'a, 'c, C> {
                 cleared: Vec::new(),
                 reused: None,
                 folds: 0,
+                prefix: Prefix::Unchanged,
             },
             tokens_before,
             fixed_tokens: tokens,
             summary_limit: 0,
             fold: OnceLock::new(),
             reuse: None,
+            frozen: None,
             chunks: Vec::new(),
             #[cfg(feature = "cache")]
             chains: Vec::new(),
@@ -110,6 +118,12 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
         self.report.cut > self.report.hoisted.len()
     }
 
+    /// Whether the output differs from the input: something is folded, or
+    /// tool results are cleared.
+    pub fn changes(&self) -> bool {
+        self.folds() || matches!(self.messages, Cow::Owned(_))
+    }
+
     /// What to summarize: the previous summary and the folded messages, with
     /// the allowance. `None` when nothing is folded. The messages are
     /// borrowed; nothing is copied.
@@ -119,7 +133,7 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
     /// ([`Compactor::max_fold_input_tokens`]) and reuses a cached summary
     /// ([`cached_summary`](Self::cached_summary), [`Compactor::cache`]).
     pub fn folded(&self) -> Option<SummaryRequest<'_>> {
-        if !self.folds() {
+        if !self.folds() || self.frozen.is_some() {
             return None;
         }
         let (before_cut, skip) = self.folded_part();
@@ -280,6 +294,8 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
     pub fn apply(self, summary: impl Into<String>) -> Result<Compaction<'a>> {
         let compactor = self.compactor;
         if !self.folds() {
+            self.record(None, None);
+            let prefix_tokens = self.prefix_tokens(&self.messages, 0);
             return Ok(Compaction {
                 messages: self.messages,
                 summarized: false,
@@ -287,9 +303,26 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
                 tokens_after: self.fixed_tokens,
                 over_budget: self.fixed_tokens > compactor.budget,
                 summary_truncated: false,
+                prefix_tokens,
                 report: self.report,
             });
         }
+        if let Some(message) = &self.frozen {
+            let tokens_after = self.fixed_tokens.saturating_add(self.summary_limit);
+            let out = self.output(message.clone());
+            let prefix_tokens = self.prefix_tokens(&out, self.summary_limit);
+            return Ok(Compaction {
+                messages: Cow::Owned(out),
+                summarized: true,
+                tokens_before: self.tokens_before,
+                tokens_after,
+                over_budget: tokens_after > compactor.budget,
+                summary_truncated: false,
+                prefix_tokens,
+                report: self.report,
+            });
+        }
+        let summary = summary.into();
         let fold = self.fold();
         // Identifiers the kept turns hold verbatim need no entry.
         let kept =
@@ -301,7 +334,7 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
         };
         let fitted = fold.complete(
             &compactor.policy,
-            summary.into(),
+            summary.clone(),
             &held,
             self.summary_limit,
             &compactor.counter,
@@ -309,11 +342,6 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
         let (message, summary_tokens) = self.summary_message(&fitted.body, fitted.tokens);
         let summary_truncated = fitted.truncated;
         let prose_allowance = fold.allowance;
-        // The report shares the candidates (the plan is done with them).
-        let candidates = self.fold.into_inner().map(|f| f.entries).unwrap_or_default();
-        let mut report = self.report;
-        report.prose_allowance = prose_allowance;
-        report.ledger = Listed::new(candidates, fitted.listed, fitted.dropped);
         let tokens_after = self.fixed_tokens.saturating_add(summary_tokens);
         let over_budget = tokens_after > compactor.budget;
         if over_budget && compactor.strict {
@@ -322,11 +350,14 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
                 required: tokens_after,
             });
         }
-        let cut = report.cut;
-        let mut out = Vec::with_capacity(report.hoisted.len() + 1 + self.messages.len() - cut);
-        out.extend(report.hoisted.iter().map(|&i| self.messages[i].clone()));
-        out.push(message);
-        out.extend_from_slice(&self.messages[cut..]);
+        self.record(Some(&message), Some(summary));
+        let out = self.output(message);
+        let prefix_tokens = self.prefix_tokens(&out, summary_tokens);
+        // The report shares the candidates (the plan is done with them).
+        let candidates = self.fold.into_inner().map(|f| f.entries).unwrap_or_default();
+        let mut report = self.report;
+        report.prose_allowance = prose_allowance;
+        report.ledger = Listed::new(candidates, fitted.listed, fitted.dropped);
         Ok(Compaction {
             messages: Cow::Owned(out),
             summarized: true,
@@ -334,8 +365,87 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
             tokens_after,
             over_budget,
             summary_truncated,
+            prefix_tokens,
             report,
         })
+    }
+
+    /// The output around the summary `message`: the hoisted messages, the
+    /// summary, the kept part.
+    fn output(&self, message: Message) -> Vec<Message> {
+        let (report, cut) = (&self.report, self.report.cut);
+        let mut out = Vec::with_capacity(report.hoisted.len() + 1 + self.messages.len() - cut);
+        out.extend(report.hoisted.iter().map(|&i| self.messages[i].clone()));
+        out.push(message);
+        out.extend_from_slice(&self.messages[cut..]);
+        out
+    }
+
+    /// Records a new fold (or a clearing) in the cache, for clients that
+    /// resend their whole transcript (rule 10).
+    fn record(&self, message: Option<&Message>, summary: Option<String>) {
+        #[cfg(feature = "cache")]
+        if self.report.prefix == Prefix::Rewritten && self.compactor.cache.is_some() {
+            let cut = self.report.cut;
+            let cleared = (self.report.cleared.iter())
+                .filter(|&&i| i >= cut)
+                .map(|&i| (i, self.messages[i].clone()))
+                .collect();
+            let step = super::step::Recorded {
+                cut: if message.is_some() { cut } else { 0 },
+                message: message.cloned(),
+                summary,
+                cleared,
+            };
+            if step.message.is_some() || !step.cleared.is_empty() {
+                self.compactor.record(self.source, &step);
+            }
+        }
+        #[cfg(not(feature = "cache"))]
+        let _ = (message, summary);
+    }
+
+    /// Tokens of the output's prefix that the client's previous request
+    /// sent too (see [`Compaction::prefix_tokens`]); `summary_tokens`: the
+    /// summary message's, which `out` holds after the hoisted messages
+    /// when the plan folds.
+    fn prefix_tokens(&self, out: &[Message], summary_tokens: usize) -> usize {
+        let report = &self.report;
+        let counter = &self.compactor.counter;
+        let folds = self.folds();
+        // Output message `k`'s tokens, as counted for the plan.
+        let tokens = |k: usize| {
+            let at = match (folds, k.cmp(&report.hoisted.len())) {
+                (false, _) => Some(k),
+                (true, std::cmp::Ordering::Less) => report.hoisted.get(k).copied(),
+                (true, std::cmp::Ordering::Equal) => return summary_tokens,
+                (true, std::cmp::Ordering::Greater) => Some(report.cut + k - report.hoisted.len() - 1),
+            };
+            match at
+                .filter(|i| !report.cleared.contains(i))
+                .and_then(|i| report.tokens(i))
+            {
+                Some(t) => t,
+                None => counter.count_message(&out[k]),
+            }
+        };
+        let kept = match report.prefix {
+            // A new fold: only the messages before the first it changed.
+            Prefix::Rewritten => (out.iter().zip(self.source)).take_while(|(a, b)| a == b).count(),
+            // Everything before the latest exchange: the newest unit, and
+            // the model's answer before it.
+            Prefix::Unchanged | Prefix::Replayed => {
+                let callers = crate::fold::units::callers(out);
+                let newest = (crate::fold::units::Backward::new(out, &callers, 0))
+                    .next()
+                    .map_or(0, |unit| unit.start);
+                let answered = newest
+                    .checked_sub(1)
+                    .filter(|&k| out[k].role == crate::message::Role::Assistant && !out[k].makes_calls());
+                answered.unwrap_or(newest)
+            }
+        };
+        (0..kept).map(tokens).fold(0, usize::saturating_add)
     }
 }
 

@@ -3,9 +3,8 @@
 use std::borrow::Cow;
 use std::sync::OnceLock;
 
-#[cfg(feature = "cache")]
-use super::reuse::CutAt;
-use super::{Compactor, Counts, CutReason, Plan, Tokens};
+use super::plan::Reuse;
+use super::{Compactor, Counts, CutReason, Plan, Prefix, Tokens};
 use crate::count::TokenCounter;
 use crate::error::{Error, Result};
 use crate::fold::units::{self, Stop};
@@ -20,11 +19,18 @@ impl<C: TokenCounter> Compactor<C> {
     /// [`Error::BudgetUnreachable`] in strict mode when the budget cannot be met.
     pub fn plan<'a, 'c>(&'c self, messages: &'a [Message]) -> Result<Plan<'a, 'c, C>> {
         self.validate()?;
+        let plan = self.decide(messages, Prior::LookUp)?;
+        // Tool results are cleared at a fold, in one batch: never while the
+        // history fits, nor while a recorded fold is replayed.
         let Some(clearing) = &self.clear_tool_results else {
-            return self.decide(messages);
+            return Ok(plan);
         };
+        if plan.report.reason == CutReason::Fits || plan.frozen.is_some() {
+            return Ok(plan);
+        }
+        let prior = plan.reuse.filter(|_| plan.report.reason != CutReason::NoGain);
         let Some((cleared, indices)) = clearing.clear(messages, &self.counter) else {
-            return self.decide(messages);
+            return self.decide(messages, Prior::Found(prior));
         };
         // The plan is made on the cleared history, which it then owns.
         let Plan {
@@ -37,10 +43,12 @@ impl<C: TokenCounter> Compactor<C> {
             #[cfg(feature = "cache")]
             chains,
             ..
-        } = self.decide(&cleared)?;
+        } = self.decide(&cleared, Prior::Found(prior))?;
         report.cleared = indices;
+        report.prefix = Prefix::Rewritten;
         Ok(Plan {
             messages: Cow::<'a, [Message]>::Owned(cleared),
+            source: messages,
             compactor: self,
             report,
             tokens_before,
@@ -48,6 +56,7 @@ impl<C: TokenCounter> Compactor<C> {
             summary_limit,
             fold: OnceLock::new(),
             reuse,
+            frozen: None,
             chunks,
             #[cfg(feature = "cache")]
             chains,
@@ -57,7 +66,7 @@ impl<C: TokenCounter> Compactor<C> {
     /// [`plan`](Self::plan) on the history as it is (after any clearing), in
     /// four phases: scan the headers, prove the history over budget, walk
     /// back over the kept part, decide the summary's allowance.
-    fn decide<'a, 'c>(&'c self, messages: &'a [Message]) -> Result<Plan<'a, 'c, C>> {
+    fn decide<'a, 'c>(&'c self, messages: &'a [Message], prior: Prior) -> Result<Plan<'a, 'c, C>> {
         let counter = &self.counter;
         let n = messages.len();
         let mut counts = Counts::new(n);
@@ -75,6 +84,32 @@ impl<C: TokenCounter> Compactor<C> {
             return Ok(plan);
         }
 
+        // A fold the cache recorded is replayed while it fits (rule 10);
+        // when it no longer does, the next fold extends its summary.
+        #[cfg_attr(not(feature = "cache"), allow(unused_mut))]
+        let mut prior = match prior {
+            Prior::Found(reuse) => reuse,
+            Prior::LookUp => None,
+        };
+        #[cfg(feature = "cache")]
+        if let (Some(cache), true) = (&self.cache, headers.summaries.is_empty()) {
+            if let Some((_, step)) = self.recorded(messages, &headers.callers, &mut count, cache) {
+                match self.replay(
+                    messages,
+                    (&headers.pinned_at, &headers.callers),
+                    step,
+                    before,
+                    &mut count,
+                ) {
+                    Ok(mut replayed) => {
+                        replayed.report.counts = counts;
+                        return Ok(replayed);
+                    }
+                    Err(reuse) => prior = reuse,
+                }
+            }
+        }
+
         // Only what follows the last previous summary is a candidate to keep.
         let after = headers.summaries.last().map_or(0, |i| i + 1);
         let pinned = headers
@@ -89,11 +124,15 @@ impl<C: TokenCounter> Compactor<C> {
         let room = match self.budget_as_trigger {
             // Only `keep_recent` bounds the kept part.
             true => usize::MAX,
-            false => self.budget.saturating_sub(fixed).saturating_sub(min_summary),
+            // A fold takes the history down to its target (rule 10).
+            false => (self.effective_fold_to())
+                .saturating_sub(fixed)
+                .saturating_sub(min_summary),
         };
 
         let walk = self.walk_kept(messages, &headers.callers, after, room, &mut count);
-        let start = self.place_cut(&mut plan, &headers, &walk, (after, room), &mut count);
+        let start = self.place_cut(&mut plan, &headers, &walk, prior);
+        plan.report.prefix = Prefix::Rewritten;
         // Before the cut: hoisted pinned messages, previous summaries, the rest folded.
         plan.report.hoisted = headers.pinned_at.into_iter().take_while(|&i| i < start).collect();
         plan.report.previous = headers.summaries;
@@ -117,17 +156,15 @@ impl<C: TokenCounter> Compactor<C> {
     }
 
     /// Where the plan cuts: where the walk stopped, and why; with a cache,
-    /// a cut it has a summary for may be kept instead, and otherwise the
-    /// longest cached prefix is extended. `(after, room)` are the walk's
-    /// (see [`walk_kept`](Self::walk_kept)).
+    /// the summary it extends: `prior`, a recorded fold's, or else the
+    /// newest cached summary of a prefix up to the cut.
     #[cfg_attr(not(feature = "cache"), allow(unused_variables))]
     fn place_cut(
         &self,
         plan: &mut Plan<'_, '_, C>,
         headers: &Headers,
         walk: &Walk,
-        (after, room): (usize, usize),
-        count: &mut dyn FnMut(usize) -> usize,
+        prior: Option<Reuse>,
     ) -> usize {
         let start = walk.cut.start;
         plan.report.cut = start;
@@ -140,17 +177,13 @@ impl<C: TokenCounter> Compactor<C> {
         #[cfg(feature = "cache")]
         if let Some(cache) = self.cache.as_ref().filter(|_| headers.summaries.is_empty()) {
             let messages = plan.messages.as_ref();
-            let cut = CutAt { after, start, room };
-            let (reused_at, reuse, chains) = self.reuse(messages, &headers.callers, cut, count, cache);
+            let (reuse, chains) = match prior.filter(|r| r.at <= start) {
+                Some(prior) => (Some(prior), Vec::new()),
+                None => self.reuse(messages, &headers.callers, start, cache),
+            };
             plan.report.reused = reuse.as_ref().map(|r| r.at);
             plan.reuse = reuse;
             plan.chains = chains;
-            if reused_at != start {
-                plan.report.cut = reused_at;
-                plan.report.aligned_from = None;
-                plan.report.reason = CutReason::Reused;
-                return reused_at;
-            }
         }
         start
     }
@@ -289,9 +322,14 @@ impl<C: TokenCounter> Compactor<C> {
                 false => Ok(None),
             };
         }
+        let least = summary_overhead.saturating_add(self.policy.min_summary_tokens);
         let room = match reachable {
-            true => self.budget.saturating_sub(plan.fixed_tokens),
-            false => summary_overhead.saturating_add(self.policy.min_summary_tokens),
+            // Up to the fold target, or the least summary within the budget.
+            true => (self.effective_fold_to())
+                .max(plan.fixed_tokens.saturating_add(least))
+                .min(self.budget)
+                .saturating_sub(plan.fixed_tokens),
+            false => least,
         };
         plan.report.allowance = self.policy.cap(room.saturating_sub(summary_overhead));
         plan.summary_limit = summary_overhead.saturating_add(plan.report.allowance);
@@ -417,4 +455,14 @@ impl KeptTokens {
         }
         Ok(next)
     }
+}
+
+/// What the planner knows of a fold the cache recorded.
+#[derive(Debug)]
+enum Prior {
+    /// Nothing yet: look it up (with a cache).
+    LookUp,
+    /// Looked up already (on the history before clearing): the summary the
+    /// next fold extends, if any.
+    Found(Option<Reuse>),
 }

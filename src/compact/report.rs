@@ -36,13 +36,56 @@ pub enum CutReason {
     Budget,
     /// Every turn after the previous summary (or from the start) is kept.
     Start,
-    /// The cache has a summary of exactly the messages before this cut, and
-    /// keeping them stays within `keep_recent_max` and the budget.
+    /// The cache recorded a fold at this cut, and replaying it (its summary
+    /// message as rendered, then every message from the cut on) fits the
+    /// budget (rule 10).
     Reused,
     /// The budget is unreachable (the system messages and the latest turn
     /// do not fit beside a minimal summary), and a summary would take as
     /// many tokens as what it folds: the history is kept whole.
     NoGain,
+}
+
+/// What a compaction did to the start of the prompt, which providers bill
+/// at a tenth of its price when it repeats the previous request's (rule 10).
+///
+/// # Examples
+///
+/// ```
+/// use chatfold::{Compactor, Extractive, Message, Prefix};
+///
+/// let compactor = Compactor::new(300).fold_to(150);
+/// let history: Vec<Message> = (0..60).map(|i| Message::user(format!("turn number {i}"))).collect();
+/// let folded = compactor.compact(&history, &Extractive::new())?;
+/// assert_eq!(folded.report.prefix(), Prefix::Rewritten);
+/// let mut next = folded.messages.into_owned();
+/// next.push(Message::user("and one more"));
+/// let appended = compactor.compact(&next, &Extractive::new())?;
+/// assert_eq!(appended.report.prefix(), Prefix::Unchanged);
+/// assert!(appended.report.prefix_kept());
+/// # Ok::<(), chatfold::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Prefix {
+    /// Nothing was folded: the history goes as it came.
+    Unchanged,
+    /// A fold the cache recorded was replayed: the same summary message,
+    /// then every message from its cut on.
+    Replayed,
+    /// A new fold (or a clearing of tool results): the prompt is rewritten
+    /// after the messages before the summary.
+    Rewritten,
+}
+
+impl fmt::Display for Prefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Prefix::Unchanged => "unchanged",
+            Prefix::Replayed => "replayed",
+            Prefix::Rewritten => "rewritten",
+        })
+    }
 }
 
 /// A count of tokens: exact, or a lower bound where counting stopped once it
@@ -207,6 +250,14 @@ pub struct Compaction<'a> {
     pub over_budget: bool,
     /// Whether the summary was cut to fit its allowance.
     pub summary_truncated: bool,
+    /// Tokens of the output's start that the client's previous request
+    /// sent too, and a provider serves from its prompt cache: for a new
+    /// fold, the messages before the first it changed; otherwise everything
+    /// before the latest exchange (the newest unit, and the model's answer
+    /// right before it), on the assumption that the client sent the same
+    /// conversation one exchange shorter before. Against
+    /// [`tokens_after`](Self::tokens_after), the cache-hit share to expect.
+    pub prefix_tokens: usize,
     /// What happened to each input message, and why.
     pub report: Report,
 }
@@ -220,7 +271,7 @@ pub struct Compaction<'a> {
 ///
 /// let mut history = vec![Message::system("Be brief.")];
 /// history.extend((0..40).map(|i| Message::user(format!("message number {i}"))));
-/// let result = Compactor::new(100).compact(&history, &|_: &SummaryRequest<'_>| {
+/// let result = Compactor::new(100).fold_to(100).compact(&history, &|_: &SummaryRequest<'_>| {
 ///     Ok::<_, std::convert::Infallible>("forty numbered messages".to_owned())
 /// })?;
 /// let report = &result.report;
@@ -248,9 +299,21 @@ pub struct Report {
     pub(super) cleared: Vec<usize>,
     pub(super) reused: Option<usize>,
     pub(super) folds: usize,
+    pub(super) prefix: Prefix,
 }
 
 impl Report {
+    /// What the compaction did to the start of the prompt.
+    pub fn prefix(&self) -> Prefix {
+        self.prefix
+    }
+
+    /// Whether the output starts as the previous request's did (nothing
+    /// folded, or a recorded fold replayed): not a new fold.
+    pub fn prefix_kept(&self) -> bool {
+        self.prefix != Prefix::Rewritten
+    }
+
     /// How many leading messages a cached summary covered, when one was
     /// reused (equal to [`cut`](Self::cut) when no summarizer ran).
     pub fn reused(&self) -> Option<usize> {

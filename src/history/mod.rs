@@ -11,9 +11,12 @@ use serde_json::{Map, Value};
 use crate::error::{Error, FormatMark, InputError, JsonError, Result};
 use crate::message::{Message, Role};
 
+mod breakpoints;
 mod convert;
 mod format;
 mod stream;
+
+pub use breakpoints::{Breakpoints, MAX_BREAKPOINTS};
 
 use format::System;
 pub use format::{Format, Placement};

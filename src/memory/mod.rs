@@ -274,9 +274,12 @@ pub struct Settings<S = Discard, C = Heuristic> {
     /// The buffer's budget in tokens.
     pub max_tokens: usize,
     /// Where a fold brings the buffer down to once it passes `max_tokens`:
-    /// `None` (the default, rollmem's behaviour) just under `max_tokens`,
-    /// so a full buffer folds on almost every add; lower, the summarizer
-    /// runs once per several turns, each time on more of them.
+    /// `None` (the default) half of `max_tokens`, as the compactor's
+    /// [fold target](crate::Compactor::fold_to), so the summarizer runs once
+    /// per several turns and the context keeps its prefix (the summary
+    /// message, the buffer's first turns) between folds, which providers
+    /// bill at a tenth. `max_tokens` is rollmem's behaviour: a full buffer
+    /// folds on almost every add, rewriting the prompt each time.
     pub low_water_tokens: Option<usize>,
     /// Folds what leaves the buffer into the summary; `None`: it is dropped.
     pub summarizer: Option<S>,
@@ -380,7 +383,7 @@ impl<S, C> Settings<S, C> {
     /// for i in 0..60 {
     ///     memory.add_user(format!("turn number {i} of the conversation"))?;
     /// }
-    /// assert!(calls.get() <= 12); // without low_water: one fold on almost every add
+    /// assert!(calls.get() <= 12); // with low_water(100): one fold on almost every add
     /// # Ok::<(), chatfold::Error>(())
     /// ```
     pub fn low_water(mut self, tokens: usize) -> Self {
@@ -388,9 +391,11 @@ impl<S, C> Settings<S, C> {
         self
     }
 
-    /// The buffer's tokens after a fold: `low_water_tokens`, else `max_tokens`.
+    /// The buffer's tokens after a fold: `low_water_tokens`, else half of
+    /// `max_tokens` (as [`Compactor::effective_fold_to`](crate::Compactor::effective_fold_to)).
     pub(crate) fn fold_to(&self) -> usize {
-        self.low_water_tokens.unwrap_or(self.max_tokens)
+        let half = crate::Compactor::new(self.max_tokens).effective_fold_to();
+        self.low_water_tokens.unwrap_or(half.max(1))
     }
 
     /// The summarizer's allowance: the policy's cap, else `max_tokens`.

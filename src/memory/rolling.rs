@@ -184,8 +184,9 @@ impl<S: Summarizer, C: TokenCounter> Remember for RollingMemory<S, C> {
 ///     }
 ///     Ok::<(), chatfold::Error>(())
 /// })?;
-/// assert_eq!(memory.summary(), "1 older turns");
-/// assert_eq!(memory.buffer().len(), 2);
+/// // Past 20 tokens, folded down to 10 (half): one call for two turns.
+/// assert_eq!(memory.summary(), "2 older turns");
+/// assert_eq!(memory.buffer().len(), 1);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]

@@ -276,7 +276,7 @@ pub(super) fn cut_of(input: &[Message], out: &[Message], s: usize) -> Option<usi
 /// use chatfold::{Compactor, Extractive, Message};
 ///
 /// let history: Vec<Message> = (0..30).map(|i| Message::user(format!("turn {i}"))).collect();
-/// let compactor = Compactor::new(60);
+/// let compactor = Compactor::new(60).fold_to(60);
 /// let mut result = compactor.compact(&history, &Extractive::new())?;
 /// assert!(check_compaction(&history, &result, &compactor).is_ok());
 ///

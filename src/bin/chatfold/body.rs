@@ -2,7 +2,7 @@
 //! `compact` and `serve` share, from a history read in its format to the
 //! bytes written back.
 
-use chatfold::{Compaction, Compactor, History, NamedCounter, Plan};
+use chatfold::{Breakpoints, Compaction, Compactor, History, NamedCounter, Plan};
 
 use crate::{Failure, exit, io, messages};
 
@@ -24,7 +24,13 @@ pub(crate) fn plan<'a, 'c>(
 }
 
 /// A compaction's messages written back into the body (or array) they
-/// came in, as JSON.
-pub(crate) fn written(history: &History, result: &Compaction<'_>, pretty: bool) -> Result<Vec<u8>, Failure> {
-    io::to_json(&history.to_json_with(&result.messages), pretty)
+/// came in, as JSON, the summary given a cache breakpoint as `breakpoints`
+/// says.
+pub(crate) fn written(
+    history: &History,
+    result: &Compaction<'_>,
+    breakpoints: Breakpoints,
+    pretty: bool,
+) -> Result<Vec<u8>, Failure> {
+    io::to_json(&history.to_json_compacted(result, breakpoints), pretty)
 }

@@ -54,8 +54,8 @@ pub(crate) fn compact(all: &CompactArgs) -> Result<(), Failure> {
     warn_unanswered(&input);
     let summarizer = Chosen::new(summarize, counter)?;
     let result = plan.compact(&summarizer)?;
-    let output = if result.summarized {
-        body::written(history, &result, pretty)?
+    let output = if matches!(result.messages, std::borrow::Cow::Owned(_)) {
+        body::written(history, &result, args.fold.cache_breakpoints, pretty)?
     } else {
         // Unchanged: the input goes back byte for byte.
         io::unchanged(&input, pretty)?

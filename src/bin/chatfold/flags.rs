@@ -172,25 +172,65 @@ pub(crate) struct FoldArgs {
     /// folded in chunks, each extending the previous chunk's summary.
     #[arg(long, value_name = "TOKENS")]
     pub(crate) max_fold_input_tokens: Option<usize>,
+    /// A history over the budget is folded down to this (tokens, or a share
+    /// of the budget: 50%), so that later turns are appended to an unchanged
+    /// prefix, which providers bill at a tenth, until the budget is passed
+    /// again (default: 50%; the budget itself folds on nearly every request).
+    #[arg(long, value_name = "TOKENS|PERCENT%", value_parser = fold_to)]
+    pub(crate) fold_to: Option<FoldTo>,
+    /// On an Anthropic request that uses cache_control: auto puts a
+    /// breakpoint on the summary block (within the API's limit of 4), never
+    /// leaves the breakpoints as they are.
+    #[arg(long, value_name = "auto|never", default_value = "auto")]
+    pub(crate) cache_breakpoints: chatfold::Breakpoints,
+}
+
+/// `--fold-to`: tokens, or a share of each request's budget.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FoldTo {
+    /// This many tokens (at most the budget).
+    Tokens(usize),
+    /// This share of the budget, in percent.
+    Percent(u8),
+}
+
+impl FoldTo {
+    /// The fold target for `budget`.
+    pub(crate) fn tokens(self, budget: usize) -> usize {
+        match self {
+            FoldTo::Tokens(n) => n.min(budget),
+            FoldTo::Percent(p) => (budget as u128 * u128::from(p) / 100) as usize,
+        }
+        .max(1)
+    }
+}
+
+fn fold_to(text: &str) -> Result<FoldTo, String> {
+    let bad = || format!("{text:?} is neither a number of tokens nor a percentage (1% to 100%)");
+    match text.trim().strip_suffix('%') {
+        Some(p) => (p.trim().parse::<u8>().ok())
+            .filter(|p| (1..=100).contains(p))
+            .map(FoldTo::Percent)
+            .ok_or_else(bad),
+        None => (text.trim().parse::<usize>().ok())
+            .filter(|&n| n > 0)
+            .map(FoldTo::Tokens)
+            .ok_or_else(bad),
+    }
 }
 
 /// Where `compact` keeps summaries between runs.
 #[derive(Args, Debug)]
 pub(crate) struct CacheArgs {
-    /// Keep summaries in this folder and reuse them: a client that sends its
-    /// whole transcript each time then costs a summarizer call only every
-    /// few requests.
+    /// Keep summaries and folds in this folder: a client that sends its
+    /// whole transcript each time then gets the last fold replayed, the
+    /// same prefix, until the budget is passed again.
     #[arg(long, value_name = "DIR", conflicts_with = "cache_redis")]
     pub(crate) cache_dir: Option<PathBuf>,
     /// Keep summaries in Redis (redis://host[:port][/db]), shared by every
     /// process that uses it.
     #[arg(long, value_name = "URL")]
     pub(crate) cache_redis: Option<String>,
-    /// With a cache: keep up to this many tokens of recent turns to land on a
-    /// cut whose summary is cached (default: --keep-recent plus three fifths
-    /// of the rest of the budget; set it to --keep-recent to never step).
-    #[arg(long, value_name = "TOKENS")]
-    pub(crate) keep_recent_max: Option<usize>,
 }
 
 /// What `serve` takes.

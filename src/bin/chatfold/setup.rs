@@ -42,6 +42,7 @@ pub(crate) fn folding(budget: usize, counter: NamedCounter, args: &FoldArgs) -> 
         c = c.clear_tool_results(clearing);
     }
     c.max_fold_input_tokens = args.max_fold_input_tokens;
+    c.fold_to = args.fold_to.map(|f| f.tokens(budget));
     c
 }
 
@@ -71,7 +72,5 @@ pub(crate) fn cached(
         (None, Some(url)) => Arc::new(RedisCache::new(url)?),
         (None, None) => return Ok(compactor),
     };
-    let mut compactor = compactor.cache(store, namespace(summarize));
-    compactor.keep_recent_max = args.keep_recent_max;
-    Ok(compactor)
+    Ok(compactor.cache(store, namespace(summarize)))
 }

@@ -248,6 +248,8 @@ class RollingMemory(_SyncAdds):
         return _chatfold.SyncMemory(
             "rolling",
             max_tokens=self.max_tokens,
+            # rollmem's: a full buffer folds just under max_tokens.
+            low_water=self.max_tokens,
             summarize=_summarizer(self._summarize_fn, "AsyncRollingMemory"),
             tokenizer=_counter(self._token_counter),
             counting="token_text",
@@ -300,6 +302,8 @@ class AsyncRollingMemory(_AsyncAdds):
         return _chatfold.AsyncMemory(
             "rolling",
             max_tokens=self.max_tokens,
+            # rollmem's: a full buffer folds just under max_tokens.
+            low_water=self.max_tokens,
             summarizes=self._summarize_fn is not None,
             tokenizer=_counter(self._token_counter),
             counting="token_text",

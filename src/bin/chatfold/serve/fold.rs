@@ -24,9 +24,13 @@ use crate::{body, io};
 /// What the fold step works with: the compactor every request's is cloned
 /// from, the summarizer and its stand-in, the cache, the folds in flight.
 pub(crate) struct Folding {
-    /// The compactor every request's is cloned from (its budget and cache
-    /// set per request).
+    /// The compactor every request's is cloned from (its budget, fold
+    /// target and cache set per request).
     pub(crate) base: Compactor<NamedCounter>,
+    /// The fold target, for each request's budget.
+    pub(crate) fold_to: Option<crate::flags::FoldTo>,
+    /// Whether a summary block gets a cache breakpoint.
+    pub(crate) breakpoints: chatfold::Breakpoints,
     /// How a request's budget is found.
     pub(crate) budgets: Budgets,
     /// The configured summarizer.
@@ -46,13 +50,20 @@ pub(crate) struct Folding {
 }
 
 impl Folding {
+    /// The base compactor for `budget`, with its fold target.
+    fn at(&self, budget: usize) -> Compactor<NamedCounter> {
+        let mut compactor = self.base.clone();
+        compactor.budget = budget;
+        compactor.fold_to = self.fold_to.map(|f| f.tokens(budget));
+        compactor
+    }
+
     /// The compactor for a body that folds: `budget`, the tenant's cache
     /// under `namespace`, and every message counted, so that the tokens
     /// before (headers, log, metrics) are exact (a history that comes back
     /// every turn is counted from `Tiktoken`'s remembered counts).
     fn compactor(&self, budget: usize, namespace: &str) -> Compactor<NamedCounter> {
-        let mut compactor = self.base.clone();
-        compactor.budget = budget;
+        let mut compactor = self.at(budget);
         compactor.count_all = true;
         compactor.cache(Arc::clone(&self.cache), namespace)
     }
@@ -88,6 +99,9 @@ pub(crate) struct Outcome {
     pub(crate) fallback: Option<String>,
     /// The configured summarizer's calls made for it.
     pub(crate) calls: Calls,
+    /// What the history's prefix went through, and the tokens of it that
+    /// the client's previous request sent too (when it was counted).
+    pub(crate) prefix: Option<(chatfold::Prefix, usize)>,
 }
 
 /// The configured summarizer's calls for one request.
@@ -208,11 +222,10 @@ impl Folding {
             Ok(read) => read,
             Err(answer) => return Some(*answer),
         };
-        let mut compactor = self.base.clone();
-        compactor.budget = read.budget;
+        let mut compactor = self.at(read.budget);
         match body::plan(&mut compactor, &read.history) {
             Err(failure) => Some(Err(refused(failure))),
-            Ok(plan) if !plan.folds() => Some(unchanged(plan, read.pass)),
+            Ok(plan) if !plan.changes() => Some(unchanged(plan, read.pass)),
             Ok(_) => None,
         }
     }
@@ -242,7 +255,7 @@ impl Folding {
         let namespace = format!("{tenant} {}", self.summarizer_name);
         let mut compactor = self.compactor(budget, &namespace);
         let plan = body::plan(&mut compactor, &history).map_err(refused)?;
-        if !plan.folds() {
+        if !plan.changes() {
             return unchanged(plan, pass);
         }
         let guarded = Guarded {
@@ -268,11 +281,12 @@ impl Folding {
         };
         let calls = guarded.calls();
         let hit = calls.made + calls.waited == 0 && fallback.is_none();
-        let written = body::written(&history, &result, false).map_err(refused)?;
+        let written = body::written(&history, &result, self.breakpoints, false).map_err(refused)?;
         Ok(Folded {
             body: Some(written),
             outcome: Outcome {
-                summarized: true,
+                summarized: result.summarized,
+                prefix: Some((result.report.prefix(), result.prefix_tokens)),
                 tokens: Some((result.tokens_before.get(), result.tokens_after)),
                 over_budget: result.over_budget,
                 cache: if hit { "hit" } else { "miss" },
@@ -364,6 +378,7 @@ fn unchanged(plan: chatfold::Plan<'_, '_, NamedCounter>, pass: Outcome) -> Resul
         body: None,
         outcome: Outcome {
             tokens: Some((result.tokens_before.get(), result.tokens_after)),
+            prefix: Some((result.report.prefix(), result.prefix_tokens)),
             // Nothing could be folded, and what must stay does not fit.
             over_budget: result.over_budget,
             ..pass

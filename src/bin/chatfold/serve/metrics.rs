@@ -37,6 +37,13 @@ pub(crate) struct Metrics {
     cache_misses: AtomicU64,
     /// Summarizer calls that waited for the same fold, in flight elsewhere.
     flight_waits: AtomicU64,
+    /// Tokens of chat requests' histories sent upstream (compacted or not).
+    tokens_sent: AtomicU64,
+    /// Of which the previous request of the same client sent too: the
+    /// prefix a provider serves from its prompt cache.
+    prefix_tokens: AtomicU64,
+    /// Requests whose prefix a new fold rewrote.
+    prefix_rewrites: AtomicU64,
     /// Added latency: counts per bucket (the last is +Inf), and the sum in
     /// nanoseconds.
     latency: [AtomicU64; BUCKETS.len() + 1],
@@ -71,6 +78,13 @@ impl Metrics {
         add(&self.summarizer_calls, calls.made);
         add(&self.summarizer_failures, calls.failed);
         add(&self.flight_waits, calls.waited);
+        if let (Some((prefix, kept)), Some((_, sent))) = (outcome.prefix, outcome.tokens) {
+            add(&self.tokens_sent, sent as u64);
+            add(&self.prefix_tokens, kept as u64);
+            if prefix == chatfold::Prefix::Rewritten {
+                bump(&self.prefix_rewrites);
+            }
+        }
         if !outcome.summarized {
             return;
         }
@@ -114,7 +128,7 @@ impl Metrics {
     }
 
     /// The plain counters: their names, help and values.
-    fn counters(&self) -> [(&'static str, &'static str, &AtomicU64); 9] {
+    fn counters(&self) -> [(&'static str, &'static str, &AtomicU64); 12] {
         [
             (
                 "compacted_requests_total",
@@ -155,6 +169,21 @@ impl Metrics {
                 "cache_misses_total",
                 "Compactions that called a summarizer.",
                 &self.cache_misses,
+            ),
+            (
+                "tokens_sent_total",
+                "Tokens of chat requests' histories sent upstream, compacted or not.",
+                &self.tokens_sent,
+            ),
+            (
+                "prefix_tokens_total",
+                "Of those, the tokens the same client's previous request sent too: the prompt cache's expected hits.",
+                &self.prefix_tokens,
+            ),
+            (
+                "prefix_rewrites_total",
+                "Requests whose prompt prefix a new fold rewrote.",
+                &self.prefix_rewrites,
             ),
             (
                 "singleflight_waits_total",

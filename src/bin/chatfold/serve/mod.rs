@@ -105,6 +105,8 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), Failure> {
     let secret = tenant::secret(secret_flag.as_deref());
     let folding = fold::Folding {
         base: setup::folding(1, counter, &args.fold),
+        fold_to: args.fold.fold_to,
+        breakpoints: args.fold.cache_breakpoints,
         budgets: config.budgets.clone(),
         summarizer,
         summarizer_name: setup::namespace(&args.summarize),

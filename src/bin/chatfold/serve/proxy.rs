@@ -351,6 +351,15 @@ fn ours(headers: &mut hyper::HeaderMap, folded: &Outcome) {
         headers.insert("x-chatfold-tokens-before", before.into());
         headers.insert("x-chatfold-tokens-after", after.into());
     }
+    if let Some((prefix, tokens)) = folded.prefix {
+        let kept = if prefix == chatfold::Prefix::Rewritten {
+            "rewritten"
+        } else {
+            "kept"
+        };
+        headers.insert("x-chatfold-prefix", HeaderValue::from_static(kept));
+        headers.insert("x-chatfold-prefix-tokens", tokens.into());
+    }
     let summarized = if folded.summarized { "true" } else { "false" };
     headers.insert("x-chatfold-summarized", HeaderValue::from_static(summarized));
     headers.insert("x-chatfold-cache", HeaderValue::from_static(folded.cache));
