@@ -9,8 +9,10 @@ export type Messages = Message[] | Record<string, unknown>
 export type Tokenizer = 'o200k_base' | 'cl100k_base' | 'heuristic' | (string & {}) | ((text: string) => number)
 
 export interface CompactorOptions {
-  /** Tokens of recent turns kept verbatim (default: half the budget). */
+  /** Tokens of recent turns kept verbatim (default: half the fold target). */
   keepRecent?: number
+  /** A history over the budget is folded down to this many tokens, so later turns extend an unchanged prefix, which providers bill at a tenth (default: half the budget). */
+  foldTo?: number
   /** How tokens are counted (default `'o200k_base'`). */
   tokenizer?: Tokenizer
   /** Read the input as this format (default: as the body says; `'ai-sdk'`: a list of the AI SDK's `ModelMessage`). */
@@ -102,6 +104,7 @@ export class Compactor {
   constructor(budget: number, options?: CompactorOptions)
   readonly budget: number
   readonly keepRecent: number
+  readonly foldTo: number
   count(messages: Messages): number
   compact(messages: Messages, summarize?: SyncSummarizer): Compaction
   compactAsync(messages: Messages, summarize?: AsyncSummarizerFn): Promise<Compaction>

@@ -198,14 +198,15 @@ function asFunction(summarize) {
 }
 
 const OPTIONS = [
-  'keepRecent', 'tokenizer', 'format', 'strict', 'summaryRole', 'summaryPrefix',
+  'keepRecent', 'foldTo', 'tokenizer', 'format', 'strict', 'summaryRole', 'summaryPrefix',
   'minSummaryTokens', 'maxSummaryTokens', 'ledger', 'maxFoldInputTokens', 'pinQuestion', 'reuse',
 ]
 
 /**
  * Keeps a chat history inside `budget` tokens: system messages and the most
- * recent turns (`keepRecent` tokens, half the budget by default) verbatim,
- * the older middle folded into one summary message.
+ * recent turns (`keepRecent` tokens, half the fold target by default)
+ * verbatim, the older middle folded into one summary message; a history over
+ * the budget is folded down to `foldTo` tokens (half the budget by default).
  */
 class Compactor {
   #native
@@ -243,6 +244,11 @@ class Compactor {
   /** Tokens of recent turns kept verbatim. */
   get keepRecent() {
     return this.#native.keepRecent
+  }
+
+  /** Where a history over the budget is folded down to. */
+  get foldTo() {
+    return this.#native.foldTo
   }
 
   /** Tokens of `messages` as the budget measures them. */

@@ -166,7 +166,8 @@ function summarizationMiddleware(options = {}) {
     if (pinned >= 0) stand[pinned] = { ...stand[pinned], role: 'developer' }
     const settings = { tokenizer, summaryRole: 'user', summaryPrefix: prefix, ledger, maxFoldInputTokens: trimTokensToSummarize ?? undefined }
     if (maxSummaryTokens !== undefined) settings.maxSummaryTokens = maxSummaryTokens
-    const core = (budget, keepRecent) => new Compactor(Math.max(1, budget), { ...settings, keepRecent: Math.max(0, Math.min(keepRecent, Math.max(1, budget))) })
+    // Folding to the budget itself: the framework's trigger and keep already fold in steps.
+    const core = (budget, keepRecent) => new Compactor(Math.max(1, budget), { ...settings, foldTo: Math.max(1, budget), keepRecent: Math.max(0, Math.min(keepRecent, Math.max(1, budget))) })
     const counter = core(1 << 30, 0)
     const coreTokens = (from) => (from < stand.length ? counter.count(stand.slice(from)) : 0)
     const whole = coreTokens(0)

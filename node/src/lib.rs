@@ -61,6 +61,7 @@ impl<T> OrJs<T> for chatfold::Result<T> {
 #[napi(object)]
 pub struct CompactorOptions {
     pub keep_recent: Option<u32>,
+    pub fold_to: Option<u32>,
     pub tokenizer: Option<String>,
     pub format: Option<String>,
     pub strict: Option<bool>,
@@ -230,6 +231,7 @@ impl NativeCompactor {
     pub fn new(budget: u32, options: Option<CompactorOptions>) -> napi::Result<Self> {
         let o = options.unwrap_or(CompactorOptions {
             keep_recent: None,
+            fold_to: None,
             tokenizer: None,
             format: None,
             strict: None,
@@ -265,6 +267,9 @@ impl NativeCompactor {
         if let Some(n) = o.max_fold_input_tokens {
             inner = inner.max_fold_input_tokens(n as usize);
         }
+        if let Some(n) = o.fold_to {
+            inner = inner.fold_to(n as usize);
+        }
         if o.reuse.unwrap_or(false) {
             // Summaries of a folded prefix, kept for the next compaction of
             // the same history (a client that resends its whole transcript).
@@ -285,10 +290,16 @@ impl NativeCompactor {
         self.inner.budget as u32
     }
 
-    /// Tokens of recent turns kept verbatim (the default: half the budget).
+    /// Tokens of recent turns kept verbatim (the default: half the fold target).
     #[napi(getter)]
     pub fn keep_recent(&self) -> u32 {
         self.inner.effective_keep_recent() as u32
+    }
+
+    /// Where a history over the budget is folded down to (the default: half the budget).
+    #[napi(getter)]
+    pub fn fold_to(&self) -> u32 {
+        self.inner.effective_fold_to() as u32
     }
 
     /// Tokens of `messages` as the budget measures them.

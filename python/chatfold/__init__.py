@@ -52,8 +52,11 @@ class Compactor(_chatfold.Compactor):
     """Keeps a chat history inside ``budget`` tokens.
 
     System messages and the most recent turns (``keep_recent`` tokens, half
-    the budget by default) stay verbatim; the older middle is folded into one
-    summary message, marked so that a later compaction rolls it forward.
+    the fold target by default) stay verbatim; the older middle is folded into
+    one summary message, marked so that a later compaction rolls it forward.
+    A history over the budget is folded down to ``fold_to`` tokens (half the
+    budget by default), so that later turns extend an unchanged prefix, which
+    providers bill at a tenth, until the budget is passed again.
     ``tokenizer`` is ``"o200k_base"`` (the default), ``"cl100k_base"``, a
     model name, ``"heuristic"`` (four characters a token), or a callable
     ``count(text) -> int``. ``format`` reads the input as ``"openai"`` or

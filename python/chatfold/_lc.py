@@ -194,8 +194,9 @@ class Folding:
         return self
 
     def compactor(self, budget: int) -> Compactor:
-        """The core's compactor for ``budget``."""
-        return Compactor(budget, min(self.keep_recent, budget), **self._settings)
+        """The core's compactor for ``budget``: folding to the budget itself,
+        as the framework's trigger and ``keep`` already fold in steps."""
+        return Compactor(budget, min(self.keep_recent, budget), fold_to=budget, **self._settings)
 
     def tries(self) -> Generator[Compactor, Compaction, Optional["Folded"]]:
         """The compactions to run, each sent back its result: a smaller

@@ -130,7 +130,7 @@ impl PyCompactor {
     #[pyo3(signature = (budget, keep_recent=None, *, tokenizer=None, format=None, strict=false,
         summary_role=None, summary_prefix=None, min_summary_tokens=None, max_summary_tokens=None,
         ledger=true, max_fold_input_tokens=None, counting="chat", budget_as_trigger=false,
-        allow_response_role=false))]
+        allow_response_role=false, fold_to=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -148,6 +148,7 @@ impl PyCompactor {
         counting: &str,
         budget_as_trigger: bool,
         allow_response_role: bool,
+        fold_to: Option<usize>,
     ) -> PyResult<Self> {
         let default = pyo3::types::PyString::new(py, "o200k_base").into_any();
         let counter = Shared(Arc::new(Counter::from_py(
@@ -174,6 +175,9 @@ impl PyCompactor {
         if let Some(n) = max_fold_input_tokens {
             inner = inner.max_fold_input_tokens(n);
         }
+        if let Some(n) = fold_to {
+            inner = inner.fold_to(n);
+        }
         // Checked now, so a bad setting fails at construction.
         detach(py, || inner.plan(&[]).map(|_| ())).py(py)?;
         Ok(PyCompactor {
@@ -189,10 +193,16 @@ impl PyCompactor {
         self.inner.budget
     }
 
-    /// Tokens of recent turns kept verbatim (the default: half the budget).
+    /// Tokens of recent turns kept verbatim (the default: half the fold target).
     #[getter]
     fn keep_recent(&self) -> usize {
         self.inner.effective_keep_recent()
+    }
+
+    /// Where a history over the budget is folded down to (the default: half the budget).
+    #[getter]
+    fn fold_to(&self) -> usize {
+        self.inner.effective_fold_to()
     }
 
     /// Tokens of `messages` as the budget measures them.
