@@ -440,6 +440,43 @@ def main():
         assert body["tools"] == TOOLS_ANTHROPIC
 
     @test
+    def anthropic_cache_breakpoints_move_to_the_summary_and_the_prefix_is_kept():
+        # The client marks an early (folded) turn, its system prompt and its
+        # latest turn; the summary takes the folded breakpoint, within 4.
+        def marked(turns):
+            messages = anthropic_history(turns)
+            messages[0]["content"] = [{"type": "text", "text": messages[0]["content"],
+                                       "cache_control": {"type": "ephemeral"}}]
+            messages[-1]["content"] = [{"type": "text", "text": messages[-1]["content"],
+                                        "cache_control": {"type": "ephemeral"}}]
+            return messages
+        system = [{"type": "text", "text": "You are an SRE assistant.", "cache_control": {"type": "ephemeral"}}]
+        raw = an.messages.with_raw_response.create(model="claude-test", max_tokens=256, system=system,
+                                                   messages=marked(30), tools=TOOLS_ANTHROPIC)
+        assert raw.headers["x-chatfold-summarized"] == "true"
+        assert raw.headers["x-chatfold-prefix"] == "rewritten"
+        _, _, first = last_seen(upstream)
+        check_anthropic_request(first)
+        summary = first["system"][-1]
+        assert summary["text"].startswith("Summary of earlier conversation")
+        assert summary["cache_control"] == {"type": "ephemeral"}
+        assert json.dumps(first).count('"cache_control"') <= 4
+        assert first["system"][0] == system[0]
+        # One exchange later: the same summary block, the prompt extended.
+        later = marked(30)
+        later[-1]["content"][0].pop("cache_control")
+        later += [{"role": "assistant", "content": "Start with host-7."},
+                  {"role": "user", "content": [{"type": "text", "text": "Why that one?",
+                                                "cache_control": {"type": "ephemeral"}}]}]
+        raw = an.messages.with_raw_response.create(model="claude-test", max_tokens=256, system=system,
+                                                   messages=later, tools=TOOLS_ANTHROPIC)
+        assert raw.headers["x-chatfold-prefix"] == "kept", raw.headers.get("x-chatfold-prefix")
+        _, _, second = last_seen(upstream)
+        assert second["system"] == first["system"]
+        kept = len(first["messages"]) - 1
+        assert second["messages"][:kept] == first["messages"][:kept]
+
+    @test
     def anthropic_over_budget_streaming():
         with an.messages.stream(model="claude-test", max_tokens=256, system="You are an SRE assistant.",
                                 messages=anthropic_history(30)) as stream:
