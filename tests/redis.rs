@@ -51,10 +51,13 @@ fn two_compactors_share_a_fold_with_a_prefix_and_a_ttl() {
     three.compact(&h, &third).unwrap();
     assert_eq!(third.calls().len(), 1);
 
+    // One fold: its summary, and the record a later request replays.
     let keys = server.command(&["KEYS", "app1:chatfold:v*"]).unwrap();
-    assert_eq!(keys, "*1", "one fold, one key");
+    assert_eq!(keys, "*2", "one fold, one summary and one record");
+    let records = server.command(&["KEYS", "app1:chatfold:v*:step:*"]).unwrap();
+    assert_eq!(records, "*1", "one fold, one record");
     let count = server.command(&["DBSIZE"]).unwrap();
-    assert_eq!(count, ":2");
+    assert_eq!(count, ":4");
 }
 
 #[test]
