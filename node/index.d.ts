@@ -72,6 +72,8 @@ export interface Report {
   ledgerDropped: string[]
   cleared: number[]
   reused: number | null
+  /** Whether the output starts as the previous request's did: nothing folded, a recorded fold replayed, or a new fold. */
+  prefix: 'unchanged' | 'replayed' | 'rewritten'
 }
 
 /** A compaction's outcome. */
@@ -84,6 +86,8 @@ export interface Compaction {
   readonly tokensAfter: number
   readonly overBudget: boolean
   readonly summaryTruncated: boolean
+  /** Tokens at the start that the previous request sent too (a provider's cache serves them): before a new fold's first change, else all before the latest exchange. */
+  readonly prefixTokens: number
   readonly report: Report
 }
 
@@ -163,6 +167,8 @@ export class TieredMemory {
     hardLimit: number,
     options?: MemoryOptions & {
       system?: Message[]
+      /** Where a fold brings the working buffer down to (default: half `softLimit`). */
+      lowWater?: number
       chunkSize?: number
       chunkTokens?: number
       fallbackTruncate?: boolean

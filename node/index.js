@@ -348,7 +348,7 @@ class Compactor {
 }
 
 const MEMORY = ['tokenizer', 'summarize', 'lowWater', 'maxSummaryTokens', 'ledger', 'summaryPrefix', 'state']
-const TIERED = ['tokenizer', 'summarize', 'maxSummaryTokens', 'ledger', 'summaryPrefix', 'state', 'system',
+const TIERED = ['tokenizer', 'summarize', 'lowWater', 'maxSummaryTokens', 'ledger', 'summaryPrefix', 'state', 'system',
   'chunkSize', 'chunkTokens', 'fallbackTruncate', 'maxFailures']
 
 /** A memory's options for the native side: known keys only, state and system as JSON. */
@@ -431,7 +431,8 @@ class RollingMemory extends Memory {
 /**
  * A memory for agents that must never wait: `add` only appends; a worker on
  * the event loop folds the oldest turns in the background (in chunks, once
- * the buffer passes `softLimit`), and `messages()` never passes `hardLimit`
+ * the buffer passes `softLimit`, down to `lowWater`: by default half of
+ * it, so the prompt's prefix stays between folds), and `messages()` never passes `hardLimit`
  * (the oldest unfolded turns are hidden until a fold catches up). A failed
  * fold changes nothing and is counted in `stats()`; `system` messages are
  * pinned.

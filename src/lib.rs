@@ -52,6 +52,16 @@
 //!
 //! # The ledger
 //!
+//! By default the summary ends with the ledger, under the heading
+//! `Exact identifiers (kept verbatim):` ([`LEDGER_HEADING`]): the
+//! identifiers of the folded turns that the summarizer's text lacks, found
+//! without a model, secrets left out, and rolled forward with the summary.
+//! It takes the room the summarizer's text leaves, and its share at least:
+//! a third by default ([`FoldPolicy::ledger_percent`], `--ledger-percent`).
+//! Off: `FoldPolicy::new().ledger(false)` or `--no-ledger`. On
+//! `benches/ledger_eval.py` the command keeps 100% of the identifiers, with
+//! no wrong ledger entry (`BENCHMARKS.md`).
+//!
 //! The identifiers a [`FoldPolicy`]'s ledger lists are recognised by shape
 //! and context, not by a list of kinds: a token that mixes letters and
 //! digits (`OPS-167`, `conn_994a82`, `python:3.11-slim`), that carries
@@ -75,7 +85,47 @@
 //! anything inside them: a URL with a password or a secret parameter, and
 //! keys that begin as a service's do (`sk-`, `ghp_`, `xoxb-`, AWS's, …).
 //! How much room the ledger takes, and how far back the folded turns are
-//! read for it, is on [`FoldPolicy`]; its recall is in `BENCHMARKS.md`.
+//! read for it, is on [`FoldPolicy`].
+//!
+//! # Fold in steps
+//!
+//! Providers bill a repeated prompt prefix at a tenth of its price, so a
+//! compactor that rewrites the start of the prompt on every request costs
+//! more than sending everything. chatfold folds only when the history
+//! passes the budget, and then down to the fold target
+//! ([`Compactor::fold_to`], `--fold-to`, half the budget by default); the
+//! summary message is rendered once, and until the budget is passed again
+//! every request is the previous one plus the new messages, byte for byte
+//! (rule 10 on [`Compactor`]):
+//!
+//! - a client that sends back what chatfold returned gets it unchanged;
+//! - a client that resends its whole transcript (most do) gets the last
+//!   fold replayed from the cache ([`Compactor::cache`]: `MemoryCache` in
+//!   process, `FileCache` for `--cache-dir`, `RedisCache` for
+//!   `--cache-redis` and a fleet of proxies), which records each fold's cut
+//!   and summary message; an edit before the cut starts a new chain;
+//! - old tool results are cleared at a fold, in one batch;
+//! - on an Anthropic request that uses `cache_control`, the summary block
+//!   gets a breakpoint (`--cache-breakpoints auto|never`,
+//!   [`History::to_json_compacted`]).
+//!
+//! On a 200-turn agent session at a budget of 4 000 tokens, this is about a
+//! quarter of a sliding window's input cost at Anthropic's and OpenAI's
+//! cache prices (`benches/peers/cost.py`, `BENCHMARKS.md`).
+//!
+//! # Request bodies
+//!
+//! [`History`] reads OpenAI Chat Completions, Anthropic Messages and OpenAI
+//! Responses request bodies, tells which is which, and writes every field
+//! and block back as it came (`cache_control`, thinking, images, unknown
+//! blocks). Give the compactor the history's
+//! [`placement`](History::placement), and the summary goes where Claude
+//! accepts it: appended to `system`, or as a leading user turn when the
+//! kept part opens on an assistant turn. A memory works the same way: feed
+//! it `history.messages`, and write `memory.messages()` back with
+//! [`History::to_json_with`]. No Claude tokenizer runs offline, and Claude
+//! counts some 15–35% more tokens than `o200k_base`: leave that margin in
+//! the budget, or scale the counter.
 //!
 //! # Where things are
 //!
@@ -97,15 +147,95 @@
 //! - `testing` (feature `proptest`, outside semver): generators and rule
 //!   checks for property-testing a pipeline built on chatfold.
 //!
+//! Which type for which job:
+//!
+//! | job | use |
+//! |---|---|
+//! | compact a history | `Compactor::new(budget).compact(&messages, &summarizer)`, or `compact_async` |
+//! | a server whose clients resend the whole transcript | one shared `Compactor` with `.cache(..)`; caches: `chatfold::cache::{MemoryCache, FileCache, RedisCache}` |
+//! | read and write JSON and request bodies | `History::from_reader` / `from_json_str` / `from_json_value`; `to_json` / `to_json_with` |
+//! | a memory per conversation | `chatfold::memory::RollingMemory` / `AsyncRollingMemory`; `TieredMemory` for agents that must never wait |
+//! | save and restore a memory | `memory.to_state().to_json_string()`; `State::from_json_str`, then `RollingMemory::from_state(state, settings)` |
+//! | summarize with an LLM | `chatfold::summarize::{OpenAiSummarizer, AnthropicSummarizer}`, or a closure over your client |
+//! | summarize offline | `Extractive` (the CLI's default) |
+//! | count tokens | `Heuristic`, `Tiktoken` (exact OpenAI counts), `NamedCounter` (by name: `"o200k_base".parse()?`), any `Fn(&str) -> usize` |
+//! | shape the summary (role, prefix, size, ledger) | `FoldPolicy`, through `.policy(..)` |
+//! | summarize yourself | `Compactor::plan` (pure), then `Plan::folded` and `Plan::apply` |
+//! | handle errors | match on `chatfold::Error`; detail types in `chatfold::error` |
+//! | property-test your pipeline | `chatfold::testing` (feature `proptest`), **outside semver** |
+//!
 //! The README has a quick start for each front end (the command line, the
-//! proxy, the compactor, the memories, Anthropic request bodies, the LLM
-//! summarizers, Python), a table of which type to use for which job, and the
-//! exit codes of the `chatfold` command.
+//! proxy, the library, Python, JavaScript) and the exit codes of the
+//! `chatfold` command.
 //!
 //! # The `chatfold` command
 //!
-//! `chatfold --help` and `chatfold <command> --help` list every flag. What
-//! they leave out:
+//! `chatfold --help` and `chatfold <command> --help` list every flag. The
+//! ones most runs of `chatfold compact` need:
+//!
+//! | flag | what it does |
+//! |---|---|
+//! | `--fold-to N` or `P%` | a history over the budget is folded down to this (default: 50%) |
+//! | `--keep-recent N` | tokens of recent turns kept verbatim (default: half the fold target) |
+//! | `--tokenizer T` | `o200k_base` (default), `cl100k_base`, an OpenAI model name, `heuristic` |
+//! | `--summarize-cmd 'CMD'` | a shell command: the folded turns' transcript on stdin, `CHATFOLD_MAX_SUMMARY_TOKENS` in its environment, the summary on stdout (`--summarize-timeout`: default 120 s) |
+//! | `--summarize-url URL --summarize-model NAME` | an LLM; the key from `OPENAI_API_KEY` / `ANTHROPIC_API_KEY`, or `--api-key-env VAR` for other hosts |
+//! | `--cache-dir DIR`, `--cache-redis URL` | record each fold, and replay it for a client that resends its whole transcript ("Fold in steps") |
+//! | `--report FILE` | a JSON report of what was kept, hoisted and folded |
+//! | `--strict` | fail (exit 4) rather than write a result over the budget |
+//!
+//! And of `chatfold serve`, the proxy (`--help` lists the rest: an upstream
+//! per format, limits, time-outs):
+//!
+//! | flag | what it does |
+//! |---|---|
+//! | `--listen ADDR` | where to listen (default `127.0.0.1:8080`) |
+//! | `--upstream URL` | the API every request goes to, as its SDK's base URL (`https://api.openai.com/v1`, `https://api.anthropic.com`) or a bare origin |
+//! | `--budget N` | the budget for every model (none: requests no rule names pass through) |
+//! | `--model-budget 'gpt-4o*=100000'` | the budget for models matching a glob (`*`, `?`; repeatable; the first match wins) |
+//! | `--model-window 'claude-*=200000'` | a model's window: the budget is the window less the request's `max_tokens` and its `tools` |
+//! | `--summarize-url`, `--summarize-cmd`, `--tokenizer` ... | as for `compact` (the built-in extractive summarizer by default) |
+//! | `--cache-redis URL`, `--cache-secret SECRET` | share summaries through Redis with every proxy started with the same secret |
+//!
+//! A request can set its own budget with `x-chatfold-budget: N` (not sent
+//! upstream). The response says what happened:
+//!
+//! | header | meaning |
+//! |---|---|
+//! | `x-chatfold-summarized` | `true` when the history was compacted |
+//! | `x-chatfold-tokens-before`, `x-chatfold-tokens-after` | the history's tokens, before and after |
+//! | `x-chatfold-cache` | `hit` (no summarizer call), `miss`, or `none` (nothing summarized) |
+//! | `x-chatfold-fallback` | the summarizer failed or timed out, and the extractive summary stood in |
+//! | `x-chatfold-over-budget` | the system messages and the latest turn alone do not fit |
+//! | `x-chatfold-prefix`, `x-chatfold-prefix-tokens` | `kept` when the prompt starts as the client's previous request did (nothing folded, or the last fold replayed), `rewritten` at a new fold; and the tokens of that prefix, which the provider serves from its cache |
+//! | `x-chatfold-error` | `true` on an error the proxy answered itself |
+//!
+//! `GET /healthz` answers `ok`. A Responses request with
+//! `previous_response_id` passes untouched (the upstream holds its
+//! history). Answers, server-sent events or not, stream back as they
+//! arrive, with the upstream's status, headers and error bodies unchanged
+//! (a 429 stays a 429 with its `retry-after`).
+//!
+//! **The Responses API's compaction, for any model.** `POST
+//! /v1/responses/compact` (`client.responses.compact`, the Agents SDK's
+//! `OpenAIResponsesCompactionSession`) is answered by chatfold when the
+//! upstream has none (it says 404): the output holds one `compaction` item,
+//! then the newest items as they came, calls with their outputs. A
+//! `context_management: [{"type": "compaction", "compact_threshold": N}]`
+//! on `/v1/responses` is taken out of the request, the input compacted to
+//! `N` tokens, and the response (or its stream) gets the `compaction` item
+//! first in its output. chatfold's items are sealed: authenticated with the
+//! server's secret (`--cache-secret`: set it so that items outlive a
+//! restart and are read by every proxy of a fleet) and bound to the API key
+//! that made them, so an altered item, a forged one or another key's gets
+//! a 400. An item stands for everything before it, as OpenAI's does:
+//! chatfold puts it back as what it holds before the request goes
+//! upstream, so no upstream sees an item it cannot read. OpenAI's own
+//! compaction items go to OpenAI untouched and get a 400 on the way to any
+//! other upstream. `--responses-compaction always` answers both whatever
+//! the upstream, `never` forwards them.
+//!
+//! What the help leaves out:
 //!
 //! - `--summarize-cmd` runs in a process group of its own, which
 //!   `--summarize-timeout` (default 120 s, to its exit and its output's end)

@@ -2,7 +2,8 @@
 //! budget, down to the fold target; between folds the output is the last
 //! output followed by the new messages, byte for byte, for a client that
 //! sends back what chatfold returned and for one that resends its whole
-//! transcript through a cache.
+//! transcript through a cache; and for the rolling and tiered memories,
+//! whose context only grows at its end between folds.
 
 #![cfg(feature = "cache")]
 
@@ -12,8 +13,9 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use chatfold::cache::MemoryCache;
+use chatfold::memory::{Memory, Remember, RollingMemory, Settings, TieredMemory, TieredSettings};
 use chatfold::testing::{check_compaction, histories};
-use chatfold::{Compactor, Message, SummaryRequest, TokenCounter};
+use chatfold::{Compactor, Heuristic, Message, SummaryRequest, TokenCounter};
 use proptest::prelude::*;
 
 fn summarize(r: &SummaryRequest<'_>) -> Result<String, Infallible> {
@@ -126,5 +128,77 @@ proptest! {
             .fold_to((budget * target_pct / 100).max(1))
             .cache(cache, "prefix");
         grow(&compactor, &start, &extra, false)?;
+    }
+}
+
+/// Whether `now` is `before` followed by more messages.
+fn extends(before: &[Message], now: &[Message]) -> bool {
+    now.len() >= before.len() && now[..before.len()] == *before
+}
+
+proptest! {
+    #![proptest_config(common::cases(64))]
+
+    #[test]
+    fn the_rolling_memory_keeps_its_prefix_between_folds(
+        adds in histories(60),
+        max in 40usize..400,
+        low_pct in prop::option::of(20usize..=100),
+    ) {
+        let mut settings = Settings::new(max).summarizer(summarize);
+        if let Some(pct) = low_pct {
+            settings = settings.low_water((max * pct / 100).max(1));
+        }
+        let mut memory = RollingMemory::new(settings).unwrap();
+        let mut before = memory.messages();
+        for message in adds {
+            let (buffered, held) = (memory.buffer_tokens(), memory.buffer().len());
+            let tokens = Heuristic.count_message(&message);
+            memory.add_message(message).unwrap();
+            let now = memory.messages();
+            if memory.buffer().len() == held + 1 {
+                // Nothing left the buffer: the context grew at its end.
+                prop_assert!(extends(&before, &now));
+            } else {
+                // A fold, only past the budget.
+                prop_assert!(buffered + tokens > max, "folded at {} of {max}", buffered + tokens);
+            }
+            before = now;
+        }
+    }
+
+    #[test]
+    fn the_tiered_memory_keeps_its_prefix_between_drains(
+        adds in histories(60),
+        soft in 40usize..300,
+        low_pct in prop::option::of(20usize..=100),
+    ) {
+        let summarize = async |r: SummaryRequest<'_>| Ok::<_, Infallible>(format!("{} turns", r.messages().len()));
+        let mut settings = TieredSettings::new(soft, soft * 3);
+        if let Some(pct) = low_pct {
+            settings = settings.low_water((soft * pct / 100).max(1));
+        }
+        let low = settings.fold_to();
+        let (memory, worker) = TieredMemory::new([Message::system("Be brief.")], settings, summarize).unwrap();
+        drop(worker);
+        let mut before = memory.messages();
+        for message in adds {
+            let (buffered, done) = (memory.stats().buffer_tokens, memory.stats().folds_done);
+            let tokens = Heuristic.count_message(&message);
+            memory.add_message(message);
+            pollster::block_on(memory.fold_now()).unwrap();
+            let stats = memory.stats();
+            let now = memory.messages();
+            if stats.folds_done == done {
+                prop_assert!(extends(&before, &now) || stats.hidden_messages > 0);
+            } else {
+                // A drain starts only past the soft limit, and goes down to
+                // the target unless only the latest unit is left.
+                prop_assert!(buffered + tokens > soft, "folded at {} of {soft}", buffered + tokens);
+                let units = memory.buffer().iter().filter(|m| !m.is_response()).count();
+                prop_assert!(stats.buffer_tokens <= low || units <= 1, "{} left, target {low}", stats.buffer_tokens);
+            }
+            before = now;
+        }
     }
 }

@@ -33,7 +33,13 @@ before the fold target):
   transcript through `chatfold serve` (in front of a fake upstream on
   loopback, whose received bodies are measured), in each API's format;
 - rolling / tiered: the Python package's memories, the context they return
-  (`messages()`) sent each time.
+  (`messages()`) sent each time. The rolling memory's buffer gets three
+  quarters of the budget and its summary a quarter (`max_summary_tokens`),
+  so that the whole stays within it, and folds down to the target's share
+  of its buffer; the tiered memory's hard limit is the budget and its soft
+  limit half of it, folded down to half the soft limit in one call by
+  default, and with `--fold-to` equal to the budget as sawtooth does
+  (chunks of 10 messages, back to just under the soft limit).
 """
 
 import argparse
@@ -326,8 +332,8 @@ def serve_clients(exe, messages, requests, budget, fold_to, counter):
 
 
 def memory_clients(messages, requests, budget, fold_to, counter):
-    """The rolling memory (its buffer folded down to `fold_to`) and the
-    tiered one (folded in chunks of 10 past a soft limit of `fold_to`)."""
+    """The rolling memory and the tiered one, within `budget`, folding as
+    the target `fold_to` says (see the module's docs)."""
     try:
         from chatfold import memory
     except ImportError as e:
@@ -357,9 +363,14 @@ def memory_clients(messages, requests, budget, fold_to, counter):
         meter.summarizer_calls = calls["n"]
         return meter
 
-    rolling = memory.RollingMemory(max_tokens=budget, low_water=fold_to, summarize=summarize)
+    buffer = budget * 3 // 4
+    rolling = memory.RollingMemory(
+        max_tokens=buffer, low_water=max(1, fold_to * 3 // 4), max_summary_tokens=budget // 4, summarize=summarize
+    )
     rolling.add_system(SYSTEM)
-    tiered = memory.TieredMemory(fold_to, budget, summarize, system=[{"role": "system", "content": SYSTEM}])
+    soft = budget // 2
+    sawtooth = {"low_water": soft, "chunk_size": 10} if fold_to >= budget else {}
+    tiered = memory.TieredMemory(soft, budget, summarize, system=[{"role": "system", "content": SYSTEM}], **sawtooth)
     return {name: asyncio.run(run(name, m)) for name, m in (("rolling", rolling), ("tiered", tiered))}
 
 

@@ -14,7 +14,8 @@ mod memory;
 
 use chatfold::summarize::{AnthropicSummarizer, Bridge, OpenAiSummarizer, Polled, Prompt, Stepped};
 use chatfold::{
-    Compaction, Compactor, Error, Extractive, Fate, Format, History, NamedCounter, Summarizer, SummaryRequest,
+    Compaction, Compactor, Error, Extractive, Fate, Format, History, NamedCounter, Prefix, Summarizer,
+    SummaryRequest,
 };
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -202,6 +203,7 @@ impl Input {
             "tokensAfter": c.tokens_after,
             "overBudget": c.over_budget,
             "summaryTruncated": c.summary_truncated,
+            "prefixTokens": c.prefix_tokens,
             "report": {
                 "fates": fates,
                 "cut": r.cut(),
@@ -214,6 +216,11 @@ impl Input {
                 "ledgerDropped": r.ledger_dropped().iter().map(|e| e.as_str()).collect::<Vec<_>>(),
                 "cleared": r.cleared(),
                 "reused": r.reused(),
+                "prefix": match r.prefix() {
+                    Prefix::Unchanged => "unchanged",
+                    Prefix::Replayed => "replayed",
+                    _ => "rewritten",
+                },
             },
         });
         value.to_string()

@@ -164,6 +164,9 @@ impl NativeTieredMemory {
         if let Some(n) = options.chunk_size {
             settings = settings.chunk_size(n as usize);
         }
+        if let Some(low) = options.low_water {
+            settings = settings.low_water(low as usize);
+        }
         if let Some(n) = options.chunk_tokens {
             settings = settings.chunk_tokens(n as usize);
         }

@@ -296,3 +296,31 @@ test('an AI SDK summary in another role is still the one running summary', () =>
   }
   assert.equal(history.filter((m) => typeof m.content === 'string' && m.content.startsWith('Summary of earlier')).length, 1)
 })
+
+test('between folds the output grows at its end, and the result says how much it kept', () => {
+  const turns = (n) => Array.from({ length: n }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `turn ${i} about order ORD-${1000 + i} and its shipping` }))
+  const compactor = new Compactor(400, { tokenizer: 'heuristic' })
+  assert.equal(compactor.foldTo, 200)
+  const first = compactor.compact(turns(60), (r) => `${r.messages.length} earlier messages`)
+  assert.ok(first.summarized)
+  assert.equal(first.report.prefix, 'rewritten')
+  const held = [...first.messages, { role: 'user', content: 'and where is it now?' }]
+  const second = compactor.compact(held)
+  assert.equal(second.report.prefix, 'unchanged')
+  assert.deepEqual(second.messages, held)
+  assert.ok(second.prefixTokens > 0 && second.prefixTokens < second.tokensAfter)
+  // Folding to the budget rewrites the prefix more often than the default.
+  const rewrites = (c) => {
+    let held = turns(40)
+    let count = 0
+    for (let i = 0; i < 30; i++) {
+      const result = c.compact(held, (r) => `${r.messages.length} earlier messages`)
+      count += result.report.prefix === 'rewritten' ? 1 : 0
+      held = [...result.messages, { role: 'user', content: `question ${i} about ORD-${i}` }]
+    }
+    return count
+  }
+  const stepped = rewrites(compactor)
+  const atBudget = rewrites(new Compactor(400, { tokenizer: 'heuristic', foldTo: 400 }))
+  assert.ok(stepped >= 1 && stepped < atBudget, `${stepped} against ${atBudget}`)
+})

@@ -60,6 +60,8 @@ class Compaction:
     @property
     def summary_truncated(self) -> bool: ...
     @property
+    def prefix_tokens(self) -> int: ...
+    @property
     def report(self) -> Dict[str, Any]: ...
 
 class Step:
@@ -170,7 +172,8 @@ class Tiered:
         *,
         system: Optional[List[Mapping[str, Any]]] = None,
         tokenizer: Tokenizer = None,
-        chunk_size: int = 10,
+        low_water: Optional[int] = None,
+        chunk_size: Optional[int] = None,
         chunk_tokens: Optional[int] = None,
         fallback_truncate: bool = False,
         max_failures: int = 3,

@@ -272,7 +272,9 @@ class TieredMemory(_Reads):
     :meth:`add_message` only appends, never awaits; past ``soft_limit`` a
     worker (an asyncio task the memory starts with :meth:`start` or
     ``async with``, and stops with :meth:`stop`) folds chunks in the
-    background with ``summarize``. :meth:`messages` never passes
+    background with ``summarize``, down to ``low_water`` (default: half
+    ``soft_limit``, so the prompt's prefix stays between folds; sawtooth
+    folds only back under ``soft_limit``). :meth:`messages` never passes
     ``hard_limit`` tokens, whatever the summarizer does.
     """
 
@@ -284,7 +286,8 @@ class TieredMemory(_Reads):
         *,
         system: Optional[List[Mapping[str, Any]]] = None,
         tokenizer: Optional[Any] = None,
-        chunk_size: int = 10,
+        low_water: Optional[int] = None,
+        chunk_size: Optional[int] = None,
         chunk_tokens: Optional[int] = None,
         fallback_truncate: bool = False,
         max_failures: int = 3,
@@ -298,6 +301,7 @@ class TieredMemory(_Reads):
             hard_limit,
             system=system,
             tokenizer=tokenizer,
+            low_water=low_water,
             chunk_size=chunk_size,
             chunk_tokens=chunk_tokens,
             fallback_truncate=fallback_truncate,

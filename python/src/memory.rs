@@ -352,7 +352,7 @@ pub struct Tiered {
 #[pymethods]
 impl Tiered {
     #[new]
-    #[pyo3(signature = (soft_limit, hard_limit, *, system=None, tokenizer=None, chunk_size=10, chunk_tokens=None,
+    #[pyo3(signature = (soft_limit, hard_limit, *, system=None, tokenizer=None, low_water=None, chunk_size=None, chunk_tokens=None,
         fallback_truncate=false, max_failures=3, max_summary_tokens=None, ledger=true, summary_prefix=None, state=None,
         allow_empty_summary=false))]
     #[allow(clippy::too_many_arguments)]
@@ -362,7 +362,8 @@ impl Tiered {
         hard_limit: usize,
         system: Option<&Bound<'_, PyAny>>,
         tokenizer: Option<&Bound<'_, PyAny>>,
-        chunk_size: usize,
+        low_water: Option<usize>,
+        chunk_size: Option<usize>,
         chunk_tokens: Option<usize>,
         fallback_truncate: bool,
         max_failures: usize,
@@ -380,7 +381,6 @@ impl Tiered {
             }
         }
         let mut settings = TieredSettings::new(soft_limit, hard_limit)
-            .chunk_size(chunk_size)
             .fallback_truncate(fallback_truncate)
             .max_failures(max_failures)
             .policy(fold_policy(
@@ -393,6 +393,12 @@ impl Tiered {
             .counter(counter.clone());
         if let Some(t) = chunk_tokens {
             settings = settings.chunk_tokens(t);
+        }
+        if let Some(n) = chunk_size {
+            settings = settings.chunk_size(n);
+        }
+        if let Some(low) = low_water {
+            settings = settings.low_water(low);
         }
         let (memory, worker) = detach(py, || TieredMemory::from_state(restored, settings, Bridge)).py(py)?;
         counter.check()?;

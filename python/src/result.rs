@@ -30,6 +30,11 @@ pub struct CompactionResult {
     /// Whether the summary was cut to fit.
     #[pyo3(get)]
     summary_truncated: bool,
+    /// Tokens at the output's start that the previous request sent too (a
+    /// provider's cache can serve them): before a new fold's first change,
+    /// else everything before the latest exchange.
+    #[pyo3(get)]
+    prefix_tokens: usize,
     /// What happened to each message, and the ledger (made into a dict
     /// when first asked for).
     report: Report,
@@ -72,6 +77,7 @@ pub struct Owned {
     tokens_after: usize,
     over_budget: bool,
     summary_truncated: bool,
+    prefix_tokens: usize,
     report: Report,
     /// For a lazily read history: the input indices each planned message stands for.
     from: Option<Vec<std::ops::Range<usize>>>,
@@ -94,6 +100,7 @@ impl Owned {
             tokens_after: c.tokens_after,
             over_budget: c.over_budget,
             summary_truncated: c.summary_truncated,
+            prefix_tokens: c.prefix_tokens,
             report: c.report,
             from: None,
         }
@@ -114,6 +121,7 @@ impl Owned {
             tokens_after: self.tokens_after,
             over_budget: self.over_budget,
             summary_truncated: self.summary_truncated,
+            prefix_tokens: self.prefix_tokens,
             report: self.report,
             from: self.from,
             report_dict: std::sync::OnceLock::new(),
@@ -167,7 +175,17 @@ fn report<'py>(
     d.set_item("ledger_dropped", texts(r.ledger_dropped()))?;
     d.set_item("cleared", r.cleared().to_vec())?;
     d.set_item("reused", r.reused())?;
+    d.set_item("prefix", prefix(r.prefix()))?;
     Ok(d)
+}
+
+/// Whether the prompt's start was kept, as Python reads it.
+fn prefix(p: chatfold::Prefix) -> &'static str {
+    match p {
+        chatfold::Prefix::Unchanged => "unchanged",
+        chatfold::Prefix::Replayed => "replayed",
+        _ => "rewritten",
+    }
 }
 
 /// Ledger entries as the texts Python reads.

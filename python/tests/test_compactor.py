@@ -246,3 +246,40 @@ def test_plain_messages_read_as_any_others(pairs, budget):
     strip = lambda ms: [{k: v for k, v in m.items() if k != "x"} for m in ms]
     assert strip(a.messages) == strip(b.messages)
     assert (a.summarized, a.tokens_after) == (b.summarized, b.tokens_after)
+
+
+def turns(n):
+    return [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} about order ORD-{1000 + i} and its shipping"}
+        for i in range(n)
+    ]
+
+
+def test_between_folds_the_output_grows_at_its_end_and_says_so():
+    compactor = Compactor(400, tokenizer="heuristic")
+    assert compactor.fold_to == 200  # half the budget by default
+    first = compactor.compact(turns(60), short)
+    assert first.summarized and first.report["prefix"] == "rewritten"
+    assert first.tokens_after <= 200 + 40  # down to the target, not to the budget
+    held = list(first.messages) + [{"role": "user", "content": "and where is it now?"}]
+    second = compactor.compact(held, short)
+    assert second.report["prefix"] == "unchanged"
+    assert second.messages == held
+    assert 0 < second.prefix_tokens < second.tokens_after
+
+
+def rewrites(compactor, n=30):
+    """How many of `n` exchanges, each sent back with chatfold's output,
+    rewrite the prompt's prefix."""
+    held, count = turns(40), 0
+    for i in range(n):
+        result = compactor.compact(held, short)
+        count += result.report["prefix"] == "rewritten"
+        held = list(result.messages) + [{"role": "user", "content": f"question {i} about ORD-{i}"}]
+    return count
+
+
+def test_folding_to_the_budget_rewrites_the_prefix_more_often():
+    stepped = rewrites(Compactor(400, tokenizer="heuristic"))
+    at_budget = rewrites(Compactor(400, tokenizer="heuristic", fold_to=400))
+    assert 1 <= stepped < at_budget

@@ -40,9 +40,11 @@ const PROFILE_LEN: usize = 256;
 /// [`add_message`](Self::add_message) only appends. When L1 passes the soft
 /// limit it signals the [`Worker`], a future you spawn once on any runtime
 /// (the `(client, connection)` pattern of tokio-postgres); the worker folds
-/// the oldest whole units into the summary, `chunk_size` messages per
-/// summarizer call, until L1 is under the soft limit again, and ends when the
-/// memory is dropped. Turns added meanwhile land after the folded part.
+/// the oldest whole units into the summary (at most `chunk_size` messages
+/// per summarizer call, if set), until L1 is down to its
+/// [fold target](TieredSettings::low_water) (half the soft limit by
+/// default), and ends when the memory is dropped. Between those folds the
+/// prompt only grows at its end. Turns added meanwhile land after the folded part.
 ///
 /// [`messages`](Self::messages) is never over the hard limit when L0 and the
 /// latest unit fit in it: while folds are pending or failing, the oldest units
@@ -107,6 +109,8 @@ struct Tiers {
     signalled: bool,
     /// Adds to let pass before the next retry (backoff).
     wait_adds: usize,
+    /// L1 passed the soft limit and is not yet down to the fold target.
+    draining: bool,
     closed: bool,
     worker: Option<Waker>,
     /// `fold_now` calls waiting for another fold to finish.
@@ -153,21 +157,32 @@ impl Tiers {
         }
     }
 
+    /// Whether L1 is to be folded: past the soft limit, or not yet down to
+    /// the fold target since it passed it.
+    fn due<C>(&self, settings: &TieredSettings<C>) -> bool {
+        let total = self.tracked.total();
+        total > settings.soft_limit_tokens || (self.draining && total > settings.fold_to())
+    }
+
     /// How many messages the next fold takes (see `units::chunk`); 0 when
-    /// the buffer is within the soft limit or nothing can be folded.
-    fn chunk<C>(&self, settings: &TieredSettings<C>) -> usize {
-        if self.tracked.total() <= settings.soft_limit_tokens {
-            return 0;
-        }
-        self.tracked
-            .chunk((settings.chunk_size, settings.chunk_tokens.unwrap_or(usize::MAX)))
+    /// no fold is due or nothing can be folded.
+    fn chunk<C>(&mut self, settings: &TieredSettings<C>) -> usize {
+        let n = match self.due(settings) {
+            true => self
+                .tracked
+                .chunk((settings.chunk_size, settings.chunk_tokens.unwrap_or(usize::MAX))),
+            false => 0,
+        };
+        // A drain ends at the target, or where nothing more can be folded.
+        self.draining = n > 0;
+        n
     }
 
     fn folds_pending<C>(&self, settings: &TieredSettings<C>) -> usize {
-        if self.tracked.total() <= settings.soft_limit_tokens {
+        if !self.due(settings) {
             return 0;
         }
-        let over = self.tracked.evict_count(settings.soft_limit_tokens);
+        let over = self.tracked.evict_count(settings.fold_to());
         over.div_ceil(settings.chunk_size)
     }
 }
@@ -265,7 +280,7 @@ impl<S, C: TokenCounter> TieredMemory<S, C> {
         tiers.tracked.push(message, Some(tokens));
         // A fold in flight looks again when it ends: no wake-up needed then.
         let mut wake = None;
-        if tiers.tracked.total() > settings.soft_limit_tokens && !tiers.tracked.folding() {
+        if tiers.due(settings) && !tiers.tracked.folding() {
             if tiers.wait_adds > 0 {
                 tiers.wait_adds -= 1;
             } else {
@@ -293,6 +308,7 @@ impl<S, C: TokenCounter> TieredMemory<S, C> {
         tiers.tracked.clear();
         tiers.summary_tokens = 0;
         tiers.wait_adds = 0;
+        tiers.draining = false;
         tiers.stats.consecutive_failures = 0;
     }
 
@@ -330,7 +346,7 @@ impl<S, C: TokenCounter> TieredMemory<S, C> {
 
 impl<S: AsyncSummarizer, C: TokenCounter> TieredMemory<S, C> {
     /// Runs the pending folds on the calling task, until the working buffer
-    /// is under the soft limit, ignoring the backoff; waits first for a fold
+    /// is down to its fold target, ignoring the backoff; waits first for a fold
     /// already in flight. For scripts, tests and programs without a spawned
     /// worker: `pollster::block_on(memory.fold_now())`.
     ///

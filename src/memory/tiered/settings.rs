@@ -23,7 +23,7 @@ use crate::memory::check_positive;
 ///
 /// let s = TieredSettings::new(3_000, 6_000);
 /// assert_eq!((s.soft_limit_tokens, s.hard_limit_tokens), (3_000, 6_000));
-/// assert_eq!(s.chunk_size, 10);
+/// assert_eq!(s.chunk_size, usize::MAX); // a fold down to the target in one call
 /// assert_eq!(s.chunk_tokens, None);
 /// assert!(!s.fallback_truncate);
 /// assert_eq!(s.max_failures, 3);
@@ -45,11 +45,18 @@ pub struct TieredSettings<C = Heuristic> {
 pub struct TieredOptions {
     /// Tokens of working buffer (L1) past which folding starts.
     pub soft_limit_tokens: usize,
+    /// Where folding brings the working buffer down to once it passes the
+    /// soft limit: `None` (the default) half the soft limit, so the summary
+    /// message and the buffer's first turns stay the prompt's prefix for
+    /// several turns between folds (providers bill a repeated prefix at a
+    /// tenth). The soft limit itself is sawtooth's behaviour: a chunk folded
+    /// every few adds, each one rewriting the summary.
+    pub low_water_tokens: Option<usize>,
     /// The most tokens [`TieredMemory::messages`](crate::memory::Memory::messages) ever returns (when the
     /// system messages and the latest unit fit in it).
     pub hard_limit_tokens: usize,
     /// The most messages one fold takes (whole units; at least one unit,
-    /// more when alignment needs it).
+    /// more when alignment needs it); by default no limit.
     pub chunk_size: usize,
     /// The most tokens one fold takes, if set (at least one unit).
     pub chunk_tokens: Option<usize>,
@@ -90,7 +97,8 @@ impl Default for TieredSettings {
 }
 
 impl TieredSettings {
-    /// Settings with these limits, chunks of 10 messages, no fallback
+    /// Settings with these limits, no chunk limit (a fold down to the
+    /// target is one summarizer call; sawtooth's chunks are 10 messages), no fallback
     /// truncation, [`Heuristic`] counting and the default [`FoldPolicy`].
     ///
     /// # Examples
@@ -106,7 +114,8 @@ impl TieredSettings {
             options: TieredOptions {
                 soft_limit_tokens,
                 hard_limit_tokens,
-                chunk_size: 10,
+                low_water_tokens: None,
+                chunk_size: usize::MAX,
                 chunk_tokens: None,
                 fallback_truncate: false,
                 max_failures: 3,
@@ -119,6 +128,23 @@ impl TieredSettings {
 }
 
 impl<C> TieredSettings<C> {
+    /// Once the working buffer passes the soft limit, fold it down to
+    /// `tokens` (checked when the memory is built: at least 1, at most the
+    /// soft limit).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::memory::TieredSettings;
+    ///
+    /// assert_eq!(TieredSettings::new(1_000, 4_000).fold_to(), 500); // the default: half
+    /// assert_eq!(TieredSettings::new(1_000, 4_000).low_water(1_000).fold_to(), 1_000); // sawtooth's
+    /// ```
+    pub fn low_water(mut self, tokens: usize) -> Self {
+        self.options.low_water_tokens = Some(tokens);
+        self
+    }
+
     /// Fold at most `messages` messages at a time.
     ///
     /// # Examples
@@ -228,6 +254,13 @@ impl<C> TieredSettings<C> {
 }
 
 impl TieredOptions {
+    /// The working buffer's tokens after a fold: `low_water_tokens`, else
+    /// half the soft limit.
+    pub fn fold_to(&self) -> usize {
+        self.low_water_tokens
+            .unwrap_or((self.soft_limit_tokens / 2).max(1))
+    }
+
     /// The summarizer's allowance in tokens: the policy's
     /// `max_summary_tokens`, else half the room between the limits.
     pub fn allowance(&self) -> usize {
@@ -241,6 +274,15 @@ impl TieredOptions {
         check_positive("max_failures", self.max_failures)?;
         if let Some(tokens) = self.chunk_tokens {
             check_positive("chunk_tokens", tokens)?;
+        }
+        if let Some(low) = self.low_water_tokens {
+            check_positive("low_water_tokens", low)?;
+            ConfigError::at_most(
+                "low_water_tokens",
+                low,
+                self.soft_limit_tokens,
+                Some("soft_limit_tokens"),
+            )?;
         }
         ConfigError::at_least(
             "hard_limit_tokens",
@@ -274,8 +316,8 @@ pub struct Stats {
     pub folds_failed: u64,
     /// Failures since the last success.
     pub consecutive_failures: usize,
-    /// Folds still needed to bring the buffer under the soft limit (estimated
-    /// from `chunk_size`).
+    /// Folds still needed to bring the buffer down to its fold target
+    /// ([`TieredOptions::fold_to`]; estimated from `chunk_size`).
     pub folds_pending: usize,
     /// Whether a fold is running now.
     pub fold_in_flight: bool,

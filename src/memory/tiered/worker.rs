@@ -60,10 +60,9 @@ impl<S: AsyncSummarizer, C: TokenCounter> Core<S, C> {
     pub(super) async fn fold_step(&self, in_worker: bool) -> Step {
         let settings = &self.settings;
         let due = |tiers: &mut Tiers| {
-            if let (Some(clearing), true) = (
-                &settings.clear_tool_results,
-                tiers.tracked.total() > settings.soft_limit_tokens,
-            ) {
+            // Once a drain, as it starts.
+            let starts = !tiers.draining && tiers.tracked.total() > settings.soft_limit_tokens;
+            if let (Some(clearing), true) = (&settings.clear_tool_results, starts) {
                 tiers.clear_tool_results(clearing, &settings.counter);
             }
             tiers.chunk(settings)

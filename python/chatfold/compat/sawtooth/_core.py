@@ -150,10 +150,12 @@ class Tiers(LiveState):
         # compiled prompt fits the hard limit.
         reserve = self.count_text("[SYSTEM_L0]\n\n\n[ARCHIVE_L2]\n\n\n[ENTITY_LEDGER_L1_5]\n")
         hard = max(c.hard_limit_tokens - reserve, 1)
+        soft = min(c.soft_limit_tokens, hard)
         memory = TieredMemory(
-            min(c.soft_limit_tokens, hard),
+            soft,
             hard,
             self.summarize,
+            low_water=soft,  # sawtooth folds back under the soft limit only
             system=[{"role": "system", "content": self.system_prompt}] if self.system_prompt else [],
             tokenizer=self.tokenizer,
             chunk_size=c.chunk_size,
