@@ -364,7 +364,7 @@ impl Table {
 /// joining mark right before it, or right after it (a `.` or `:` only when
 /// a letter or digit follows it).
 fn tied(text: &str, start: usize, end: usize) -> bool {
-    let joins = |c: char| c.is_alphanumeric() && !super::shape::is_cjk(c) || "_/@\\#+-".contains(c);
+    let joins = |c: char| c.is_alphanumeric() && !super::shape::is_other_script(c) || "_/@\\#+-".contains(c);
     let before = text[..start].chars().next_back();
     let mut after = text[end..].chars();
     let (next, then) = (after.next(), after.next());

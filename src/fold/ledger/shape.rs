@@ -36,9 +36,30 @@ pub(super) enum Context {
     Marked,
 }
 
-/// Whether `c` (not ASCII) is a CJK character: a token ends beside one.
+/// Whether `c` (not ASCII) is a CJK character (after one, a word may be
+/// a label's value).
 pub(super) fn is_cjk(c: char) -> bool {
     matches!(u32::from(c), 0x2E80..=0x9FFF | 0xAC00..=0xD7AF | 0xF900..=0xFAFF | 0xFF00..=0xFFEF | 0x20000..=0x3FFFF)
+}
+
+/// Whether `c` is a letter, digit or mark of a script other than Latin
+/// (Thai, Arabic, Hebrew, Devanagari, Cyrillic, Greek, CJK ...): a token
+/// ends where the script changes, so an identifier beside such text is
+/// read whole and alone (`8.183884ให` gives `8.183884`).
+pub(super) fn is_other_script(c: char) -> bool {
+    let latin = matches!(u32::from(c), 0..=0x7F | 0xC0..=0x24F | 0x250..=0x2AF | 0x1E00..=0x1EFF | 0x2C60..=0x2C7F | 0xA720..=0xA7FF);
+    !latin && (c.is_alphanumeric() || is_combining(c))
+}
+
+/// Whether `c` is a combining mark (Thai and Devanagari vowel signs,
+/// Arabic and Hebrew points): part of the word before it.
+fn is_combining(c: char) -> bool {
+    matches!(
+        u32::from(c),
+        0x0300..=0x036F | 0x0483..=0x0489 | 0x0591..=0x05C7 | 0x0610..=0x061A | 0x064B..=0x065F | 0x0670
+            | 0x06D6..=0x06ED | 0x0900..=0x0903 | 0x093A..=0x094F | 0x0951..=0x0957 | 0x0962..=0x0963
+            | 0x0E31 | 0x0E34..=0x0E3A | 0x0E47..=0x0E4E
+    )
 }
 
 /// Whether an ASCII byte ends a token.
@@ -76,9 +97,10 @@ static ENDS_TOKEN: [bool; 256] = {
 };
 
 /// Whether a character that is not ASCII ends a token: a space, a mark that
-/// is not a letter or digit (quotes, `№`, dashes), or a CJK character.
+/// is not a letter or digit (quotes, `№`, dashes), or a character of
+/// another script than Latin's.
 fn ends_token_wide(c: char) -> bool {
-    !c.is_alphanumeric() || is_cjk(c)
+    !c.is_alphanumeric() || is_other_script(c)
 }
 
 /// Calls `each` with the start and end of every identifier `text` holds by
@@ -293,7 +315,7 @@ fn labelled(before: &str) -> bool {
     let word_start = rest
         .char_indices()
         .rev()
-        .take_while(|&(_, c)| c.is_alphanumeric() && !is_cjk(c) || c == '_' || c == '-')
+        .take_while(|&(_, c)| c.is_alphanumeric() && !is_other_script(c) || c == '_' || c == '-')
         .last()
         .map_or(rest.len(), |(i, _)| i);
     let word = rest[word_start..].to_ascii_lowercase();

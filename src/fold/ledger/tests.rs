@@ -145,6 +145,31 @@ fn shapes_are_found_whole_and_look_alikes_are_not_entries() {
 }
 
 #[test]
+fn a_token_ends_where_the_script_changes() {
+    // Glued to Thai, Arabic, Hebrew, Devanagari, Cyrillic or CJK text on
+    // either side, an identifier is read whole and alone.
+    for (before, after) in [
+        ("รหัสคำสั่งซื้อ", "ครับ"),
+        ("رقم الطلب", "من فضلك"),
+        ("הזמנה", "בבקשה"),
+        ("ऑर्डर", "है"),
+        ("заказ", "готов"),
+        ("订单", "已发货"),
+    ] {
+        for text in [
+            format!("{before}ORD-88213-QX{after}"),
+            format!("{before} ORD-88213-QX {after}"),
+        ] {
+            assert_eq!(ids(&text), ["ORD-88213-QX"], "{text}");
+        }
+        let path = format!("{before}/srv/app/config.toml{after}");
+        assert_eq!(ids(&path), ["/srv/app/config.toml"], "{path}");
+    }
+    // Latin letters with accents stay inside a token.
+    assert_eq!(ids("see /données/été-2024.csv now"), ["/données/été-2024.csv"]);
+}
+
+#[test]
 fn context_raises_a_weak_shape() {
     assert!(ids("We booked QXPLMA for them.").is_empty());
     for text in [
