@@ -26,7 +26,8 @@ With `--memory`, the same
 conversation goes into RollingMemory and TieredMemory instead
 (benches/ledger_memory.rs), and the memory's view is read at the end.
 It prints, per part: recall (planted identifiers the final context holds
-verbatim), and of the final ledger's entries how many are wrong (a
+verbatim; and of those the user stated, apart),
+and of the final ledger's entries how many are wrong (a
 tool-call id, a fragment of a planted identifier, a look-alike, a piece of
 a user agent), and the most tokens a context took.
 """
@@ -160,6 +161,8 @@ def conversation(seed, part, busy=False):
     all_kinds = kinds(rng)
     chosen = [k for i, k in enumerate(all_kinds) if (i % 2 == 0) == (part == "tuned")]
     planted = []
+    # The planted identifiers the user stated (the others are a call's).
+    stated = set()
     call_ids = []
     messages = [{"role": "system", "content": "You help the support and platform teams."}]
     call = 0
@@ -168,6 +171,7 @@ def conversation(seed, part, busy=False):
             name, make = chosen[turn % len(chosen)]
             ident = make()
             planted.append((name, ident))
+            stated.add(ident)
             context = rng.choice(PROSE)
             messages.append({"role": "user", "content": context.replace("{id}", ident) + " " + rng.choice(LOOKALIKES)})
             if turn % 2 == 0:
@@ -199,7 +203,7 @@ def conversation(seed, part, busy=False):
                 messages.append({"role": "assistant", "content": None, "tool_calls": [{"id": cid, "type": "function", "function": {"name": "status", "arguments": arguments}}]})
                 messages.append({"role": "tool", "tool_call_id": cid, "content": json.dumps({"status": "ok", "request_id": request})})
                 messages.append({"role": "assistant", "content": "All green."})
-    return messages, planted, call_ids
+    return messages, planted, call_ids, stated
 
 
 def ledger_entries(body):
@@ -232,8 +236,8 @@ def judge(entry, planted, call_ids):
     return None
 
 
-def run(exe, seed, fmt, part, busy=False):
-    messages, planted, call_ids = conversation(seed, part, busy)
+def run(exe, seed, fmt, part, busy=False, fold_to=None):
+    messages, planted, call_ids, stated = conversation(seed, part, busy)
     if fmt in ("rolling", "tiered"):
         # The memories, through benches/ledger_memory.rs (OpenAI's shape).
         driver = pathlib.Path(exe).parent / "examples" / "ledger_memory"
@@ -242,7 +246,7 @@ def run(exe, seed, fmt, part, busy=False):
         count = subprocess.run([exe, "count", "--tokenizer", "o200k_base", "-"], input=json.dumps(body), capture_output=True, text=True, check=True)
         most = int(count.stdout.split()[0])
     else:
-        body, most = compact_loop(exe, messages, fmt)
+        body, most = compact_loop(exe, messages, fmt, fold_to)
     text = "\n".join(strings(body, []))
     kept = [(k, p) for k, p in planted if p in text]
     entries = ledger_entries(body)
@@ -251,7 +255,8 @@ def run(exe, seed, fmt, part, busy=False):
         why = judge(e, planted, call_ids)
         if why:
             wrong.setdefault(why, []).append(e)
-    return planted, kept, entries, wrong, most
+    said = {p for _, p in kept if p in stated}
+    return planted, kept, entries, wrong, most, len(stated), len(said)
 
 
 def main():
@@ -270,26 +275,30 @@ def main():
         action="store_true",
         help="the turns after the planted ones hold identifiers of their own, competing for the ledger's room",
     )
+    parser.add_argument("--fold-to", help="chatfold's --fold-to (default: its own, half the budget)")
     args = parser.parse_args()
     parts = ["tuned", "held-out"] if args.part == "both" else [args.part]
     for part in parts:
-        totals = [0, 0, 0, 0, 0]
+        totals = [0, 0, 0, 0, 0, 0, 0]
         for seed in args.seeds:
             for fmt in ["rolling", "tiered"] if args.memory else ["openai", "anthropic"]:
-                planted, kept, entries, wrong, most = run(args.exe, seed, fmt, part, args.busy)
+                planted, kept, entries, wrong, most, stated, said = run(args.exe, seed, fmt, part, args.busy, args.fold_to)
                 n_wrong = sum(len(v) for v in wrong.values())
                 totals[0] += len(planted)
                 totals[1] += len(kept)
                 totals[2] += len(entries)
                 totals[3] += n_wrong
                 totals[4] = max(totals[4], most)
+                totals[5] += stated
+                totals[6] += said
                 if args.show and part == "tuned":
                     missing = sorted({f"{k}: {p}" for k, p in planted if (k, p) not in kept})
                     print(f"  seed {seed} {fmt}: missing {missing}")
                     print(f"  seed {seed} {fmt}: wrong {wrong}")
-        planted_n, kept_n, entries_n, wrong_n, most = totals
+        planted_n, kept_n, entries_n, wrong_n, most, stated_n, said_n = totals
         print(
             f"{part:<8}: recall {kept_n} of {planted_n} ({100 * kept_n / planted_n:.0f}%), "
+            f"the user's {said_n} of {stated_n} ({100 * said_n / max(stated_n, 1):.0f}%), "
             f"wrong entries {wrong_n} of {entries_n} ({100 * wrong_n / max(entries_n, 1):.0f}%), "
             f"at most {most} tokens"
         )

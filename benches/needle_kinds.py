@@ -1,7 +1,7 @@
 """Needles of many kinds through the command, stateless, in both formats.
 
     cargo build --release --features cli
-    python3 benches/needle_kinds.py [--exe target/release/chatfold] [--seeds 7 1 2]
+    python3 benches/needle_kinds.py [--exe target/release/chatfold] [--seeds 7 1 2] [--fold-to TOKENS]
 
 A 200-turn conversation (its own seeded generator, not benches/needle.rs's)
 places 54 identifiers of 24 kinds in its first 20 turns: in user prose, in
@@ -111,10 +111,12 @@ def strings(value, out):
     return out
 
 
-def compact_loop(exe, messages, fmt):
+def compact_loop(exe, messages, fmt, fold_to=None):
     """Feeds `messages` (OpenAI's shape) turn by turn through `chatfold
-    compact --budget 2000` with the lossy summarizer, in `fmt`: the final
-    body and the most tokens a context took."""
+    compact --budget 2000` (and `--fold-to`, if given) with the lossy
+    summarizer, in `fmt`: the final body and the most tokens a context
+    took."""
+    extra = ["--fold-to", str(fold_to)] if fold_to else []
     if fmt == "anthropic":
         body = {"model": "claude-sonnet-4-5", "max_tokens": 1024, "system": messages[0]["content"], "messages": []}
     else:
@@ -125,16 +127,16 @@ def compact_loop(exe, messages, fmt):
         new = messages[done:end]
         done = end
         body["messages"].extend(anthropic(new) if fmt == "anthropic" else new)
-        out = subprocess.run([exe, "compact", "--budget", "2000", "--summarize-cmd", LOSSY], input=json.dumps(body), capture_output=True, text=True, check=True)
+        out = subprocess.run([exe, "compact", "--budget", "2000", "--summarize-cmd", LOSSY, *extra], input=json.dumps(body), capture_output=True, text=True, check=True)
         body = json.loads(out.stdout)
         count = subprocess.run([exe, "count", "--tokenizer", "o200k_base", "-"], input=out.stdout, capture_output=True, text=True, check=True)
         most = max(most, int(count.stdout.split()[0]))
     return body, most
 
 
-def run(exe, seed, fmt):
+def run(exe, seed, fmt, fold_to=None):
     messages, needles = conversation(seed)
-    body, most = compact_loop(exe, messages, fmt)
+    body, most = compact_loop(exe, messages, fmt, fold_to)
     text = "\n".join(strings(body, []))
     kept = [n for n in needles if n in text]
     missing = [n for n in needles if n not in text]
@@ -145,10 +147,11 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--exe", default=str(ROOT / "target/release/chatfold"))
     parser.add_argument("--seeds", type=int, nargs="*", default=[7, 1, 2])
+    parser.add_argument("--fold-to", help="chatfold's --fold-to (default: its own, half the budget)")
     args = parser.parse_args()
     for seed in args.seeds:
         for fmt in ["openai", "anthropic"]:
-            run(args.exe, seed, fmt)
+            run(args.exe, seed, fmt, args.fold_to)
 
 
 if __name__ == "__main__":

@@ -77,9 +77,12 @@
 //! `„RE-2024/33351“` are read whole. Look-alikes (`COVID-19`, `GPT-4`,
 //! `x86_64`, `UTF-8`), tool calls' ids, versions inside a browser's user
 //! agent and fragments of a longer entry never get a line, and the best
-//! entries come first: a JSON identifier key's value (`booking_ref: QX7PLM`,
-//! in OpenAI's arguments and Anthropic's `tool_use` input alike), what the
-//! user said, strong shapes. In JSON (tool calls' arguments, tool results)
+//! entries come first, each tier under its own heading line: what the user
+//! gave, what later turns named again, what the model used, what a tool
+//! returned; within a tier the surer shapes (a JSON identifier key's value,
+//! `booking_ref: QX7PLM`, in OpenAI's arguments and Anthropic's `tool_use`
+//! input alike), then the newest. The tiers are read back at the next fold,
+//! so a busy session's tool ids never push out what the user gave. In JSON (tool calls' arguments, tool results)
 //! identifiers are read as the strings say them, not as they are escaped:
 //! `"C:\\srv\\app.log"` gives `C:\srv\app.log`. Secrets are left out, with
 //! anything inside them: a URL with a password or a secret parameter, and

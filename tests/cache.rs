@@ -101,7 +101,9 @@ fn a_full_transcript_client_gets_the_last_fold_replayed_until_the_budget() {
         check_compaction(&h, &ours, &compactor).unwrap_or_else(|v| panic!("{v}"));
         assert!(ours.tokens_after <= 1_000);
         match ours.report.prefix() {
-            Prefix::Rewritten => assert!(ours.tokens_after <= 500, "a fold goes down to its target"),
+            // A fold goes down to its target; its ledger may take it halfway
+            // to the budget.
+            Prefix::Rewritten => assert!(ours.tokens_after <= 750, "{}", ours.tokens_after),
             _ => {
                 // Between folds, the last output and the new messages.
                 if let Some(previous) = &previous {

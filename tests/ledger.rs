@@ -139,29 +139,72 @@ fn with_the_ledger_off_the_summary_is_the_summarizers_text() {
 
 #[test]
 fn entries_the_prose_holds_are_not_repeated_and_the_report_lists_what_did_not_fit() {
+    // The assistant's words: what the prose holds need not be listed.
     let mut history: Vec<Message> = (0..200)
-        .map(|i| Message::user(format!("Host node-{i}.example.com is up")))
+        .map(|i| {
+            Message::assistant(format!(
+                "Host node-{i}.eu-west-1.compute.internal.example.com is up"
+            ))
+        })
         .collect();
+    history.insert(0, Message::user("Which hosts are up?"));
     history.push(Message::user("Which hosts?"));
     let summarize = |_: &SummaryRequest<'_>| {
-        Ok::<_, Infallible>("Hosts node-199.example.com and others were up.".to_owned())
+        Ok::<_, Infallible>(
+            "Hosts node-199.eu-west-1.compute.internal.example.com and others were up.".to_owned(),
+        )
     };
     let result = Compactor::new(300).compact(&history, &summarize).unwrap();
     let report = &result.report;
     assert!(!report.ledger().is_empty() && !report.ledger_dropped().is_empty());
     assert!(
-        !report.ledger().iter().any(|e| e == "node-199.example.com"),
+        !report
+            .ledger()
+            .iter()
+            .any(|e| e == "node-199.eu-west-1.compute.internal.example.com"),
         "held by the prose"
     );
-    let newest = report.indices(chatfold::Fate::Folded).last().unwrap();
-    assert!(newest < 199);
+    // Newest first: the newest folded host the prose does not hold (host
+    // i is message i + 1).
+    let folded = report.indices(chatfold::Fate::Folded).last().unwrap() - 1;
+    let newest = (0..=folded).rev().find(|&h| h != 199).unwrap();
     assert_eq!(
         report.ledger()[0],
-        format!("node-{newest}.example.com"),
+        format!("node-{newest}.eu-west-1.compute.internal.example.com"),
         "newest first"
     );
     let compactor = Compactor::new(300);
     assert_eq!(summary_entries(&compactor, &result.messages), report.ledger());
+}
+
+#[test]
+fn what_the_user_gave_is_listed_first_under_its_heading() {
+    let mut history = vec![Message::user(
+        "My booking is BK-77120 and the host is node-1.example.com.",
+    )];
+    for i in 0..60 {
+        history.push(Message::user(format!("Turn {i}: anything new?")));
+        history.push(Message::assistant(format!(
+            "Build b{i:04}f9c2a1 from run RUN-{i:05} deployed."
+        )));
+    }
+    history.push(Message::user("Where are we?"));
+    let summarize = |_: &SummaryRequest<'_>| Ok::<_, Infallible>("Builds were deployed.".to_owned());
+    let result = Compactor::new(400).compact(&history, &summarize).unwrap();
+    let text = result
+        .messages
+        .iter()
+        .find(|m| m.text().starts_with("Summary"))
+        .unwrap()
+        .text();
+    let section = text.split_once(LEDGER_HEADING).unwrap().1;
+    // The user's entries under their own heading, first, though 120 turns
+    // of the assistant's came after them: a later fold reads their tier
+    // back from it.
+    assert!(section.starts_with("\nGiven by the user:\n"), "{section}");
+    let user_part = section.split("\nUsed by the assistant:").next().unwrap();
+    assert!(user_part.contains("- BK-77120") && user_part.contains("- node-1.example.com"));
+    assert!(result.tokens_after <= 400);
 }
 
 #[test]

@@ -139,7 +139,8 @@ test('generateText through the middleware: every prompt whole, within the budget
   const last = prompts.at(-1)
   const summary = last.find((m) => m.role === 'system' && m.content.startsWith('Summary of earlier'))
   assert.ok(summary, 'the last prompt has the summary')
-  assert.match(summary.content, /Exact identifiers \(kept verbatim\):\n- ORD-/)
+  // The ledger lists the ids, what the user gave first.
+  assert.match(summary.content, /Exact identifiers \(kept verbatim\):\nGiven by the user:\n- [\s\S]*- ORD-/)
   // The running summary was extended, not summarized as a turn.
   assert.ok(summaries.at(-1).previousSummary)
 })

@@ -138,6 +138,11 @@ pub struct Compactor<C = Heuristic> {
     /// Providers bill a repeated prompt prefix at a tenth of its price, so
     /// folding in steps is what makes compaction cheaper than sending
     /// everything: see BENCHMARKS.md for the cost measured at several targets.
+    ///
+    /// The target bounds the prose and the kept turns; the summary's ledger
+    /// may take the context past it, up to halfway between the target and
+    /// the budget, for the exact identifiers the target's room leaves out
+    /// (highest tier first).
     pub fold_to: Option<usize>,
     /// The most tokens one summarizer call may take, its folded messages and
     /// the previous summary together (the summary's share is at most half):

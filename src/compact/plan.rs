@@ -150,6 +150,17 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
         (&self.messages[..cut], self.report.not_folded(0..cut))
     }
 
+    /// The most the summary message may take to list the ledger's entries
+    /// its limit (the fold target's room) leaves out: up to halfway between
+    /// the target and the budget, so that the turns after the fold still
+    /// have room.
+    fn ceiling(&self) -> usize {
+        let compactor = self.compactor;
+        let target = compactor.effective_fold_to().min(compactor.budget);
+        let ceiling = (target + (compactor.budget - target) / 2).saturating_sub(self.fixed_tokens);
+        ceiling.max(self.summary_limit)
+    }
+
     /// The fold begun (the previous summaries' prose, the ledger's
     /// candidates, the summarizer's allowance), found once.
     fn fold(&self) -> &Fold<'static> {
@@ -168,7 +179,7 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
                 policy,
                 &previous,
                 folded.messages(),
-                self.report.allowance,
+                (self.report.allowance, self.ceiling() - self.summary_limit),
                 &compactor.counter,
             )
             .into_owned()
@@ -336,7 +347,7 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
             &compactor.policy,
             summary.clone(),
             &held,
-            self.summary_limit,
+            (self.summary_limit, self.ceiling()),
             &compactor.counter,
         )?;
         let (message, summary_tokens) = self.summary_message(&fitted.body, fitted.tokens);

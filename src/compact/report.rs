@@ -405,7 +405,8 @@ impl Report {
         (0..self.len).filter(move |&i| self.fate(i) == Some(fate))
     }
 
-    /// The ledger entries listed in the summary, newest first (empty when
+    /// The ledger entries listed in the summary, in the order listed:
+    /// highest tier first, then newest first (empty when
     /// nothing was folded or the ledger is off). Each entry is shared (see
     /// [`SummaryRequest::ledger`](crate::SummaryRequest::ledger)).
     pub fn ledger(&self) -> &[LedgerEntry] {

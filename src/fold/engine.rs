@@ -18,8 +18,8 @@ use std::sync::Arc;
 
 use crate::count::TokenCounter;
 use crate::error::Result;
-use crate::fold::ledger::{self, Candidates};
-use crate::fold::policy::{Fitted, FoldPolicy};
+use crate::fold::ledger::{self, Candidates, Tier};
+use crate::fold::policy::{Fitted, FoldPolicy, Listing};
 use crate::fold::request::SummaryRequest;
 use crate::message::{Message, join_lines};
 
@@ -30,11 +30,13 @@ use crate::message::{Message, join_lines};
 pub(crate) struct Fold<'a> {
     /// The previous summaries' prose (their ledgers taken out), if any.
     pub prose: Option<Cow<'a, str>>,
-    /// The ledger's candidates, newest first (shared with the memo of
+    /// The ledger's candidates, highest rank first (shared with the memo of
     /// readings).
     pub entries: Arc<Candidates>,
     /// Each candidate's tokens: its text and a line's framing.
     pub tokens: Vec<usize>,
+    /// Each candidate's tier.
+    pub tiers: Vec<Tier>,
     /// Tokens the summarizer's own text may take.
     pub allowance: usize,
 }
@@ -42,14 +44,14 @@ pub(crate) struct Fold<'a> {
 impl<'a> Fold<'a> {
     /// Begins a fold onto the summary bodies `previous` (prose and ledger
     /// section, oldest first) of `folded`, with `allowance` tokens of
-    /// summary text: the previous prose for the summarizer, the ledger's
-    /// candidates (each counted once, here), and the allowance left to the
-    /// summarizer's own text.
+    /// summary text and `extra` more the ledger may take: the previous
+    /// prose for the summarizer, the ledger's candidates (each counted
+    /// once, here), and the allowance left to the summarizer's own text.
     pub(crate) fn begin<'m, C: TokenCounter + ?Sized>(
         policy: &FoldPolicy,
         previous: &[Cow<'a, str>],
-        folded: impl DoubleEndedIterator<Item = &'m Message>,
-        allowance: usize,
+        folded: impl DoubleEndedIterator<Item = &'m Message> + Clone,
+        (allowance, extra): (usize, usize),
         counter: &C,
     ) -> Self {
         if !policy.ledger {
@@ -57,6 +59,7 @@ impl<'a> Fold<'a> {
                 prose: join_lines(previous.iter().cloned()),
                 entries: Arc::default(),
                 tokens: Vec::new(),
+                tiers: Vec::new(),
                 allowance,
             };
         }
@@ -67,14 +70,18 @@ impl<'a> Fold<'a> {
                     let (p, e) = ledger::split(b);
                     (
                         Cow::Borrowed(p),
-                        e.into_iter().map(Cow::Borrowed).collect::<Vec<_>>(),
+                        e.into_iter()
+                            .map(|(e, t)| (Cow::Borrowed(e), t))
+                            .collect::<Vec<_>>(),
                     )
                 }
                 Cow::Owned(b) => {
                     let (p, e) = ledger::split(b);
                     (
                         Cow::Owned(p.to_owned()),
-                        e.into_iter().map(|e| Cow::Owned(e.to_owned())).collect(),
+                        e.into_iter()
+                            .map(|(e, t)| (Cow::Owned(e.to_owned()), t))
+                            .collect(),
                     )
                 }
             };
@@ -82,15 +89,18 @@ impl<'a> Fold<'a> {
             old.extend(entries);
         }
         proses.reverse();
-        let old: Vec<&str> = old.iter().map(|e| &**e).collect();
+        let old: Vec<(&str, Tier)> = old.iter().map(|(e, t)| (&**e, *t)).collect();
         let prose_text = join_lines(proses.iter().map(|p| &**p)).unwrap_or_default();
         let entries = ledger::candidates(
             folded,
             &prose_text,
             &old,
             &policy.ledger_patterns,
-            policy.max_entries(allowance),
-            allowance.saturating_mul(8),
+            // As many as the extra room could list too, at 4 tokens each.
+            // As many as the extra room could list too, at 4 tokens each,
+            // read a little further for them.
+            policy.max_entries(allowance).saturating_add(extra / 4),
+            allowance.saturating_add(extra / 4).saturating_mul(8),
             // A stateless compactor reads the same history again and again.
             true,
         );
@@ -98,11 +108,13 @@ impl<'a> Fold<'a> {
             .map(|t| ledger::entry_tokens(t, counter))
             .collect();
         let sum = tokens.iter().map(|&t| t as u128).sum();
-        let told = policy.told_allowance(tokens.iter().copied(), (tokens.len(), sum), allowance, counter);
+        let tiers = entries.tiers();
+        let told = policy.told_allowance(&tokens, &tiers, (tokens.len(), sum), allowance, counter);
         Fold {
             prose: join_lines(proses),
             entries,
             tokens,
+            tiers,
             allowance: told,
         }
     }
@@ -125,7 +137,8 @@ impl<'a> Fold<'a> {
     /// The summary message for the summarizer's answer: checked (trimmed,
     /// not blank), its ledger section added (less the entries `held` says,
     /// by their place, the turns kept beside it hold verbatim), the whole
-    /// cut to `limit` tokens, counted exactly.
+    /// cut to `limits` (its limit, and the most it may take to list the
+    /// identifiers the user gave), counted exactly.
     ///
     /// # Errors
     ///
@@ -135,12 +148,17 @@ impl<'a> Fold<'a> {
         policy: &FoldPolicy,
         text: String,
         held: &dyn Fn(usize) -> bool,
-        limit: usize,
+        limits: (usize, usize),
         counter: &C,
     ) -> Result<Fitted> {
         let text = policy.accept(text)?;
         let texts: Vec<&str> = self.entries.texts.iter().map(|t| &**t).collect();
-        Ok(policy.fit(&text, &texts, &self.tokens, held, limit, counter, true))
+        let listing = Listing {
+            texts: &texts,
+            tokens: &self.tokens,
+            tiers: &self.tiers,
+        };
+        Ok(policy.fit(&text, listing, held, limits, counter, true))
     }
 
     /// The same fold, owning its prose.
@@ -149,6 +167,7 @@ impl<'a> Fold<'a> {
             prose: self.prose.map(|p| Cow::Owned(p.into_owned())),
             entries: self.entries,
             tokens: self.tokens,
+            tiers: self.tiers,
             allowance: self.allowance,
         }
     }

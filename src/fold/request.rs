@@ -152,7 +152,7 @@ impl<'a> SummaryRequest<'a> {
     }
 
     /// The folded messages, oldest first.
-    pub fn messages(&self) -> impl ExactSizeIterator<Item = &Message> + DoubleEndedIterator {
+    pub fn messages(&self) -> impl ExactSizeIterator<Item = &Message> + DoubleEndedIterator + Clone {
         match &self.messages {
             Folded::Borrowed(v) => FoldedIter::Borrowed(v.iter()),
             Folded::Owned(v) => FoldedIter::Owned(v.iter()),
@@ -221,6 +221,7 @@ impl<'a> SummaryRequest<'a> {
 }
 
 /// Iterator over [`Folded`] messages.
+#[derive(Clone)]
 enum FoldedIter<'r, 'a> {
     Borrowed(std::slice::Iter<'r, &'a Message>),
     Owned(std::slice::Iter<'r, Message>),

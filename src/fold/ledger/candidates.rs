@@ -6,16 +6,60 @@ use std::sync::Arc;
 use super::json::Set;
 use super::memo::{Firsts, RECALL, Reading, Readings, Recall, readings};
 use super::read::{Hit, newest_first, ranked, reading_pieces};
-use super::{Candidates, LedgerEntry, LedgerPattern, holds, is_loose, key_of, value_of};
-use crate::message::{Message, Role};
+use super::{Candidates, LedgerEntry, LedgerPattern, Tier, holds, is_loose, key_of, value_of};
+use crate::message::{Message, Part, Role};
 
-/// The rank a user's own words add: what the user said matters most.
-const SAID_BY_USER: u8 = 1;
+/// An entry's rank: its tier, then its shape's strength (0 to 3, see
+/// [`super::read::KEYED`]): a rarer, surer shape first within a tier.
+pub(super) fn rank_of(tier: Tier, strength: u8) -> u8 {
+    (tier as u8) << 2 | strength.min(3)
+}
 
-/// The candidate entries for a fold: from the folded messages (newest
-/// first), then the previous ledger, then identifiers in the previous prose;
-/// deduplicated, the first (newest) place kept; each with its [`key_of`]
-/// and whether it is loose; then ranked ([`rank`]).
+/// The tier a rank holds.
+pub(super) fn tier_of(rank: u8) -> Tier {
+    match rank >> 2 {
+        0 => Tier::Tool,
+        1 => Tier::Call,
+        2 => Tier::Repeated,
+        _ => Tier::User,
+    }
+}
+
+/// The turn an earlier ledger's entries are gathered under: any folded
+/// turn that names one again raises it.
+const EARLIER: u32 = u32::MAX;
+
+/// The turn an earlier summary's prose is read under (its identifiers
+/// were never told apart from the ledger's).
+const PROSE: u32 = u32::MAX - 1;
+
+/// A message's pieces to read, each with its tier: the user's words, the
+/// model's text and calls, a tool's results (in a user message too).
+fn tiered_pieces(m: &Message) -> impl Iterator<Item = (Cow<'_, str>, Tier)> {
+    let tier = Tier::of(&m.role);
+    let results = m.role == Role::User && m.parts().iter().any(Part::is_result);
+    let mut pieces: Vec<(Cow<'_, str>, Tier)> = Vec::new();
+    match results {
+        // A user message that carries tool results: each part its own.
+        true => {
+            for part in m.parts().iter().rev() {
+                let tier = if part.is_result() { Tier::Tool } else { Tier::User };
+                pieces.extend(part.prose().into_iter().rev().map(|p| (Cow::Borrowed(p), tier)));
+            }
+        }
+        false => pieces.extend(reading_pieces(m).map(|p| (p, tier))),
+    }
+    pieces.into_iter()
+}
+
+/// The candidate entries for a fold: from the folded messages (the user's
+/// first, then the others, newest first each), then the previous ledger
+/// (each entry with its tier), then identifiers in the previous prose;
+/// deduplicated, the first place kept, an entry found in two turns raised
+/// to [`Tier::Repeated`] at least (a tool's result naming its call's
+/// argument is the same turn); each with its [`key_of`] and
+/// whether it is loose; then ranked ([`rank`]): highest tier first, then
+/// the surer shape, then the newest.
 /// Reading stops once `enough` entries are found or `max_bytes` of text
 /// were read, or, when fewer than a quarter of `enough` were found in those
 /// (the room would go unused: the identifiers of a long history's opening
@@ -26,9 +70,9 @@ const SAID_BY_USER: u8 = 1;
 /// ([`Reading`]), shared: a fold that takes them counts no reference on
 /// each entry.
 pub(crate) fn candidates<'m>(
-    folded: impl DoubleEndedIterator<Item = &'m Message>,
+    folded: impl DoubleEndedIterator<Item = &'m Message> + Clone,
     previous_prose: &str,
-    previous_ledger: &[&str],
+    previous_ledger: &[(&str, Tier)],
     extra: &[LedgerPattern],
     enough: usize,
     max_bytes: usize,
@@ -39,14 +83,30 @@ pub(crate) fn candidates<'m>(
     // when a piece is read.)
     let mut g = Gathering::new(if memo { 0 } else { enough });
     let (mut read, mut limit, mut extended) = (0usize, max_bytes, false);
-    // The messages read (their calls' ids are structural).
+    // The messages read (their calls' ids are structural), newest first,
+    // the user's before the others' (what the user said leaves last), each
+    // with its turn (0 the newest): a user's message that is not a tool's
+    // result opens one.
     let mut read_from: Vec<&'m Message> = Vec::new();
-    let mut all = folded.rev().inspect(|m| read_from.push(m)).flat_map(|m| {
-        let bonus = if m.role == Role::User { SAID_BY_USER } else { 0 };
-        reading_pieces(m).map(move |piece| (piece, bonus))
-    });
+    let opens = |m: &Message| m.role == Role::User && !m.is_response();
+    let turns = |opened: &mut u32, m: &'m Message| {
+        let turn = *opened;
+        *opened += u32::from(opens(m));
+        Some((m, turn))
+    };
+    let users = (folded.clone().rev())
+        .filter(|m| m.role == Role::User)
+        .scan(0u32, turns);
+    let others = folded
+        .rev()
+        .scan(0u32, turns)
+        .filter(|(m, _)| m.role != Role::User);
+    let mut all = users
+        .chain(others)
+        .inspect(|(m, _)| read_from.push(m))
+        .flat_map(|(m, turn)| tiered_pieces(m).map(move |(piece, tier)| (piece, (tier, turn))));
     // The older part of a piece cut at `max_bytes`, read if reading goes on.
-    let mut older: Option<(Cow<'m, str>, u8)> = None;
+    let mut older: Option<(Cow<'m, str>, Mark)> = None;
     // This thread's readings (see `Reading`); the one whose pieces these
     // are so far, followed instead of read; the one this reading writes.
     let mut readings = match memo {
@@ -59,7 +119,7 @@ pub(crate) fn candidates<'m>(
     let mut record = false;
     // Pieces taken.
     let mut k = 0;
-    while let Some((whole, bonus)) = older.take().or_else(|| all.next()) {
+    while let Some((whole, mark)) = older.take().or_else(|| all.next()) {
         let found = match follow {
             Some(r) => readings.kept[r].found_after(k),
             None => g.out.texts.len(),
@@ -91,7 +151,7 @@ pub(crate) fn candidates<'m>(
                     Cow::Borrowed(w) => Cow::Borrowed(&w[..at]),
                     Cow::Owned(w) => Cow::Owned(w[..at].to_owned()),
                 },
-                bonus,
+                mark,
             ));
             &whole[at..]
         } else {
@@ -103,16 +163,22 @@ pub(crate) fn candidates<'m>(
             false => limit,
         };
         if memo && k == 0 {
-            let same =
-                |r: &Reading| r.enough == enough && r.max_bytes == max_bytes && r.piece(0) == Some(piece);
+            let same = |r: &Reading| {
+                r.enough == enough
+                    && r.max_bytes == max_bytes
+                    && r.piece(0) == Some(piece)
+                    && r.mark(0) == Some(mark)
+            };
             follow = readings.kept.iter().position(same);
             record = follow.is_some() || readings.sighted(piece, enough, max_bytes);
             if follow.is_none() {
                 g = Gathering::new(enough);
             }
-        } else if let Some(r) = follow.filter(|&r| readings.kept[r].piece(k) != Some(piece)) {
+        } else if let Some(r) = follow
+            .filter(|&r| readings.kept[r].piece(k) != Some(piece) || readings.kept[r].mark(k) != Some(mark))
+        {
             // Another piece: what the reading found before it, then read on.
-            (g, fresh) = readings.kept[r].up_to(k, enough);
+            (g, fresh) = replay(&readings.kept[r], k, enough);
             follow = None;
         }
         k += 1;
@@ -122,13 +188,13 @@ pub(crate) fn candidates<'m>(
         // (The newest end of a piece is the same text each time too.)
         let scan = || with_keys(newest_first(piece, extra));
         match memo && piece.len() >= Recall::MIN {
-            true => RECALL.with(piece, |seen| g.take(seen.found.get_or_init(scan), enough, bonus)),
-            false => g.take(&scan(), enough, bonus),
+            true => RECALL.with(piece, |seen| g.take(seen.found.get_or_init(scan), enough, mark)),
+            false => g.take(&scan(), enough, mark),
         }
         if record {
             let reading = fresh.get_or_insert_with(|| Reading::new(enough, max_bytes));
             match reading.text.len().saturating_add(piece.len()) <= Reading::BYTES {
-                true => reading.push(piece, g.out.texts.len()),
+                true => reading.push(piece, mark, g.out.texts.len()),
                 // Too long a reading to keep.
                 false => (fresh, record) = (None, false),
             }
@@ -136,7 +202,10 @@ pub(crate) fn candidates<'m>(
     }
     if let Some(r) = follow {
         let reading = &readings.kept[r];
-        if k == reading.ends.len() && reading.prose == previous_prose && reading.ledger == previous_ledger {
+        if k == reading.ends.len()
+            && reading.prose == previous_prose
+            && same_ledger(&reading.ledger, previous_ledger)
+        {
             // The same reading: what it found, ranked.
             let found = Arc::clone(&reading.ranked);
             let reading = readings.kept.remove(r);
@@ -145,19 +214,27 @@ pub(crate) fn candidates<'m>(
             return found;
         }
         // The same pieces, fewer of them, or another summary before them.
-        (g, fresh) = reading.up_to(k, enough);
+        (g, fresh) = replay(reading, k, enough);
     }
     if k == 0 {
         // (No piece read: sized for the previous ledger now.)
         g = Gathering::new(enough);
     }
-    // What an earlier fold listed was chosen once: it ranks as a strong
-    // shape does.
-    for &entry in previous_ledger {
-        g.add(&entry.into(), key_of(entry), is_loose(entry), PREVIOUS);
+    // What an earlier fold listed keeps its tier, and ranks as a strong
+    // shape does; what its prose holds was kept by the summarizer: named
+    // again.
+    for &(entry, tier) in previous_ledger {
+        g.add(
+            &entry.into(),
+            key_of(entry),
+            is_loose(entry),
+            rank_of(tier, PREVIOUS),
+            EARLIER,
+        );
     }
-    for (_, entry, rank) in ranked(previous_prose, extra).into_iter().rev() {
-        g.add(&entry, key_of(&entry), is_loose(&entry), rank);
+    for (_, entry, strength) in ranked(previous_prose, extra).into_iter().rev() {
+        let rank = rank_of(Tier::Repeated, strength);
+        g.add(&entry, key_of(&entry), is_loose(&entry), rank, PROSE);
     }
     drop(all);
     let structural: Set<&str> = (read_from.iter())
@@ -167,7 +244,7 @@ pub(crate) fn candidates<'m>(
     // (Kept within its bound whole: its text, the previous summary, and
     // about what an entry's place takes, its text shared.)
     let size = |r: &Reading| {
-        let ledger: usize = previous_ledger.iter().map(|e| e.len()).sum();
+        let ledger: usize = previous_ledger.iter().map(|e| e.0.len()).sum();
         (r.text.len())
             .saturating_add(previous_prose.len())
             .saturating_add(ledger)
@@ -175,7 +252,7 @@ pub(crate) fn candidates<'m>(
     };
     if let Some(mut reading) = fresh.filter(|r| size(r) <= Reading::BYTES) {
         reading.prose = previous_prose.to_owned();
-        reading.ledger = previous_ledger.iter().map(|&e| e.to_owned()).collect();
+        reading.ledger = previous_ledger.iter().map(|&(e, t)| (e.to_owned(), t)).collect();
         reading.found = g.out;
         reading.ranked = Arc::clone(&ranked);
         readings.kept.insert(0, reading);
@@ -187,12 +264,38 @@ pub(crate) fn candidates<'m>(
     ranked
 }
 
-/// The rank of an entry an earlier fold listed.
+/// Whether a kept reading's earlier ledger is `ledger`.
+fn same_ledger(kept: &[(String, Tier)], ledger: &[(&str, Tier)]) -> bool {
+    kept.len() == ledger.len() && kept.iter().zip(ledger).all(|(a, b)| a.0 == b.0 && a.1 == b.1)
+}
+
+/// What the first `k` pieces of `reading` gather (each piece's finds are
+/// remembered: a lookup each), and a reading of them to go on with.
+fn replay(reading: &Reading, k: usize, enough: usize) -> (Gathering, Option<Reading>) {
+    let mut g = Gathering::new(enough);
+    for j in 0..k {
+        let (Some(piece), Some(mark)) = (reading.piece(j), reading.mark(j)) else {
+            break;
+        };
+        let scan = || with_keys(newest_first(piece, &[]));
+        match piece.len() >= Recall::MIN {
+            true => RECALL.with(piece, |seen| g.take(seen.found.get_or_init(scan), enough, mark)),
+            false => g.take(&scan(), enough, mark),
+        }
+    }
+    (g, Some(reading.prefix(k)))
+}
+
+/// The strength of an entry an earlier fold listed (its tier is its own).
 const PREVIOUS: u8 = 2;
+
+/// Where a piece was read: its tier, and its turn's index.
+pub(super) type Mark = (Tier, u32);
 
 /// `found` ranked for the ledger's room: structural ids (the folded calls'
 /// own) and fragments of a longer entry left out, then the highest rank
-/// first, newest first within a rank (the order it was gathered in).
+/// first, in the order gathered within a rank (the user's newest first,
+/// then the others', then the earlier ledger's).
 fn rank(found: &Candidates, structural: &Set<&str>) -> Candidates {
     let n = found.texts.len();
     let values: Vec<&str> = found.texts.iter().map(|e| value_of(e)).collect();
@@ -203,9 +306,14 @@ fn rank(found: &Candidates, structural: &Set<&str>) -> Candidates {
         .map(|(j, v)| (v.len(), v.bytes().fold(0u64, |bits, b| bits | 1 << (b & 63)), j))
         .collect();
     by_length.sort_unstable();
+    // (Two entries an earlier fold listed were told apart then: an entry
+    // only it names is compared with the fresh ones alone.)
+    let carried = |i: usize| found.from[i] == EARLIER;
+    let fresh: Vec<(usize, u64, usize)> = by_length.iter().copied().filter(|e| !carried(e.2)).collect();
     let mut fragment = vec![false; n];
     for &(len, mine, i) in &by_length {
-        let longer = &by_length[by_length.partition_point(|e| e.0 <= len)..];
+        let among = if carried(i) { &fresh } else { &by_length };
+        let longer = &among[among.partition_point(|e| e.0 <= len)..];
         fragment[i] = (longer.iter())
             .any(|&(_, bits, j)| mine & !bits == 0 && holds(values[j].as_bytes(), values[i].as_bytes()));
     }
@@ -218,6 +326,7 @@ fn rank(found: &Candidates, structural: &Set<&str>) -> Candidates {
         keys: order.iter().map(|&i| found.keys[i]).collect(),
         loose: order.iter().map(|&i| found.loose[i]).collect(),
         ranks: order.iter().map(|&i| found.ranks[i]).collect(),
+        from: order.iter().map(|&i| found.from[i]).collect(),
     }
 }
 
@@ -238,14 +347,16 @@ impl Gathering {
                 keys: Vec::with_capacity(likely),
                 loose: Vec::with_capacity(likely),
                 ranks: Vec::with_capacity(likely),
+                from: Vec::with_capacity(likely),
             },
             firsts: Firsts::new(enough),
         }
     }
 
-    /// Adds `entry`, of `key`, unless its identifier is listed (then its
-    /// rank is raised to `rank` if that is higher).
-    fn add(&mut self, entry: &LedgerEntry, key: u64, loose: bool, rank: u8) {
+    /// Adds `entry`, of `key`, found in turn `from`, unless its identifier
+    /// is listed: then its rank is raised to `rank` if that is higher, and
+    /// to [`Tier::Repeated`] if it was found in another turn.
+    fn add(&mut self, entry: &LedgerEntry, key: u64, loose: bool, rank: u8, from: u32) {
         let out = &mut self.out;
         if let Some(first) = self.firsts.first(key, &out.keys) {
             // Listed already (most often as the same text), unless two
@@ -259,7 +370,12 @@ impl Gathering {
                 }
             };
             if let Some(at) = at {
-                out.ranks[at] = out.ranks[at].max(rank);
+                let mut raised = out.ranks[at].max(rank);
+                if out.from[at] != from && tier_of(raised) < Tier::Repeated {
+                    raised = rank_of(Tier::Repeated, raised & 3);
+                }
+                out.ranks[at] = raised;
+                out.from[at] = from;
                 return;
             }
         }
@@ -268,18 +384,19 @@ impl Gathering {
         out.keys.push(key);
         out.loose.push(loose);
         out.ranks.push(rank);
+        out.from.push(from);
     }
 
     /// Adds a piece's entries, in order, until `enough` (a line's taken
-    /// whole).
-    fn take(&mut self, found: &[Found], enough: usize, bonus: u8) {
+    /// whole), read at `mark`.
+    fn take(&mut self, found: &[Found], enough: usize, (tier, from): Mark) {
         let mut line = None;
         for f in found {
             if line != Some(f.line) && self.out.texts.len() >= enough {
                 break;
             }
             line = Some(f.line);
-            self.add(&f.entry, f.key, f.loose, f.rank.saturating_add(bonus));
+            self.add(&f.entry, f.key, f.loose, rank_of(tier, f.rank), from);
         }
     }
 }
@@ -294,7 +411,7 @@ pub(super) struct Found {
     key: u64,
     /// Whether it is loose ([`is_loose`]).
     loose: bool,
-    /// Its rank (see [`super::read::KEYED`]).
+    /// Its shape's strength (see [`super::read::KEYED`]).
     rank: u8,
 }
 

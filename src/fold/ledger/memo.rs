@@ -5,7 +5,8 @@ use std::hash::BuildHasherDefault;
 use std::sync::{Arc, OnceLock};
 
 use super::Candidates;
-use super::candidates::{Found, Gathering};
+use super::Tier;
+use super::candidates::{Found, Mark};
 use super::said::Words;
 use crate::quick::{Quick, memo_lock};
 
@@ -92,10 +93,12 @@ pub(super) struct Reading {
     /// The pieces read, joined: piece `k` ends at `ends[k]`.
     pub(super) text: String,
     pub(super) ends: Vec<usize>,
+    /// Where each piece was read: its tier and its turn.
+    pub(super) marks: Vec<Mark>,
     /// Entries found after each piece.
     pub(super) counts: Vec<usize>,
     pub(super) prose: String,
-    pub(super) ledger: Vec<String>,
+    pub(super) ledger: Vec<(String, Tier)>,
     /// What was gathered (in order), and that ranked (shared with the
     /// folds that take it).
     pub(super) found: Candidates,
@@ -125,40 +128,37 @@ impl Reading {
         self.text.get(start..end)
     }
 
+    /// Where piece `k` was read, if it read that many.
+    pub(super) fn mark(&self, k: usize) -> Option<Mark> {
+        self.marks.get(k).copied()
+    }
+
     /// Entries found after the first `k` pieces.
     pub(super) fn found_after(&self, k: usize) -> usize {
         k.checked_sub(1).map_or(0, |j| self.counts[j])
     }
 
-    /// Adds piece `piece`, after which `found` entries were found.
-    pub(super) fn push(&mut self, piece: &str, found: usize) {
+    /// Adds piece `piece`, read at `mark`, after which `found` entries
+    /// were found.
+    pub(super) fn push(&mut self, piece: &str, mark: Mark, found: usize) {
         self.text.push_str(piece);
         self.ends.push(self.text.len());
+        self.marks.push(mark);
         self.counts.push(found);
     }
 
-    /// What the first `k` pieces gave (their entries, gathered for at most
-    /// `enough`), and a reading of them to go on with.
-    pub(super) fn up_to(&self, k: usize, enough: usize) -> (Gathering, Option<Reading>) {
-        let n = self.found_after(k);
-        let mut g = Gathering::new(enough);
-        g.out.texts.extend_from_slice(&self.found.texts[..n]);
-        g.out.keys.extend_from_slice(&self.found.keys[..n]);
-        g.out.loose.extend_from_slice(&self.found.loose[..n]);
-        g.out.ranks.extend_from_slice(&self.found.ranks[..n]);
-        for (i, &key) in g.out.keys.iter().enumerate() {
-            g.firsts.note(key, i);
-        }
+    /// A reading of the first `k` pieces, to go on with.
+    pub(super) fn prefix(&self, k: usize) -> Reading {
         let end = k.checked_sub(1).map_or(0, |j| self.ends[j]);
-        let reading = Reading {
+        Reading {
             enough: self.enough,
             max_bytes: self.max_bytes,
             text: self.text[..end].to_owned(),
             ends: self.ends[..k].to_vec(),
+            marks: self.marks[..k].to_vec(),
             counts: self.counts[..k].to_vec(),
             ..Reading::default()
-        };
-        (g, Some(reading))
+        }
     }
 }
 

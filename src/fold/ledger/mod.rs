@@ -10,7 +10,8 @@
 //!   [`lists`] holds the word lists those two read;
 //! - [`read`]: a text's identifiers (JSON read as JSON, in both formats),
 //!   newest first; [`json`] the JSON side of it;
-//! - [`candidates`]: a fold's entries, ranked by salience; [`said`] what
+//! - [`candidates`]: a fold's entries, ranked by salience (their
+//!   [`Tier`], then their shape, then the newest); [`said`] what
 //!   kept turns or a summary hold verbatim already;
 //! - [`memo`]: the one bounded memo of texts read, and this thread's
 //!   readings.
@@ -33,7 +34,7 @@ mod shape;
 mod tests;
 
 pub(crate) use candidates::candidates;
-pub(crate) use entries::{Candidates, Edit, Entries, Kept, key_of};
+pub(crate) use entries::{Candidates, Entries, key_of};
 pub(crate) use read::identifiers;
 pub(crate) use said::Said;
 
@@ -178,18 +179,72 @@ pub(crate) fn is_loose(entry: &str) -> bool {
     !is_lone_word(value)
 }
 
-/// `entries` as a section's lines (`- ` and the entry, joined by newlines).
-fn lines(entries: &[&str]) -> String {
-    let mut out = String::with_capacity(entries.iter().map(|e| e.len() + 3).sum::<usize>());
-    push_lines(&mut out, entries);
-    out
+/// Who gave an identifier, the ledger's first key: a fold lists the
+/// entries of a higher tier first, and an entry keeps its tier across folds
+/// (the rendered section marks the tiers, see [`render`]). A mention in a
+/// later turn raises an entry to [`Repeated`](Tier::Repeated) at least.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum Tier {
+    /// Found in a tool's result (or a message of another role).
+    Tool,
+    /// Written by the model: its text, or the arguments of a call it made.
+    Call,
+    /// Named in two turns or more, or read from an earlier summary that
+    /// marked no tier.
+    #[default]
+    Repeated,
+    /// Stated by the user.
+    User,
 }
 
-/// Appends [`lines`]`(entries)` to `out`.
-pub(crate) fn push_lines(out: &mut String, entries: &[&str]) {
-    for (i, entry) in entries.iter().enumerate() {
+impl Tier {
+    /// The tiers, highest first.
+    pub(crate) const ALL: [Tier; 4] = [Tier::User, Tier::Repeated, Tier::Call, Tier::Tool];
+
+    /// The line that opens the tier's entries in a section.
+    pub(crate) fn heading(self) -> &'static str {
+        match self {
+            Tier::User => "Given by the user:",
+            Tier::Repeated => "Named again later:",
+            Tier::Call => "Used by the assistant:",
+            Tier::Tool => "From tool results:",
+        }
+    }
+
+    /// The tier whose heading `line` is.
+    fn of_heading(line: &str) -> Option<Tier> {
+        Tier::ALL.into_iter().find(|t| t.heading() == line)
+    }
+
+    /// The tier of what a message of `role` says (its call arguments
+    /// included); a tool result inside a user message is a tool's.
+    pub(crate) fn of(role: &crate::message::Role) -> Tier {
+        use crate::message::Role;
+        match role {
+            Role::User => Tier::User,
+            Role::Assistant => Tier::Call,
+            _ => Tier::Tool,
+        }
+    }
+
+    /// The tokens of the tier's heading line.
+    pub(crate) fn heading_tokens<C: crate::count::TokenCounter + ?Sized>(self, counter: &C) -> usize {
+        counter.count(self.heading()).saturating_add(1)
+    }
+}
+
+/// Appends the section's lines for `entries` (highest tier first) to `out`:
+/// each tier's heading, then `- ` and each of its entries, a line each.
+pub(crate) fn push_lines(out: &mut String, entries: &[&str], tiers: &[Tier]) {
+    let mut last = None;
+    for (i, (entry, &tier)) in entries.iter().zip(tiers).enumerate() {
         if i > 0 {
             out.push('\n');
+        }
+        if last != Some(tier) {
+            out.push_str(tier.heading());
+            out.push('\n');
+            last = Some(tier);
         }
         out.push_str("- ");
         out.push_str(entry);
@@ -269,30 +324,44 @@ pub(crate) fn holds(haystack: &[u8], needle: &[u8]) -> bool {
     memchr::memchr_iter(first, &haystack[..=last_start]).any(|at| &haystack[at..at + needle.len()] == needle)
 }
 
-/// `prose` followed by the ledger section listing `entries` (none: `prose`).
-pub(crate) fn render(prose: &str, entries: &[&str]) -> String {
+/// `prose` followed by the ledger section listing `entries` (none:
+/// `prose`), each of its `tiers`, highest first:
+///
+/// ```text
+/// Exact identifiers (kept verbatim):
+/// Given by the user:
+/// - ORD-2024-00123
+/// From tool results:
+/// - build 7f3a9c2
+/// ```
+pub(crate) fn render(prose: &str, entries: &[&str], tiers: &[Tier]) -> String {
     if entries.is_empty() {
         return prose.to_owned();
     }
     let mut out = String::with_capacity(
-        prose.len() + SECTION_START.len() + entries.iter().map(|e| e.len() + 3).sum::<usize>(),
+        prose.len() + SECTION_START.len() + entries.iter().map(|e| e.len() + 3).sum::<usize>() + 80,
     );
     out.push_str(prose);
     out.push_str(SECTION_START);
-    push_lines(&mut out, entries);
+    push_lines(&mut out, entries, tiers);
     out
 }
 
-/// A summary's text split into its prose and its ledger entries; a text
-/// without a section is all prose.
-pub(crate) fn split(body: &str) -> (&str, Vec<&str>) {
+/// A summary's text split into its prose and its ledger entries, each with
+/// its tier (entries under no tier's heading, as an earlier version wrote
+/// them: [`Tier::Repeated`]); a text without a section is all prose.
+pub(crate) fn split(body: &str) -> (&str, Vec<(&str, Tier)>) {
     match body.rfind(SECTION_START) {
         Some(at) => {
-            let entries = body[at + SECTION_START.len()..]
-                .lines()
-                .filter_map(|line| line.strip_prefix("- "))
-                .filter(|entry| !entry.is_empty())
-                .collect();
+            let mut tier = Tier::default();
+            let mut entries = Vec::new();
+            for line in body[at + SECTION_START.len()..].lines() {
+                match line.strip_prefix("- ") {
+                    Some("") => {}
+                    Some(entry) => entries.push((entry, tier)),
+                    None => tier = Tier::of_heading(line).unwrap_or(tier),
+                }
+            }
             (&body[..at], entries)
         }
         None => (body, Vec::new()),

@@ -170,6 +170,24 @@ fn a_token_ends_where_the_script_changes() {
 }
 
 #[test]
+fn a_fragment_in_the_previous_prose_of_a_listed_entry_is_no_entry() {
+    // A summarizer that cut a sentence at a version's first dot.
+    let prose = "The user pinned urllib3==3. Then nothing else.";
+    let listed = [("urllib3==3.6.4", Tier::User)];
+    let turn = Message::user("Check /srv/app/config.toml next.");
+    for remember in [false, true] {
+        let found = candidates(std::iter::once(&turn), prose, &listed, &[], 64, 1 << 16, remember);
+        let texts: Vec<&str> = found.texts.iter().map(|t| &**t).collect();
+        assert_eq!(
+            texts,
+            ["/srv/app/config.toml", "urllib3==3.6.4"],
+            "remember: {remember}"
+        );
+        assert_eq!(found.tiers(), [Tier::User, Tier::User]);
+    }
+}
+
+#[test]
 fn context_raises_a_weak_shape() {
     assert!(ids("We booked QXPLMA for them.").is_empty());
     for text in [
@@ -222,8 +240,29 @@ fn json_keys_name_their_values_in_both_formats() {
 
 #[test]
 fn sections_render_and_split_back() {
-    let body = render("Prose.", &["a-1234", "b: c_9"]);
-    assert_eq!(split(&body), ("Prose.", vec!["a-1234", "b: c_9"]));
+    let body = render(
+        "Prose.",
+        &["a-1234", "b: c_9", "d-77"],
+        &[Tier::User, Tier::User, Tier::Tool],
+    );
+    assert_eq!(
+        body,
+        "Prose.\n\nExact identifiers (kept verbatim):\nGiven by the user:\n- a-1234\n- b: c_9\nFrom tool results:\n- d-77"
+    );
+    assert_eq!(
+        split(&body),
+        (
+            "Prose.",
+            vec![
+                ("a-1234", Tier::User),
+                ("b: c_9", Tier::User),
+                ("d-77", Tier::Tool)
+            ]
+        )
+    );
+    // A section with no tiers' headings (an earlier version's): named again.
+    let old = "Prose.\n\nExact identifiers (kept verbatim):\n- a-1234";
+    assert_eq!(split(old), ("Prose.", vec![("a-1234", Tier::Repeated)]));
     assert_eq!(split("Only prose."), ("Only prose.", vec![]));
 }
 

@@ -2,7 +2,7 @@
 //! fit, the prose cut at a word, and the whole counted exactly.
 
 use crate::count::TokenCounter;
-use crate::fold::ledger::{self, Kept};
+use crate::fold::ledger::{self, Tier};
 
 use super::FoldPolicy;
 
@@ -25,14 +25,38 @@ pub(crate) struct Fitted {
 }
 
 /// What a summary's text is fitted into: the whole message's limit (the
-/// policy's cap applied), the ledger's share of the text's room, and the
-/// tokens of the message holding the text alone. Found once a summary, by
+/// policy's cap applied), the ledger's share of the text's room, the
+/// tokens of the message holding the text alone, and how far the
+/// identifiers the user gave may take it. Found once a summary, by
 /// [`FoldPolicy::frame`].
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Frame {
     pub limit: usize,
     pub share: usize,
     pub spoken: usize,
+    /// The most the message may take when the ledger's entries need more
+    /// than `limit` leaves them (the prose as `limit` leaves it).
+    pub ceiling: usize,
+    /// The message's tokens with the prose at its floor
+    /// (`min_summary_tokens`), about.
+    pub floor: usize,
+}
+
+/// The room a section may take: what the user gave, any other entry.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Rooms {
+    pub user: usize,
+    pub rest: usize,
+}
+
+impl Rooms {
+    /// The room an entry of `tier` packs in.
+    fn of(self, tier: Tier) -> usize {
+        match tier {
+            Tier::User => self.user.max(self.rest),
+            _ => self.rest,
+        }
+    }
 }
 
 impl FoldPolicy {
@@ -54,19 +78,29 @@ impl FoldPolicy {
     /// prose). The section may take more at the end, of what the prose
     /// leaves.
     ///
-    /// `tokens` are the entries' counts, `(n, sum)` their number and sum:
-    /// when every entry fits, the section is known without a pass over them.
+    /// `tokens` and `tiers` are the entries' counts and tiers, `(n, sum)`
+    /// their number and sum: when every entry fits, the section is known
+    /// without a pass over them.
     pub(crate) fn told_allowance<C: TokenCounter + ?Sized>(
         &self,
-        tokens: impl IntoIterator<Item = usize>,
+        tokens: &[usize],
+        tiers: &[Tier],
         (n, sum): (usize, u128),
         allowance: usize,
         counter: &C,
     ) -> usize {
         let share = self.ledger_share(allowance);
-        let section = match Self::all_fit(n, sum, share, counter) {
+        let headings = Headings::new(counter);
+        let rooms = Rooms {
+            user: allowance.saturating_sub(self.min_summary_tokens),
+            rest: share,
+        };
+        let section = match Self::all_fit(n, sum.saturating_add(headings.all(tiers)), share, counter) {
             Some(section) => section,
-            None => self.pack(tokens, |_| true, share, counter, None).1,
+            None => {
+                self.pack(tokens, tiers, &headings, |_| true, rooms, counter, None)
+                    .1
+            }
         };
         let reserve = section.min(allowance.saturating_sub(self.min_summary_tokens));
         allowance.saturating_sub(reserve)
@@ -82,35 +116,43 @@ impl FoldPolicy {
             .map(|section| section as usize)
     }
 
-    /// Packs the leading `entries` that `open` lets through whose section
-    /// fits in `room` tokens (their counts summed, with the heading's):
-    /// where packing stopped (the open entries before it are packed, none
-    /// from it on) and the section's tokens (0 when none is packed). The
-    /// packed entries' indices go to `packed`, if given.
+    /// Packs the leading entries (their `tokens`, of `tiers`) that `open`
+    /// lets through whose section fits in `rooms` (their counts summed,
+    /// with the heading's and each tier's; an entry the user gave in the
+    /// room the prose's floor leaves, any other in the ledger's own room):
+    /// where packing stopped
+    /// (the open entries before it are packed, none from it on) and the
+    /// section's tokens (0 when none is packed). The packed entries'
+    /// indices go to `packed`, if given.
+    #[allow(clippy::too_many_arguments)]
     fn pack<C: TokenCounter + ?Sized>(
         &self,
-        entries: impl IntoIterator<Item = usize>,
+        tokens_of: &[usize],
+        tiers: &[Tier],
+        headings: &Headings,
         open: impl Fn(usize) -> bool,
-        room: usize,
+        rooms: Rooms,
         counter: &C,
         mut packed_to: Option<&mut Vec<usize>>,
     ) -> (usize, usize) {
         // The heading's tokens and the packed entries', once one is open.
         let mut tokens = None;
         let (mut seen, mut packed) = (0, false);
-        for (i, t) in entries.into_iter().enumerate() {
+        let mut last = None;
+        for (i, (&t, &tier)) in tokens_of.iter().zip(tiers).enumerate() {
             seen = i + 1;
             if !open(i) {
                 continue;
             }
             let so_far =
                 *tokens.get_or_insert_with(|| counter.count(ledger::LEDGER_HEADING).saturating_add(2));
-            let more = so_far.saturating_add(t);
-            if more > room {
+            let heading = if last == Some(tier) { 0 } else { headings.of(tier) };
+            let more = so_far.saturating_add(t).saturating_add(heading);
+            if more > rooms.of(tier) {
                 return (i, if packed { so_far } else { 0 });
             }
             tokens = Some(more);
-            packed = true;
+            (packed, last) = (true, Some(tier));
             if let Some(to) = packed_to.as_deref_mut() {
                 to.push(i);
             }
@@ -123,7 +165,8 @@ impl FoldPolicy {
     /// the policy's cap for its text).
     ///
     /// Entries the prose (or `held`, the turns kept beside it, asked by an
-    /// entry's place) holds verbatim are not listed; the others are, newest first, in the room
+    /// entry's place) holds verbatim are not listed; the others are, in
+    /// their order (highest tier first) under their tiers' headings, in the room
     /// the prose leaves, and at least in the ledger's share of the text's
     /// room: the prose is cut at a word boundary only to make that share,
     /// so it keeps the rest as its floor. `exact`: the whole message is
@@ -135,28 +178,36 @@ impl FoldPolicy {
     pub(crate) fn fit<C: TokenCounter + ?Sized>(
         &self,
         text: &str,
-        texts: &[&str],
-        tokens: &[usize],
+        entries: Listing<'_>,
         held: &dyn Fn(usize) -> bool,
-        limit: usize,
+        limits: (usize, usize),
         counter: &C,
         exact: bool,
     ) -> Fitted {
-        let frame = self.frame(text, limit, counter);
-        self.fit_framed(text, texts, tokens, held, frame, counter, exact)
+        let frame = self.frame(text, limits, counter);
+        self.fit_framed(text, entries, held, frame, counter, exact)
     }
 
     /// The frame of a summary message for the summarizer's `text`, within
-    /// `limit` tokens for the whole message (and the policy's cap for its
-    /// text).
-    pub(crate) fn frame<C: TokenCounter + ?Sized>(&self, text: &str, limit: usize, counter: &C) -> Frame {
+    /// `limits`: the whole message's limit, and the most it may take to
+    /// list the entries that limit leaves out (at least the limit); each
+    /// within the policy's cap for its text.
+    pub(crate) fn frame<C: TokenCounter + ?Sized>(
+        &self,
+        text: &str,
+        (limit, ceiling): (usize, usize),
+        counter: &C,
+    ) -> Frame {
         let overhead = self.overhead(counter);
-        let limit = match self.max_summary_tokens {
+        let cap = |limit: usize| match self.max_summary_tokens {
             Some(max) => limit.min(overhead.saturating_add(max)),
             None => limit,
         };
+        let limit = cap(limit);
         Frame {
             limit,
+            ceiling: cap(ceiling.max(limit)),
+            floor: overhead.saturating_add(self.min_summary_tokens),
             share: self.ledger_share(limit.saturating_sub(overhead)),
             // The summary message with the text alone, framing and prefix included.
             spoken: counter.count_message(&self.summary_message(text)),
@@ -168,19 +219,20 @@ impl FoldPolicy {
     pub(crate) fn fit_framed<C: TokenCounter + ?Sized>(
         &self,
         text: &str,
-        texts: &[&str],
-        tokens: &[usize],
+        entries: Listing<'_>,
         held: &dyn Fn(usize) -> bool,
         frame: Frame,
         counter: &C,
         exact: bool,
     ) -> Fitted {
         // Which entries the kept turns hold, asked once each.
-        let kept: Vec<bool> = (0..texts.len()).map(held).collect();
+        let kept: Vec<bool> = (0..entries.texts.len()).map(held).collect();
         let fitting = Fitting {
             policy: self,
-            texts,
-            tokens,
+            texts: entries.texts,
+            tokens: entries.tokens,
+            tiers: entries.tiers,
+            headings: Headings::new(counter),
             kept: &kept,
             counter,
         };
@@ -192,6 +244,14 @@ impl FoldPolicy {
             mut closed,
             closed_for,
         } = fitting.cut_prose(text, frame);
+        // Past the limit, up to the ceiling: the entries it left out.
+        let over = frame.ceiling > frame.limit
+            && fitting.overflow(&mut packed, &closed, spoken, section, frame.ceiling);
+        let section = match over {
+            true => fitting.section_tokens(&packed),
+            false => section,
+        };
+        let bound = if over { frame.ceiling } else { frame.limit };
         // A prose cut to nothing shows it was cut; an empty answer (when the
         // policy takes one) stays empty.
         let cut_out = prose.is_empty() && !text.is_empty();
@@ -203,7 +263,7 @@ impl FoldPolicy {
         };
         // Exact at last: BPE is not additive.
         if exact {
-            (body, total) = fitting.drop_oldest(shown, &mut packed, body, total, frame.limit);
+            (body, total) = fitting.drop_oldest(shown, &mut packed, body, total, bound);
         }
         if closed_for != shown {
             closed = fitting.closed_by(shown);
@@ -216,85 +276,6 @@ impl FoldPolicy {
             truncated: shown.len() < text.len() || cut_out,
             listed: packed,
             dropped,
-        }
-    }
-
-    /// [`fit`](Self::fit) with nothing held beside the summary, for a
-    /// memory's fold, whose candidates are `fresh`, then `kept`'s entries
-    /// less those at `again` (ascending indices): the same summary, the
-    /// section copied from the one `kept` holds rendered, and only the
-    /// loose entries looked up when the prose holds no word the patterns
-    /// read. `None` when the prose must be cut to make room (or is blank),
-    /// which [`fit_framed`](Self::fit_framed) does, in the same `frame`.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn fit_kept<C: TokenCounter + ?Sized>(
-        &self,
-        text: &str,
-        fresh: &Kept,
-        kept: &Kept,
-        again: &[usize],
-        frame: Frame,
-        counter: &C,
-        exact: bool,
-    ) -> Option<Fitted> {
-        if text.is_empty() {
-            return None;
-        }
-        let Frame { limit, share, spoken } = frame;
-        let joined = Joined::new(fresh, kept, again);
-        let m = joined.m;
-        let said = joined.said(text);
-        let open = |i: usize| is_open(&said, i);
-        let ledger_room = share.max(limit.saturating_sub(spoken));
-        let (stop, section) = self.pack_joined(&joined, &said, ledger_room, counter);
-        if spoken.saturating_add(section) > limit {
-            return None;
-        }
-        let listed: Vec<usize> = match said.is_empty() {
-            true => (0..stop).collect(),
-            false => (0..stop).filter(|&i| open(i)).collect(),
-        };
-        let body = joined.render(text, &listed, &said);
-        let total = match exact {
-            true => self.message_tokens(&body, counter),
-            false => spoken.saturating_add(section),
-        };
-        if total > limit {
-            return None;
-        }
-        Some(Fitted {
-            tokens: total,
-            prose_len: text.len(),
-            body,
-            truncated: false,
-            dropped: (stop..m).filter(|&i| open(i)).collect(),
-            listed,
-        })
-    }
-
-    /// Packs `joined`'s candidates not `said` into `room` tokens: all of
-    /// them at once when none is said and all fit, else in turn. Where
-    /// packing stopped and the section's tokens, as [`pack`](Self::pack)
-    /// gives them.
-    fn pack_joined<C: TokenCounter + ?Sized>(
-        &self,
-        joined: &Joined<'_>,
-        said: &[bool],
-        room: usize,
-        counter: &C,
-    ) -> (usize, usize) {
-        let m = joined.m;
-        let every = Self::all_fit(m, joined.total(), room, counter).filter(|_| said.is_empty());
-        match (every, m) {
-            (_, 0) => (0, 0),
-            (Some(section), _) => (m, section),
-            _ => self.pack(
-                (0..m).map(|i| joined.tokens(i)),
-                |i| is_open(said, i),
-                room,
-                counter,
-                None,
-            ),
         }
     }
 
@@ -313,23 +294,69 @@ impl FoldPolicy {
         counter: &C,
     ) -> Fitted {
         let (prose, entries) = ledger::split(body);
-        let tokens: Vec<usize> = entries.iter().map(|e| ledger::entry_tokens(e, counter)).collect();
+        let texts: Vec<&str> = entries.iter().map(|e| e.0).collect();
+        let tiers: Vec<Tier> = entries.iter().map(|e| e.1).collect();
+        let tokens: Vec<usize> = texts.iter().map(|e| ledger::entry_tokens(e, counter)).collect();
         // Every stored entry may take the room: the share applied when it was made.
         let all = FoldPolicy {
             ledger_percent: 100,
             ..self.clone()
         };
-        all.fit(prose, &entries, &tokens, &|_| false, limit, counter, true)
+        let listing = Listing {
+            texts: &texts,
+            tokens: &tokens,
+            tiers: &tiers,
+        };
+        all.fit(prose, listing, &|_| false, (limit, limit), counter, true)
+    }
+}
+
+/// A ledger's candidate entries, in the order a section lists them
+/// (highest tier first): their texts, tokens and tiers.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Listing<'a> {
+    pub texts: &'a [&'a str],
+    pub tokens: &'a [usize],
+    pub tiers: &'a [Tier],
+}
+
+/// The tokens of each tier's heading line, counted once a fit.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Headings([usize; 4]);
+
+impl Headings {
+    pub(crate) fn new<C: TokenCounter + ?Sized>(counter: &C) -> Self {
+        Headings([Tier::Tool, Tier::Call, Tier::Repeated, Tier::User].map(|t| t.heading_tokens(counter)))
+    }
+
+    /// `tier`'s heading's tokens.
+    fn of(&self, tier: Tier) -> usize {
+        self.0[tier as usize]
+    }
+
+    /// The headings' tokens for entries of `tiers` (in order) all listed.
+    fn all(&self, tiers: &[Tier]) -> u128 {
+        let mut last = None;
+        let mut sum = 0u128;
+        for &tier in tiers {
+            if last != Some(tier) {
+                sum += self.of(tier) as u128;
+                last = Some(tier);
+            }
+        }
+        sum
     }
 }
 
 /// A summary being fitted by [`FoldPolicy::fit_framed`]: the policy, the
-/// candidates' texts and counts, which of them the kept turns hold, and the
-/// counter.
+/// candidates' texts, counts and tiers, which of them the kept turns hold,
+/// and the counter.
 struct Fitting<'a, C: ?Sized> {
     policy: &'a FoldPolicy,
     texts: &'a [&'a str],
     tokens: &'a [usize],
+    tiers: &'a [Tier],
+    headings: Headings,
     kept: &'a [bool],
     counter: &'a C,
 }
@@ -374,6 +401,8 @@ impl<C: TokenCounter + ?Sized> Fitting<'_, C> {
             limit,
             share,
             mut spoken,
+            floor,
+            ..
         } = frame;
         let mut prose = text;
         let mut packed: Vec<usize> = Vec::with_capacity(self.texts.len());
@@ -384,14 +413,21 @@ impl<C: TokenCounter + ?Sized> Fitting<'_, C> {
             closed = self.closed_by(prose);
             closed_for = prose;
             let open = |i: usize| !closed[i];
-            let ledger_room = share.max(limit.saturating_sub(spoken));
+            // What the user gave may cut the prose to its floor.
+            let rest = share.max(limit.saturating_sub(spoken));
+            let rooms = Rooms {
+                user: limit.saturating_sub(floor),
+                rest,
+            };
             packed.clear();
             section = self
                 .policy
                 .pack(
-                    self.tokens.iter().copied(),
+                    self.tokens,
+                    self.tiers,
+                    &self.headings,
                     open,
-                    ledger_room,
+                    rooms,
                     self.counter,
                     Some(&mut packed),
                 )
@@ -412,16 +448,70 @@ impl<C: TokenCounter + ?Sized> Fitting<'_, C> {
         }
     }
 
+    /// Adds to `packed` (sorted) the open entries it left out, in order,
+    /// while the message stays within `ceiling`: the room past the limit
+    /// is the ledger's. Whether any was added.
+    fn overflow(
+        &self,
+        packed: &mut Vec<usize>,
+        closed: &[bool],
+        spoken: usize,
+        section: usize,
+        ceiling: usize,
+    ) -> bool {
+        let mut total = spoken.saturating_add(match section {
+            0 => self.counter.count(ledger::LEDGER_HEADING) + 2,
+            s => s,
+        });
+        let mut tiers: Vec<Tier> = packed.iter().map(|&i| self.tiers[i]).collect();
+        let mut added = Vec::new();
+        let mut listed = vec![false; self.texts.len()];
+        packed.iter().for_each(|&i| listed[i] = true);
+        for i in (0..self.texts.len()).filter(|&i| !listed[i] && !closed[i]) {
+            let tier = self.tiers[i];
+            let heading = if tiers.contains(&tier) {
+                0
+            } else {
+                self.headings.of(tier)
+            };
+            let more = total.saturating_add(self.tokens[i]).saturating_add(heading);
+            if more <= ceiling {
+                total = more;
+                tiers.push(tier);
+                added.push(i);
+            }
+        }
+        let any = !added.is_empty();
+        packed.extend(added);
+        packed.sort_unstable();
+        any
+    }
+
+    /// The tokens of a section listing the `packed` entries, summed.
+    fn section_tokens(&self, packed: &[usize]) -> usize {
+        let tiers: Vec<Tier> = packed.iter().map(|&i| self.tiers[i]).collect();
+        let entries = packed
+            .iter()
+            .fold(0usize, |sum, &i| sum.saturating_add(self.tokens[i]));
+        match packed.is_empty() {
+            true => 0,
+            false => (self.counter.count(ledger::LEDGER_HEADING) + 2)
+                .saturating_add(self.headings.all(&tiers) as usize)
+                .saturating_add(entries),
+        }
+    }
+
     /// The summary text: `shown`, then the section listing the `packed`
     /// entries.
     fn render(&self, shown: &str, packed: &[usize]) -> String {
         let listed: Vec<&str> = packed.iter().map(|&i| self.texts[i]).collect();
-        ledger::render(shown, &listed)
+        let tiers: Vec<Tier> = packed.iter().map(|&i| self.tiers[i]).collect();
+        ledger::render(shown, &listed, &tiers)
     }
 
     /// `body` and its `total` tokens made exact: BPE is not additive, so
-    /// the oldest `packed` entries are dropped while the whole is over
-    /// `limit`, as many at a time as the excess asks, and the body
+    /// the lowest-ranked `packed` entries are dropped while the whole is
+    /// over `limit`, as many at a time as the excess asks, and the body
     /// rendered and counted again.
     fn drop_oldest(
         &self,
@@ -452,125 +542,6 @@ impl<C: TokenCounter + ?Sized> Fitting<'_, C> {
             .filter(|&i| !listed[i] && !closed[i])
             .collect()
     }
-}
-
-/// The candidates of a memory's fold: `fresh`'s entries, then `kept`'s
-/// less those at `again` (ascending indices).
-struct Joined<'a> {
-    fresh: &'a Kept,
-    kept: &'a Kept,
-    again: &'a [usize],
-    /// How many candidates are `fresh`'s.
-    f: usize,
-    /// How many candidates there are.
-    m: usize,
-}
-
-impl<'a> Joined<'a> {
-    /// `fresh`'s entries, then `kept`'s less those at `again`.
-    fn new(fresh: &'a Kept, kept: &'a Kept, again: &'a [usize]) -> Self {
-        let f = fresh.len();
-        Joined {
-            fresh,
-            kept,
-            again,
-            f,
-            m: f + kept.len() - again.len(),
-        }
-    }
-
-    /// The index in `kept` of candidate `i` (one of `kept`'s).
-    fn kept_at(&self, i: usize) -> usize {
-        Kept::skipping(i - self.f, self.again)
-    }
-
-    /// Candidate `i`'s text.
-    fn text(&self, i: usize) -> &'a str {
-        match i < self.f {
-            true => &self.fresh.entries.texts[i],
-            false => &self.kept.entries.texts[self.kept_at(i)],
-        }
-    }
-
-    /// Candidate `i`'s tokens.
-    fn tokens(&self, i: usize) -> usize {
-        match i < self.f {
-            true => self.fresh.entries.tokens[i],
-            false => self.kept.entries.tokens[self.kept_at(i)],
-        }
-    }
-
-    /// Whether candidate `i` is loose.
-    fn loose(&self, i: usize) -> bool {
-        match i < self.f {
-            true => self.fresh.entries.loose[i],
-            false => self.kept.entries.loose[self.kept_at(i)],
-        }
-    }
-
-    /// The candidates' tokens summed.
-    fn total(&self) -> u128 {
-        let again: u128 = self
-            .again
-            .iter()
-            .map(|&j| self.kept.entries.tokens[j] as u128)
-            .sum();
-        self.fresh.total + self.kept.total - again
-    }
-
-    /// Which candidates the prose `text` holds verbatim; empty when none
-    /// does, or none is looked up: only when the prose holds a word the
-    /// patterns read, or for the loose entries.
-    fn said(&self, text: &str) -> Vec<bool> {
-        let hot = crate::fold::hot::has_ledger_word(text);
-        let loose = self.kept.loose_count > 0 || self.fresh.loose_count > 0;
-        let mut said = Vec::new();
-        if self.m > 0 && (hot || loose) {
-            let prose = ledger::Said::text(text);
-            said = (0..self.m)
-                .map(|i| (hot || self.loose(i)) && prose.holds(self.text(i)))
-                .collect();
-            // None held: as if none was asked (all may be listed at once).
-            if !said.contains(&true) {
-                said.clear();
-            }
-        }
-        said
-    }
-
-    /// The summary text: `text`, then the section listing the `listed`
-    /// candidates. With none `said`, those listed are the first ones, and
-    /// their lines are copied from the rendered sections.
-    fn render(&self, text: &str, listed: &[usize], said: &[bool]) -> String {
-        let mut body =
-            String::with_capacity(text.len() + ledger::SECTION_START.len() + self.kept.rendered.len() + 64);
-        body.push_str(text);
-        if !listed.is_empty() {
-            body.push_str(ledger::SECTION_START);
-            let from_fresh = listed.partition_point(|&i| i < self.f);
-            let from_kept = listed.len() - from_fresh;
-            match said.is_empty() {
-                // The fold's entries listed, then the kept ones: the first
-                // ones not found again.
-                true => {
-                    self.fresh.push_lines(&mut body, &[], from_fresh, true);
-                    self.kept
-                        .push_lines(&mut body, self.again, from_kept, from_fresh == 0);
-                }
-                false => {
-                    let texts: Vec<&str> = listed.iter().map(|&i| self.text(i)).collect();
-                    ledger::push_lines(&mut body, &texts);
-                }
-            }
-        }
-        body
-    }
-}
-
-/// Whether candidate `i` is open: not among those `said` (none is when
-/// `said` is empty).
-fn is_open(said: &[bool], i: usize) -> bool {
-    !said.get(i).copied().unwrap_or(false)
 }
 
 /// The longest prefix of `text` that `fits`, ending at a word boundary (before

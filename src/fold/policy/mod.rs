@@ -12,7 +12,7 @@ use crate::message::{Content, Message, Role};
 
 mod fit;
 
-pub(crate) use fit::Fitted;
+pub(crate) use fit::{Fitted, Listing};
 
 /// The prefix chatfold starts its summary message with, and recognises it by.
 pub const DEFAULT_SUMMARY_PREFIX: &str = "Summary of earlier conversation:\n";
@@ -41,16 +41,31 @@ pub const DEFAULT_SUMMARY_PREFIX: &str = "Summary of earlier conversation:\n";
 /// a URL with a password or a key that begins as a service's secret keys
 /// do, such as `sk-` or `ghp_`) that the
 /// summarizer's text does not already hold verbatim are listed after it,
-/// newest first, under the heading [`LEDGER_HEADING`](crate::LEDGER_HEADING),
-/// one `- entry` a line, none that the prose or the turns kept beside it
-/// already hold verbatim. The section takes the room the prose leaves, and
-/// at least [`ledger_percent`](Self::ledger_percent) of the summary's room:
-/// the prose keeps the rest as its floor, and the summarizer is told an
-/// allowance less the section's share. The cut to the allowance shortens
-/// the prose first and never cuts an entry in half. When the summary is
-/// folded again, its ledger is read back and merged with the new entries
-/// (reappearing ones move to the front, the oldest leave first when room
-/// runs out), so identifiers survive any number of stateless compactions.
+/// under the heading [`LEDGER_HEADING`](crate::LEDGER_HEADING), one
+/// `- entry` a line, none that the prose or the turns kept beside it
+/// already hold verbatim.
+///
+/// Entries are ranked by who gave them, then by how sure their shape is,
+/// then newest first: what the user stated ("Given by the user:"), what two
+/// turns or more named ("Named again later:"), what the model wrote or
+/// passed in a call ("Used by the assistant:"), what a tool's result held
+/// ("From tool results:"). Each tier is listed under its own heading line,
+/// so a later fold, in the same process or not, reads each entry's tier
+/// back and ranks the carried entries with the new ones (a later mention
+/// raises an entry); under pressure the tool-made ids of old turns leave
+/// first, and a busy session's tool ids never push out what the user gave.
+/// The section takes the room the prose leaves, and at least
+/// [`ledger_percent`](Self::ledger_percent) of the summary's room: the
+/// prose keeps the rest as its floor, except against what the user gave,
+/// which may cut the prose down to
+/// [`min_summary_tokens`](Self::min_summary_tokens). The summarizer is told
+/// an allowance less the section's share. The cut to the allowance
+/// shortens the prose first and never cuts an entry in half. A compactor
+/// may let the section take the summary past its limit (see
+/// [`Compactor::fold_to`](crate::Compactor::fold_to)), for the entries that
+/// did not fit. When the summary is folded again, its ledger is read back
+/// and merged with the new entries, so identifiers survive any number of
+/// stateless compactions.
 /// Finding them reads the folded text newest first, one pass, and stops
 /// once it has as many entries as twice the share could list (8 tokens an
 /// entry) or has read 8 bytes per token of allowance (about twice the text

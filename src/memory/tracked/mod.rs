@@ -11,13 +11,13 @@
 
 use std::borrow::Cow;
 use std::future::Future;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::task::Waker;
 
 use crate::count::TokenCounter;
 use crate::error::{BoxError, Error, Result};
-use crate::fold::ledger::{self, Entries, Kept, LedgerEntry};
-use crate::fold::policy::{Fitted, FoldPolicy};
+use crate::fold::ledger::{self, Entries, Tier};
+use crate::fold::policy::{Fitted, FoldPolicy, Listing};
 use crate::fold::request::SummaryRequest;
 use crate::fold::units;
 use crate::memory::State;
@@ -56,22 +56,20 @@ impl<'a, C: ?Sized> Rules<'a, C> {
 }
 
 /// A memory's fold in flight: how many messages it takes from the front, the
-/// epoch it began in, and the entries its folded messages bring.
+/// epoch it began in, and the ledger's candidates: its folded messages'
+/// entries and the memory's, ranked together.
 #[derive(Debug)]
 pub(crate) struct Ticket {
     n: usize,
     epoch: u64,
-    fresh: Kept,
+    candidates: Entries,
 }
 
-/// A memory's new summary, and what its ledger becomes: this fold's
-/// entries, then the memory's (less those found again), less those the
-/// summary had no room for, at most `cap` of them.
+/// A memory's new summary, and what its ledger becomes: the candidates,
+/// less those the summary had no room for, at most `cap` of them.
 #[derive(Debug)]
 pub(crate) struct Completed {
     fitted: Fitted,
-    /// The memory's entries this fold found again (their indices, ascending).
-    again: Vec<usize>,
     /// The most entries the memory keeps ([`FoldPolicy::max_entries`]).
     cap: usize,
 }
@@ -92,10 +90,10 @@ pub(crate) enum Landed {
 /// them), the messages that make tool calls, its ledger, and its fold in
 /// flight.
 ///
-/// The ledger is the summary's section read once, with each entry's tokens
-/// (and the identifiers its prose holds, which a later summary may drop):
-/// a fold adds the entries of the messages it folds, found then, once each,
-/// and no fold reads or counts the section again.
+/// The ledger is the summary's section read once, with each entry's tier
+/// and tokens (and the identifiers its prose holds, which a later summary
+/// may drop): a fold ranks the entries of the messages it folds, found
+/// then, with the memory's, and counts only the new ones.
 ///
 /// Every change is complete before the method returns, and nothing in it can
 /// panic or wait: a memory behind a lock can always be used again.
@@ -110,8 +108,8 @@ pub(crate) struct Tracked {
     /// Indices of the buffered messages that make tool calls, kept as the
     /// buffer changes so that no add reads the whole buffer.
     callers: Vec<usize>,
-    /// The summary's ledger, newest first, kept rendered.
-    ledger: Kept,
+    /// The summary's ledger, as its section lists it.
+    ledger: Entries,
     /// Bytes of the summary that are its prose (its section follows).
     prose_len: usize,
     /// Bumped by `clear`: a fold that began before it is discarded.
@@ -138,7 +136,7 @@ impl Tracked {
             tokens,
             callers: units::callers(&state.buffer),
             state,
-            ledger: Kept::default(),
+            ledger: Entries::default(),
             prose_len: 0,
             epoch: 0,
             folding: false,
@@ -150,18 +148,16 @@ impl Tracked {
     /// Reads the summary's ledger (and its prose's identifiers) into the
     /// memory's own, counted by `counter`.
     pub(crate) fn read_ledger<C: TokenCounter + ?Sized>(&mut self, policy: &FoldPolicy, counter: &C) {
-        let (prose, listed) = ledger::split(&self.state.summary);
+        let (prose, mut listed) = ledger::split(&self.state.summary);
         self.prose_len = prose.len();
-        let mut texts: Vec<LedgerEntry> = listed.into_iter().map(LedgerEntry::from).collect();
-        for found in ledger::identifiers(prose, &policy.ledger_patterns)
-            .into_iter()
-            .rev()
-        {
-            if !texts.iter().any(|t| ledger::same(t, &found)) {
-                texts.push(found);
+        let found = ledger::identifiers(prose, &policy.ledger_patterns);
+        for found in found.iter().rev() {
+            if !listed.iter().any(|(t, _)| ledger::same(t, found)) {
+                // Kept by the summarizer's prose: named again.
+                listed.push((found, Tier::Repeated));
             }
         }
-        self.ledger = Kept::new(Entries::counted(texts, counter));
+        self.ledger = Entries::counted(&listed, counter);
     }
 
     /// Appends `message`, of `tokens` when the memory counts.
@@ -193,7 +189,7 @@ impl Tracked {
         self.state.clear();
         self.tokens.clear();
         self.callers.clear();
-        self.ledger = Kept::default();
+        self.ledger = Entries::default();
         self.prose_len = 0;
         self.total = 0;
         self.epoch = self.epoch.wrapping_add(1);
@@ -260,96 +256,42 @@ impl Tracked {
         let folded = &self.state.buffer[..n.min(self.state.buffer.len())];
         let policy = rules.policy;
         let prose = &self.state.summary[..self.prose_len];
-        let fresh = match policy.ledger {
+        let candidates = match policy.ledger {
             true => {
                 let allowance = rules.allowance;
-                let texts = ledger::candidates(
+                let found = ledger::candidates(
                     folded.iter(),
                     "",
-                    &[],
+                    &self.ledger.listed(),
                     &policy.ledger_patterns,
                     policy.max_entries(allowance),
                     allowance.saturating_mul(8),
                     // A memory folds each message once: nothing to remember.
                     false,
                 );
-                // (Found for this fold alone: the only reference.)
-                Kept::new(Entries::keyed(Arc::unwrap_or_clone(texts), rules.counter))
+                self.ledger.ranked(&found, rules.counter)
             }
-            false => Kept::default(),
+            false => Entries::default(),
         };
         let told = match policy.ledger {
-            // The section's share, from the entries' counts (a repeated
-            // entry counted twice: the summarizer is told a little less).
             true => {
-                let (n, sum) = (fresh.len() + self.ledger.len(), fresh.total + self.ledger.total);
-                let tokens = fresh
-                    .entries
-                    .tokens
-                    .iter()
-                    .chain(&self.ledger.entries.tokens)
-                    .copied();
-                policy.told_allowance(tokens, (n, sum), rules.allowance, rules.counter)
+                let sum = candidates.tokens.iter().map(|&t| t as u128).sum();
+                let (tokens, tiers) = (&candidates.tokens, &candidates.tiers);
+                policy.told_allowance(tokens, tiers, (tokens.len(), sum), rules.allowance, rules.counter)
             }
             false => rules.allowance,
         };
         let previous = (!prose.is_empty()).then_some(Cow::Borrowed(prose));
-        let listed = match policy.ledger {
-            true => Cow::Borrowed(&self.ledger.entries.texts[..]),
-            false => Cow::Borrowed(&[][..]),
-        };
+        let listed = Cow::Owned(candidates.texts.clone());
         let request = SummaryRequest::skipping(previous, folded, Vec::new(), told)
             .with_ledger(listed)
             .with_counter(rules.counter.shared());
         let ticket = Ticket {
             n,
             epoch: self.epoch,
-            fresh,
+            candidates,
         };
         Some((ticket, request))
-    }
-
-    /// The indices of the memory's entries that `fresh` finds again
-    /// (ascending).
-    fn again(&self, fresh: &Entries) -> Vec<usize> {
-        let ledger = &self.ledger.entries;
-        let mut again = Vec::new();
-        for (key, text) in fresh.keys.iter().zip(&fresh.texts) {
-            if !self.ledger.has_key(*key) {
-                continue;
-            }
-            // Blocks without the key are passed whole, in a loop the
-            // compiler vectorizes.
-            for (b, block) in ledger.keys.chunks(16).enumerate() {
-                if block.iter().fold(false, |any, k| any | (k == key)) {
-                    let at = (0..block.len()).map(|i| b * 16 + i);
-                    again.extend(
-                        at.filter(|&i| ledger.keys[i] == *key && ledger::same(text, &ledger.texts[i])),
-                    );
-                }
-            }
-        }
-        again.sort_unstable();
-        again.dedup();
-        again
-    }
-
-    /// The ledger a fold works on: `fresh` entries first, then the memory's
-    /// less those at `again`, as texts and tokens.
-    fn merged<'s>(&'s self, fresh: &'s Entries, again: &[usize]) -> (Vec<&'s str>, Vec<usize>) {
-        let ledger = &self.ledger.entries;
-        let mut texts = Vec::with_capacity(fresh.len() + ledger.len());
-        let mut tokens = Vec::with_capacity(texts.capacity());
-        texts.extend(fresh.texts.iter().map(|t| &**t));
-        tokens.extend_from_slice(&fresh.tokens);
-        let mut skip = again.iter().copied().peekable();
-        for (i, (t, &n)) in ledger.texts.iter().zip(&ledger.tokens).enumerate() {
-            if skip.next_if_eq(&i).is_none() {
-                texts.push(&**t);
-                tokens.push(n);
-            }
-        }
-        (texts, tokens)
     }
 
     /// The summarizer's answer as the new summary: checked (trimmed, not
@@ -364,26 +306,17 @@ impl Tracked {
         let policy = rules.policy;
         let text = policy.accept(answer.map_err(Error::Summarize)?)?;
         let limit = policy.overhead(rules.counter).saturating_add(rules.allowance);
-        let (fresh, counter) = (&ticket.fresh, rules.counter);
-        let frame = policy.frame(&text, limit, counter);
-        let (fitted, again) = match policy.ledger {
-            false => {
-                let fitted = policy.fit_framed(&text, &[], &[], &|_| false, frame, counter, rules.exact);
-                (fitted, Vec::new())
-            }
-            true => {
-                let again = self.again(&fresh.entries);
-                let kept = policy.fit_kept(&text, fresh, &self.ledger, &again, frame, counter, rules.exact);
-                let fitted = kept.unwrap_or_else(|| {
-                    let (texts, tokens) = self.merged(&fresh.entries, &again);
-                    policy.fit_framed(&text, &texts, &tokens, &|_| false, frame, counter, rules.exact)
-                });
-                (fitted, again)
-            }
+        let (candidates, counter) = (&ticket.candidates, rules.counter);
+        let frame = policy.frame(&text, (limit, limit), counter);
+        let texts: Vec<&str> = candidates.texts.iter().map(|t| &**t).collect();
+        let listing = Listing {
+            texts: &texts,
+            tokens: &candidates.tokens,
+            tiers: &candidates.tiers,
         };
+        let fitted = policy.fit_framed(&text, listing, &|_| false, frame, counter, rules.exact);
         Ok(Completed {
             fitted,
-            again,
             cap: policy.max_entries(rules.allowance),
         })
     }
@@ -415,13 +348,8 @@ impl Tracked {
             return Landed::Stale;
         }
         match summary {
-            Ok(Completed { fitted, again, cap }) => {
-                let edit = ledger::Edit {
-                    again: &again,
-                    dropped: &fitted.dropped,
-                    cap,
-                };
-                self.ledger.fold(ticket.fresh, edit);
+            Ok(Completed { fitted, cap }) => {
+                self.ledger = ticket.candidates.without(&fitted.dropped, cap);
                 self.state.summary = fitted.body;
                 self.prose_len = fitted.prose_len;
                 self.drop_front(ticket.n);

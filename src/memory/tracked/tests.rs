@@ -53,10 +53,10 @@ fn a_fold_begun_before_a_clear_is_discarded() {
     assert!(b.state.summary.is_empty());
 }
 
-/// The ledger a fold lands is the fold's (its entries, then the
-/// memory's not found again) less what the summary dropped, at most
-/// `cap`: checked against that rule computed plainly, with entries found
-/// again, dropped for room, and a cap that binds.
+/// The ledger a fold lands is its candidates (the folded turns' entries
+/// ranked with the memory's) less what the summary dropped, at most
+/// `cap`, with entries found again, dropped for room, and a cap that
+/// binds; what the user said again leads, under its tier.
 #[test]
 fn a_landed_ledger_is_the_merged_one_less_the_dropped() {
     let listed: Vec<String> = (0..40).map(|i| format!("- /srv/old/file-{i:02}.csv")).collect();
@@ -80,9 +80,7 @@ fn a_landed_ledger_is_the_merged_one_less_the_dropped() {
         };
         let (ticket, _) = b.begin(1, rules).unwrap();
         let completed = b.complete(&ticket, Ok("Short.".to_owned()), rules).unwrap();
-        let again = b.again(&ticket.fresh.entries);
-        let (texts, _) = b.merged(&ticket.fresh.entries, &again);
-        let texts: Vec<String> = texts.into_iter().map(str::to_owned).collect();
+        let texts: Vec<String> = ticket.candidates.texts.iter().map(|t| t.to_string()).collect();
         let expected: Vec<String> = (0..texts.len())
             .filter(|i| !completed.fitted.dropped.contains(i))
             .map(|i| texts[i].clone())
@@ -93,92 +91,29 @@ fn a_landed_ledger_is_the_merged_one_less_the_dropped() {
             Landed::Folded { n: 1, .. }
         ));
         assert_eq!(
-            b.ledger.entries.texts, expected,
+            b.ledger.texts, expected,
             "allowance {allowance}, {ledger_percent}%"
         );
         // Found again, an identifier is kept once at most, newest first.
         assert!(
             b.ledger
-                .entries
                 .texts
                 .iter()
                 .filter(|t| t.ends_with("file-03.csv"))
                 .count()
                 <= 1
         );
-        assert!(b.ledger.len() == 0 || b.ledger.entries.texts[0] == "/srv/old/file-17.csv");
-        assert!(b.ledger.len() <= expected.len().max(1));
-    }
-}
-
-use crate::fold::policy::tests::{POOL, counter};
-
-proptest::proptest! {
-    /// The memory's fold through the ledger it keeps gives the summary
-    /// `finish` gives over the merged candidates, whenever it gives one,
-    /// and the kept ledger after it is the rule's: the fold's entries,
-    /// then the kept ones not found again, less the dropped, at most
-    /// the cap, rendered as a section lists them, its sums kept. The
-    /// kept ledger may repeat an identifier (a restored summary's).
-    #[test]
-    fn the_kept_ledger_folds_as_finish_does(
-        kept_at in proptest::collection::vec(0usize..POOL.len(), 0..30),
-        fresh_at in proptest::collection::vec(0usize..POOL.len(), 0..20),
-        prose in proptest::sample::select(vec![
-            "Short.", "fixed summary", "We read /srv/a.csv and PROJ-12 today.",
-            "The order 42 shipped; see file-0.txt.", "Words only, nothing else at all here.",
-            "Été: /données/été.csv, https://例え.jp/パス and 名前: 東京-1.txt.",
-            "A long prose about /srv/b.csv and v1.2.3 and PROJ-12 and deadbeef12 and much \
-             more besides, word after word after word, until it must be cut short.",
-        ]),
-        allowance in 1usize..200,
-        percent in proptest::sample::select(vec![10u8, 33, 100]),
-        exact in proptest::bool::ANY,
-        max in proptest::option::of(0usize..100),
-        cap in 0usize..40,
-        kind in 0u8..3,
-    ) {
-        let counter = counter(kind);
-        let mut policy = FoldPolicy::new().ledger_percent(percent);
-        if let Some(max) = max {
-            policy = policy.max_summary_tokens(max);
-        }
-        let owned = |at: &[usize]| at.iter().map(|&i| POOL[i].to_owned()).collect::<Vec<_>>();
-        let mut kept = Kept::new(Entries::counted(owned(&kept_at), &counter));
-        // A fold's own entries are each listed once.
-        let mut texts: Vec<String> = Vec::new();
-        for t in owned(&fresh_at) {
-            if !texts.iter().any(|x| ledger::same(x, &t)) {
-                texts.push(t);
-            }
-        }
-        let fresh = Kept::new(Entries::counted(texts, &counter));
-        let b = Tracked {
-            ledger: kept.clone(),
-            ..Tracked::default()
-        };
-        let again = b.again(&fresh.entries);
-        let (texts, tokens) = b.merged(&fresh.entries, &again);
-        let limit = policy.overhead(&counter).saturating_add(allowance);
-        let reference = policy.fit(prose, &texts, &tokens, &|_| false, limit, &counter, exact);
-        let frame = policy.frame(prose, limit, &counter);
-        if let Some(fast) = policy.fit_kept(prose, &fresh, &kept, &again, frame, &counter, exact) {
-            proptest::prop_assert_eq!(&fast.body, &reference.body);
-            proptest::prop_assert_eq!(fast.tokens, reference.tokens);
-            proptest::prop_assert_eq!(fast.prose_len, reference.prose_len);
-            proptest::prop_assert_eq!(&fast.listed, &reference.listed);
-            proptest::prop_assert_eq!(&fast.dropped, &reference.dropped);
-            proptest::prop_assert_eq!(fast.truncated, reference.truncated);
-        }
-        let expected: Vec<String> = (0..texts.len())
-            .filter(|i| !reference.dropped.contains(i))
-            .map(|i| texts[i].to_owned())
-            .take(cap)
+        assert!(b.ledger.len() == 0 || b.ledger.texts[0] == "/srv/old/file-17.csv");
+        assert!(b.ledger.len() == 0 || b.ledger.tiers[0] == Tier::User);
+        // Past the user's, the older entries in the order they were listed.
+        let old: Vec<&str> = (b.ledger.texts.iter().zip(&b.ledger.tiers))
+            .filter(|(_, t)| **t == Tier::Repeated)
+            .map(|(e, _)| &**e)
             .collect();
-        kept.fold(fresh, ledger::Edit { again: &again, dropped: &reference.dropped, cap });
-        proptest::prop_assert_eq!(&kept.entries.texts, &expected);
-        let rebuilt = Kept::new(kept.entries.clone());
-        proptest::prop_assert_eq!(kept, rebuilt);
+        let mut sorted = old.clone();
+        sorted.sort();
+        assert_eq!(old, sorted);
+        assert!(b.ledger.len() <= expected.len().max(1));
     }
 }
 
