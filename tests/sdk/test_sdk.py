@@ -549,9 +549,10 @@ def main():
         assert compacted.object == "response.compaction"
         assert [upstream.seen[-1][0]] == ["/v1/responses/compact"], "asked upstream first, which said 404"
         items = [item.model_dump(exclude_none=True) for item in compacted.output]
-        assert items[0]["type"] == "compaction" and items[0]["encrypted_content"].startswith("chatfold.v1.")
+        # OpenAI's order: the kept items, then the one compaction item.
+        assert items[-1]["type"] == "compaction" and items[-1]["encrypted_content"].startswith("chatfold.v1.")
         assert sum(item["type"] == "compaction" for item in items) == 1
-        kept = items[1:]
+        kept = items[:-1]
         assert 0 < len(kept) < len(sent)
         suffix = sent[len(sent) - len(kept):]
         for mine, theirs in zip(kept, suffix):
@@ -560,21 +561,26 @@ def main():
             else:
                 assert mine["type"] == "message" and mine["content"][0]["text"] == theirs["content"]
         assert compacted.usage.input_tokens > compacted.usage.output_tokens
-        # The item goes back in a later request and the upstream never sees it.
-        follow = [compacted.output[0].model_dump(exclude_none=True)] + sent[len(sent) - len(kept):] + [
-            {"role": "user", "content": "And the second host?"}]
-        answer = oa.responses.create(model="gpt-5", instructions="You are an SRE assistant.", input=follow,
-                                     tools=TOOLS_RESPONSES)
-        assert answer.output[0].type == "function_call"
-        _, _, body = last_seen(upstream)
-        check_no_compaction_upstream(body)
-        assert body["input"][0]["role"] == "system" and body["input"][0]["content"].startswith(SUMMARY_PREFIX)
-        assert body["input"][1:] == follow[1:], "the item stands for the summary, the rest as sent"
+        # The output goes back in a later request (whole, as a client that
+        # replaces its window sends it; from the compaction item on; or with
+        # the item first) and the upstream never sees the item.
+        question = {"role": "user", "content": "And the second host?"}
+        seen = []
+        for follow in [items + [question], [items[-1], question], [items[-1]] + kept + [question]]:
+            answer = oa.responses.create(model="gpt-5", instructions="You are an SRE assistant.", input=follow,
+                                         tools=TOOLS_RESPONSES)
+            assert answer.output[0].type == "function_call"
+            _, _, body = last_seen(upstream)
+            check_no_compaction_upstream(body)
+            assert body["input"][0]["role"] == "system" and body["input"][0]["content"].startswith(SUMMARY_PREFIX)
+            assert body["input"][1:] == kept + [question], "the item stands for the summary and the kept items"
+            seen.append(body["input"])
+        assert seen[0] == seen[1] == seen[2]
 
     @test
     def forged_altered_and_foreign_items_are_refused():
         compacted = oa.responses.compact(model="gpt-5", input=responses_history(30))
-        item = compacted.output[0].model_dump(exclude_none=True)
+        item = compacted.output[-1].model_dump(exclude_none=True)
         content = item["encrypted_content"]
         altered = dict(item, encrypted_content=content[:20] + ("A" if content[20] != "A" else "B") + content[21:])
         other = openai.OpenAI(base_url=proxy.url + "/v1", api_key="sk-another-tenant", max_retries=0)

@@ -1106,9 +1106,11 @@ async fn responses_compact_is_forwarded_or_answered_as_the_mode_says() {
     assert_eq!(up.seen().len(), 1);
     let compacted = answer.json();
     assert_eq!(compacted["object"], "response.compaction");
+    // OpenAI's order: the kept items, then the one compaction item.
     let output = compacted["output"].as_array().unwrap();
-    assert_eq!(output[0]["type"], "compaction");
-    assert!(output[1..].iter().all(|item| item["type"] != "compaction"));
+    let (item, kept) = output.split_last().unwrap();
+    assert_eq!(item["type"], "compaction");
+    assert!(kept.iter().all(|item| item["type"] != "compaction"));
     // The kept calls keep their outputs.
     let ids = |kind: &str| -> Vec<&Value> {
         output
@@ -1137,6 +1139,20 @@ async fn responses_compact_is_forwarded_or_answered_as_the_mode_says() {
             .starts_with(SUMMARY_PREFIX)
     );
     assert!(!sent.to_string().contains("\"compaction\""));
+    // A client that keeps the items from the compaction item on, and one
+    // that puts it before the kept items, send the same conversation.
+    for mut next in [vec![item.clone()], [vec![item.clone()], kept.to_vec()].concat()] {
+        next.push(json!({"role": "user", "content": "And then?"}));
+        let again = json!({"model": "m", "input": next}).to_string();
+        let answer = post(
+            &always.url("/v1/responses"),
+            &[("authorization", "Bearer k1")],
+            again,
+        )
+        .await;
+        assert_eq!(answer.status, 200);
+        assert_eq!(up.seen().last().unwrap().json()["input"], sent["input"]);
+    }
     let answer = post(
         &always.url("/v1/responses"),
         &[("authorization", "Bearer k2")],

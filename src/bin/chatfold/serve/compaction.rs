@@ -7,7 +7,12 @@
 //!
 //! A compaction item stands for everything before it, as OpenAI's does: a
 //! request whose newest compaction item is chatfold's goes upstream as the
-//! items that item holds, then the items after it.
+//! items that item holds, then the items after it. `/v1/responses/compact`
+//! answers in OpenAI's order, the items it keeps first and its compaction
+//! item last, which holds the kept items too: a client that sends back the
+//! whole output and one that sends only the items from the compaction item
+//! on send the same conversation; one that puts the item before the kept
+//! items (chatfold's order before) has them read once.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -215,13 +220,29 @@ fn expand(items: &mut Vec<Value>, seal: &Seal, tenant: &str, openai_reads: bool)
     match opened {
         Some(opened) => {
             let after = items.split_off(at + 1);
+            let repeated = overlap(&opened, &after);
             *items = opened;
-            items.extend(after);
+            items.extend(after.into_iter().skip(repeated));
         }
         // OpenAI's is the newest: it stands for what came before, chatfold's too.
         None => drop(items.drain(..at)),
     }
     Ok(true)
+}
+
+/// How many of `after`'s first items end `opened` too (the kept items a
+/// client sent again after the compaction item that holds them).
+fn overlap(opened: &[Value], after: &[Value]) -> usize {
+    let Some(first) = after.first() else {
+        return 0;
+    };
+    // Where the first item after could stand in `opened`, the earliest
+    // first: the longest overlap.
+    (0..opened.len())
+        .filter(|&at| opened[at] == *first)
+        .map(|at| opened.len() - at)
+        .find(|&k| k <= after.len() && opened[opened.len() - k..] == after[..k])
+        .unwrap_or(0)
 }
 
 /// `output` with chatfold's compaction `item` first, in a Responses API
@@ -233,16 +254,17 @@ pub(crate) fn with_item_in_output(body: &[u8], item: &Value) -> Option<Vec<u8>> 
     Some(response.to_string().into_bytes())
 }
 
-/// The answer to `/v1/responses/compact`: `output` (chatfold's compaction
-/// item standing for `replaced`, then `kept`) and the usage.
+/// The answer to `/v1/responses/compact`, in OpenAI's order: `output` (the
+/// `kept` items, then chatfold's compaction item, which holds them too)
+/// and the usage.
 pub(crate) fn compacted_response(item: Value, kept: Vec<Value>, tokens: (usize, usize)) -> Value {
     let (before, after) = tokens;
     let created = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let id = item.get("id").and_then(Value::as_str).unwrap_or("cmp_chatfold");
-    let mut output = vec![item.clone()];
-    output.extend(kept.into_iter().map(typed));
+    let mut output = kept;
+    output.push(item.clone());
     json!({
         "id": format!("resp_{id}"),
         "object": "response.compaction",
@@ -261,7 +283,7 @@ pub(crate) fn compacted_response(item: Value, kept: Vec<Value>, tokens: (usize, 
 /// An item as the API's output writes it: a `{role, content}` shorthand
 /// message gets its `type`, and its text its part (`input_text`, or
 /// `output_text` for the assistant's).
-fn typed(mut item: Value) -> Value {
+pub(crate) fn typed(mut item: Value) -> Value {
     let Some(fields) = item.as_object_mut() else {
         return item;
     };

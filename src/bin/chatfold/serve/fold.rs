@@ -300,8 +300,8 @@ impl Folding {
     /// The answer to `/v1/responses/compact` for a Responses body (its
     /// `input` a list): the items folded as far as the budget says, or to
     /// half their tokens when they fit it (a compaction the client asked
-    /// for); chatfold's compaction item standing for what was replaced,
-    /// then the items kept as they came.
+    /// for): the items kept as they came, then chatfold's compaction item,
+    /// standing for what was replaced and the kept items.
     pub(crate) fn compact_all(
         &self,
         bytes: &[u8],
@@ -338,7 +338,10 @@ impl Folding {
             .zip(sent.iter().rev())
             .take_while(|(a, b)| a == b)
             .count();
-        let kept = written.split_off(written.len() - kept);
+        let kept: Vec<Value> = (written.split_off(written.len() - kept).into_iter())
+            .map(super::compaction::typed)
+            .collect();
+        written.extend(kept.iter().cloned());
         let item = self.seal.item(tenant, &written);
         let tokens = folded.outcome.tokens.unwrap_or_default();
         let answer = super::compaction::compacted_response(item, kept, tokens);
