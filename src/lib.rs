@@ -67,14 +67,17 @@
 //! digits (`OPS-167`, `conn_994a82`, `python:3.11-slim`), that carries
 //! structure (`search_store.rs:537`, `pkg.module.ClassName`,
 //! `PAYMENT_API_TIMEOUT`, `@acme/kit@8.17.17`, `#482913`,
-//! `validatePaymentBatch()`, paths and hosts), or that is long and rare
-//! (account numbers, ISBNs, hashes, base64 cursors); a table of twelve forms
-//! that shape alone reads wrong adds URLs, emails, UUIDs, timestamps and
-//! dates, MAC and IP addresses, IBANs (with their check digits), money and
+//! `validatePaymentBatch()`, sequence variants such as `c.215C>G`,
+//! what3words' `///filled.count.soap`, paths and hosts), or that is long
+//! and rare (account numbers, ISBNs, hashes, base64 cursors); a table of
+//! thirteen forms that shape alone reads wrong adds URLs, emails, UUIDs,
+//! timestamps and dates, MAC and IP addresses, coordinate pairs
+//! (`48.858370, 2.294481`), IBANs (with their check digits), money and
 //! phone numbers. Backticks, typographic quotes, a table cell or a label
-//! (`Booking ref:`, `ticket #`) raise a weaker shape; tokens end at CJK text
-//! and typographic quotes, so `/var/log/app.log` inside Chinese prose and
-//! `„RE-2024/33351“` are read whole. Look-alikes (`COVID-19`, `GPT-4`,
+//! (`Booking ref:`, `ticket #`) raise a weaker shape; tokens end where the
+//! script changes (CJK, Thai, Arabic, Hebrew, Devanagari, Cyrillic ...) and
+//! at typographic quotes, so `/var/log/app.log` inside Chinese prose,
+//! `ORD-88213` glued to Thai and `„RE-2024/33351“` are read whole. Look-alikes (`COVID-19`, `GPT-4`,
 //! `x86_64`, `UTF-8`), tool calls' ids, versions inside a browser's user
 //! agent and fragments of a longer entry never get a line, and the best
 //! entries come first, each tier under its own heading line: what the user

@@ -161,6 +161,17 @@ pub(super) const RULES: &[Rule] = &[
         near_misses: &[],
     },
     Rule {
+        name: "coordinates",
+        triggers: Triggers::all(DIGIT | DOT),
+        pattern: r"-?\b[0-9]{1,2}\.[0-9]{4,8}(?:\xC2\xB0)?(?: ?[NS])?, ?-?\b[0-9]{1,3}\.[0-9]{4,8}(?:\xC2\xB0)?(?: ?[EW]\b)?",
+        keep: true,
+        hides_failed: false,
+        trim: false,
+        check: is_coordinates,
+        examples: &["48.858370, 2.294481", "-33.8688, 151.2093", "40.7128°, -74.0060°"],
+        near_misses: &["98.1234, 10.5678", "12.5, 13.5"],
+    },
+    Rule {
         name: "iban",
         triggers: Triggers::all(UPPER | DIGIT),
         pattern: r"\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b",
@@ -207,6 +218,20 @@ pub(super) const RULES: &[Rule] = &[
         near_misses: &["+1 2"],
     },
 ];
+
+/// Whether `pair` is a latitude (to 90) and a longitude (to 180), in
+/// decimal degrees.
+fn is_coordinates(pair: &str) -> bool {
+    let degrees = |part: &str, most: f64| {
+        let number: String = part
+            .chars()
+            .filter(|c| c.is_ascii_digit() || matches!(c, '.' | '-'))
+            .collect();
+        number.parse::<f64>().is_ok_and(|d| d.abs() <= most)
+    };
+    let mut parts = pair.split(',');
+    parts.next().is_some_and(|lat| degrees(lat, 90.0)) && parts.next().is_some_and(|lon| degrees(lon, 180.0))
+}
 
 /// The kinds of byte a row's matches hold, as bits (see [`KINDS`]).
 const DIGIT: u16 = 1;

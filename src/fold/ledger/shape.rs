@@ -228,10 +228,23 @@ pub(super) fn word_spans(piece: &str) -> Vec<(usize, usize)> {
 /// one, but for an empty call's `()` (`validate()`), which it keeps.
 fn token_end(text: &str, mut at: usize) -> usize {
     let bytes = text.as_bytes();
+    let start = at;
+    // A base after a position, as a sequence variant writes them
+    // (`c.215C>G`, `r.76a>u`).
+    let base = |b: Option<&u8>| b.is_some_and(|b| b"ACGTUacgtu".contains(b));
     while at < bytes.len() {
         let b = bytes[at];
         if b < 0x80 {
             if b == b'(' && bytes.get(at + 1) == Some(&b')') {
+                at += 2;
+                continue;
+            }
+            if b == b'>'
+                && at >= start + 2
+                && base(bytes.get(at - 1))
+                && bytes[at - 2].is_ascii_digit()
+                && base(bytes.get(at + 1))
+            {
                 at += 2;
                 continue;
             }
@@ -331,6 +344,13 @@ pub(super) fn strength(token: &str, context: Context) -> Option<u8> {
     let bytes = token.as_bytes();
     if !(2..=300).contains(&bytes.len()) || is_secret(token) || is_structural(token) {
         return None;
+    }
+    // A what3words address: `///` and three words joined by dots.
+    if let Some(words) = token.strip_prefix("///") {
+        let mut parts = words.split('.');
+        let word = |p: Option<&str>| p.is_some_and(|p| !p.is_empty() && p.chars().all(char::is_alphabetic));
+        return (word(parts.next()) && word(parts.next()) && word(parts.next()) && parts.next().is_none())
+            .then_some(2);
     }
     let call = token.strip_suffix("()");
     let core = call.unwrap_or(token);

@@ -341,3 +341,23 @@ proptest! {
         prop_assert_eq!(holds(haystack.as_bytes(), needle.as_bytes()), haystack.contains(&needle));
     }
 }
+
+#[test]
+fn variants_addresses_and_coordinates_are_read_whole() {
+    for (text, id) in [
+        (
+            "The variant is NM_000546.6:c.215C>G in TP53.",
+            "NM_000546.6:c.215C>G",
+        ),
+        ("Meet at ///filled.count.soap tomorrow.", "///filled.count.soap"),
+        (
+            "The site is at 48.858370, 2.294481 near the river.",
+            "48.858370, 2.294481",
+        ),
+    ] {
+        assert_eq!(ids(text), [id], "{text}");
+    }
+    // A comparison in code is no variant; a pair out of range no place.
+    assert!(ids("if count>0 then go; x.y>z").is_empty());
+    assert!(!ids("at 98.1234, 10.5678 now").iter().any(|e| e.contains(',')));
+}
