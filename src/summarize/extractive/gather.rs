@@ -1,17 +1,20 @@
-//! Gathering: the previous summary and the folded turns read into candidate lines.
+//! Gathering: the folded turns read into candidate lines, the sections they go to, and what
+//! the walk collects.
 
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::hash::BuildHasherDefault;
 use std::ops::ControlFlow;
+use std::rc::Rc;
 
-use super::text::{
-    clip, decision, error_line, is_error, is_question, keywords, opening, opening_of, sentences, speech,
-    telling, window,
-};
-use super::{ARGS_CHARS, LINE_CHARS, RECENT_TURNS, SENTENCES, STARTED_LINES, WINDOW};
-use crate::message::{Message, Part, Role};
+use super::keywords::{keywords, telling};
+use super::markers::{decision, is_question};
+use super::rarity::Rarity;
+use super::stamp::stamp;
+use super::text::{LINE_MIN_CHARS, clip, exact, opening_of, sentences, window};
+use super::tools::{Calls, tool_line, tool_results};
+use super::{LINE_CHARS, RECENT_TURNS, SENTENCES};
+use crate::message::{Message, Role};
 use crate::quick::Quick;
 use crate::summarize::SummaryRequest;
 
@@ -77,18 +80,48 @@ pub(super) struct Candidate {
     /// turn from being written twice.
     pub(super) message: Option<usize>,
     pub(super) score: i32,
+    /// What its score holds for its section, not for what it tells (an
+    /// open question's, a decision's): lost when it is moved to
+    /// `Discussed:`.
+    pub(super) bonus: i32,
+    /// It names something exact (see [`exact`]): a decision or question
+    /// about it keeps its section however little else it tells.
+    pub(super) exact: bool,
     pub(super) text: String,
+    /// When it was said: the time anchor of its turn (the date its session
+    /// opened with), if the conversation carries any.
+    pub(super) anchor: Option<Rc<str>>,
     /// Tokens, with its newline; counted when first needed.
     pub(super) cost: Cell<Option<usize>>,
+    /// Tokens its anchor takes when written before it (`[8 May, 2023] `);
+    /// counted when first needed.
+    pub(super) anchor_cost: Cell<Option<usize>>,
 }
 
 impl Candidate {
+    /// Tokens it takes, as if its anchor were written before it.
     pub(super) fn cost(&self, measure: &dyn Fn(&str) -> usize) -> usize {
+        self.line_cost(measure).saturating_add(self.anchor_cost(measure))
+    }
+
+    /// Tokens it takes without its anchor, with its newline.
+    pub(super) fn line_cost(&self, measure: &dyn Fn(&str) -> usize) -> usize {
         if let Some(cost) = self.cost.get() {
             return cost;
         }
         let cost = measure(&self.text).saturating_add(1);
         self.cost.set(Some(cost));
+        cost
+    }
+
+    /// Tokens its anchor takes, written before it (none without one).
+    pub(super) fn anchor_cost(&self, measure: &dyn Fn(&str) -> usize) -> usize {
+        let Some(anchor) = &self.anchor else { return 0 };
+        if let Some(cost) = self.anchor_cost.get() {
+            return cost;
+        }
+        let cost = measure(&format!("[{anchor}] "));
+        self.anchor_cost.set(Some(cost));
         cost
     }
 }
@@ -128,6 +161,10 @@ pub(super) struct Gathered {
     pub(super) answers: usize,
     /// The questions from here on wait for their reply.
     pub(super) awaiting: usize,
+    /// How rare each word is in the span: what lines are weighed by.
+    pub(super) rarity: Rarity,
+    /// The time anchor of the lines pushed now.
+    pub(super) anchor: Option<Rc<str>>,
 }
 
 impl Gathered {
@@ -144,8 +181,12 @@ impl Gathered {
             place,
             message,
             score,
+            bonus: 0,
+            exact: false,
             text,
+            anchor: self.anchor.clone(),
             cost: Cell::new(None),
+            anchor_cost: Cell::new(None),
         });
         self.candidates.len() - 1
     }
@@ -202,74 +243,18 @@ impl Gathered {
     }
 }
 
-/// Reads the previous summary into candidates; whether it had
-/// `Started with:` lines (the fold's first request is then not the start).
-pub(super) fn carry(previous: &str, g: &mut Gathered) -> bool {
-    let lines: Vec<&str> = previous
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect();
-    let structured = lines.iter().any(|l| Section::of_heading(l).is_some());
-    let total = lines.len().max(1);
-    let mut section = None;
-    let mut started = 0usize;
-    for (j, line) in lines.iter().enumerate() {
-        if let Some(s) = Section::of_heading(line) {
-            section = Some(s);
-            continue;
-        }
-        let place = (j as u128 * (SPAN / 3) as u128 / total as u128) as Place;
-        let text = clip(line, LINE_CHARS).into_owned();
-        let section = match section {
-            // A summary written otherwise: its first line is its gist.
-            None if !structured && started == 0 => Section::Started,
-            None => Section::Discussed,
-            Some(Section::Recently) => Section::Discussed,
-            Some(s) => s,
-        };
-        match section {
-            Section::Started if started < STARTED_LINES => {
-                started += 1;
-                g.push(Section::Started, place, None, 100 - started as i32, text);
-            }
-            Section::Started => {
-                g.push(Section::Discussed, place, None, 3, text);
-            }
-            Section::Open => {
-                let c = g.push(Section::Open, place, None, 4, text);
-                let line = g.candidates[c].text.clone();
-                g.ask(c, &line);
-            }
-            Section::Decided => {
-                // As strong as when it was first written.
-                let (role, said) = speech(line).unwrap_or(("", line));
-                let score = 2 + decision(said, &Role::from(role)).unwrap_or(2);
-                g.push(Section::Decided, place, None, score, text);
-            }
-            Section::Tools => {
-                let score = if is_error(line) { 6 } else { 1 };
-                g.push(Section::Tools, place, None, score, text);
-            }
-            _ => {
-                let score = if line.chars().count() < 24 { 0 } else { 2 };
-                g.push(Section::Discussed, place, None, score, text);
-            }
-        }
-    }
-    // (Its questions have no reply in the fold: they were asked before it.)
-    g.awaiting = g.questions.len();
-    started > 0 && structured
-}
+/// Lines a turn gives at most: its most informative sentence, and the
+/// next when it tells nearly as much (seven tenths) in a turn of three
+/// sentences or more.
+const TURN_LINES: usize = 2;
 
-/// A call made in the fold and not yet answered.
-pub(super) struct Pending {
-    pub(super) name: String,
-    pub(super) args: String,
-    pub(super) index: usize,
-    /// Calls made before it in the fold: the order they were made in.
-    pub(super) seq: usize,
-}
+/// The score of a line that tells nothing (small talk): it is kept only
+/// among the last turns.
+pub(super) const PHATIC: i32 = i32::MIN / 4;
+/// What an open question gains over a line said (lost when answered).
+pub(super) const OPEN_BONUS: i32 = 30;
+/// What a decision gains, per unit of its marker's strength.
+pub(super) const DECIDES: i32 = 5;
 
 /// Walks the folded turns once, oldest first, into candidates.
 pub(super) fn walk(
@@ -282,6 +267,8 @@ pub(super) fn walk(
     let mut started = carried_start;
     let mut calls = Calls::default();
     let mut recent: Vec<usize> = Vec::new();
+    // Whether the last turn asked something: the next one answers it.
+    let mut asked = false;
     for (i, m) in request.messages().enumerate() {
         let edge = i == 0 || i + 1 == n;
         calls.note(m, i);
@@ -302,7 +289,7 @@ pub(super) fn walk(
         if m.role == Role::Tool {
             continue;
         }
-        let Some(c) = turn_line(g, m, i, edge, &mut started, place) else {
+        let Some(c) = turn_line(g, m, i, edge, &mut started, place, &mut asked) else {
             continue;
         };
         recent.push(c);
@@ -318,8 +305,9 @@ pub(super) fn walk(
     // Questions answered: what was asked is still worth a line, a lesser one.
     for q in &g.questions {
         if let Some(c) = q.candidate.filter(|_| q.answered(g.answers)) {
-            g.candidates[c].section = Section::Discussed;
-            g.candidates[c].score -= 4;
+            let c = &mut g.candidates[c];
+            c.section = Section::Discussed;
+            c.score -= std::mem::take(&mut c.bonus);
         }
     }
     // The last turns, unless they start the summary or stay open.
@@ -330,148 +318,57 @@ pub(super) fn walk(
             candidate.score = 50;
         }
     }
+    // Small talk takes no room (but among the last turns).
+    g.candidates.retain(|c| c.score > PHATIC);
+    worth_keeping(&mut g.candidates);
 }
 
-/// The calls made in the fold and not yet answered, by id.
-#[derive(Default)]
-struct Calls {
-    pending: HashMap<String, Pending>,
-    /// Calls made so far.
-    made: usize,
-}
+/// Lines of a span long enough to tell typical lines from the rest.
+const TYPICAL_AMONG: usize = 24;
 
-impl Calls {
-    /// Notes the calls turn `m` (the `i`th) makes, OpenAI's and Anthropic's.
-    /// (Not by [`Message::call_ids`]: it reads `tool_use` blocks only, and
-    /// skips those without an id.)
-    fn note(&mut self, m: &Message, i: usize) {
-        for call in &m.tool_calls {
-            self.made += 1;
-            self.pending.insert(
-                call.id.clone(),
-                Pending {
-                    name: call.name.clone(),
-                    args: clip(&call.arguments, ARGS_CHARS).into_owned(),
-                    index: i,
-                    seq: self.made,
-                },
-            );
-        }
-        for part in m.parts() {
-            if part.tool_input().is_some() || part.call_id().is_some() {
-                self.made += 1;
-                self.pending.insert(
-                    part.call_id()
-                        .or_else(|| string_field(part, "id"))
-                        .unwrap_or("")
-                        .to_owned(),
-                    Pending {
-                        name: part
-                            .call_name()
-                            .or_else(|| string_field(part, "name"))
-                            .unwrap_or("tool")
-                            .to_owned(),
-                        args: clip(&part.shown_arguments(), ARGS_CHARS).into_owned(),
-                        index: i,
-                        seq: self.made,
-                    },
-                );
-            }
+/// What share of the lines said, in percent, a decision or an open
+/// question must tell more than to keep its own section.
+const WORTH_PERCENTILE: usize = 80;
+
+/// A decision or an open question that tells less than the best lines
+/// said (the [`WORTH_PERCENTILE`]th percentile of the scores of what was
+/// said, decided and asked, less what a decision's marker or a question
+/// adds), and names nothing exact (a file, a version, a ticket: see
+/// [`exact`]), is no decision or question worth its own room: "let's
+/// cherish the lessons he taught" is one more line said, on what it
+/// tells. (Only over spans of [`TYPICAL_AMONG`] lines or more.)
+fn worth_keeping(candidates: &mut [Candidate]) {
+    let said = |c: &Candidate| matches!(c.section, Section::Decided | Section::Discussed | Section::Open);
+    let mut scores: Vec<i32> = (candidates.iter())
+        .filter(|c| said(c))
+        .map(|c| c.score - c.bonus)
+        .collect();
+    if scores.len() < TYPICAL_AMONG {
+        return;
+    }
+    let at = (scores.len() * WORTH_PERCENTILE / 100).min(scores.len() - 1);
+    let best = *scores.select_nth_unstable(at).1;
+    for c in candidates.iter_mut() {
+        let section = matches!(c.section, Section::Decided | Section::Open);
+        if section && !c.exact && c.score - c.bonus < best {
+            c.section = Section::Discussed;
+            c.score -= std::mem::take(&mut c.bonus);
         }
     }
-
-    /// The calls never answered, in the order they were made.
-    fn unanswered(self) -> Vec<Pending> {
-        let mut unanswered: Vec<Pending> = self.pending.into_values().collect();
-        unanswered.sort_by_key(|call| call.seq);
-        unanswered
-    }
 }
 
-/// A tool result in a turn.
-struct ToolResult<'m> {
-    /// The id of the call it answers.
-    id: Option<&'m str>,
-    /// Its text, about its first [`WINDOW`] bytes.
-    text: String,
-    /// Whether it is flagged as an error (`is_error`).
-    flagged: bool,
-}
-
-/// The tool results in turn `m`: a `tool` message's, and each
-/// `tool_result` block's (Anthropic's form). (Not by
-/// [`Message::answered_ids`]: it skips a result without an id, which is
-/// still a line here, `tool [?]`.)
-fn tool_results(m: &Message) -> Vec<ToolResult<'_>> {
-    let mut results = Vec::new();
-    if m.role == Role::Tool && m.item().is_none() {
-        let flagged = is_flagged(m.extra().get("is_error"));
-        results.push(ToolResult {
-            id: m.tool_call_id.as_deref(),
-            text: window(&m.text()).to_owned(),
-            flagged,
-        });
-    }
-    for part in m.parts().iter().filter(|p| p.is_result()) {
-        let id = part.answered_id();
-        let flagged = is_flagged(part.as_json().get("is_error"));
-        let texts = part.result_texts();
-        let mut text = String::new();
-        for t in texts {
-            if text.len() >= WINDOW {
-                break;
-            }
-            if !text.is_empty() {
-                text.push('\n');
-            }
-            text.push_str(window(t));
-        }
-        results.push(ToolResult { id, text, flagged });
-    }
-    results
-}
-
-/// A part's `key` field, when it is a string.
-fn string_field<'p>(part: &'p Part, key: &str) -> Option<&'p str> {
-    part.as_json().get(key).and_then(serde_json::Value::as_str)
-}
-
-/// Whether an `is_error` field says so.
-fn is_flagged(is_error: Option<&serde_json::Value>) -> bool {
-    is_error.and_then(serde_json::Value::as_bool) == Some(true)
-}
-
-/// The line under `Tools:` for `result` (not yet clipped), naming `call`
-/// when it answers one made in the fold; and whether it reports an error.
-fn tool_line(call: Option<&Pending>, result: &ToolResult<'_>) -> (String, bool) {
-    // The call failed when its result is flagged or opens with an
-    // error; a result that only reports one further on (a search's
-    // matches, a log) is shown by that line, under no `failed`.
-    let error = error_line(&result.text);
-    let failed = result.flagged || error.is_some_and(|(_, opens)| opens);
-    let reports = result.flagged || error.is_some();
-    let outcome = error.map_or_else(|| opening(&result.text), |(line, _)| line.to_owned());
-    let mut line = match call {
-        Some(c) => format!("{}({})", c.name, c.args),
-        None => format!("tool [{}]", result.id.unwrap_or("?")),
-    };
-    match (failed, outcome.is_empty()) {
-        (true, _) => {
-            let _ = write!(line, " failed: {outcome}");
-        }
-        (false, true) => line.push_str(" → (no text)"),
-        (false, false) => {
-            let _ = write!(line, " → {outcome}");
-        }
-    }
-    (line, reports)
-}
-
-/// The candidate for what turn `m` says (the `i`th, no tool result;
-/// `edge` when first or last): the start when it is the first request and
-/// none has `started` the summary, else its question (a request's), its
-/// decision or its opening. An answer is also read for the questions it
-/// takes up. `None` for a turn without text.
+/// The candidates for what turn `m` says (the `i`th, no tool result;
+/// `edge` when first or last), and the one that stands for it: the start
+/// when it is the first request and none has `started` the summary (its
+/// opening, unless that is small talk and a later sentence is not), else
+/// its question (a request's, unless small talk), else its most
+/// informative sentence ([`Rarity::weigh`], more for a decision), with
+/// its second most informative when that tells nearly as much. A turn of
+/// small talk gives a line scored [`PHATIC`]. A turn that opens with a
+/// time stamp sets the anchor, and is read without it. An answer is also
+/// read for the questions it takes up; `asked` says whether the last turn
+/// asked something (this one answers it), and then whether this one does.
+/// `None` for a turn without text.
 fn turn_line(
     g: &mut Gathered,
     m: &Message,
@@ -479,36 +376,93 @@ fn turn_line(
     edge: bool,
     started: &mut bool,
     place: &dyn Fn(usize) -> Place,
+    asked: &mut bool,
 ) -> Option<usize> {
     let text = m.text();
-    let text = window(&text);
+    let mut text = window(&text);
+    if let Some((anchor, end)) = stamp(text) {
+        g.anchor = Some(Rc::from(anchor));
+        text = &text[end..];
+    }
     if text.trim().is_empty() {
         return None;
     }
     let role = m.role.as_str();
     let said: Vec<&str> = sentences(text).take(SENTENCES).collect();
+    let replying = std::mem::replace(asked, said.iter().any(|s| is_question(s)));
+    let weights = match g.rarity.turn(i, replying) {
+        Some(weights) if weights.len() == said.len() => weights,
+        _ => said.iter().map(|s| g.rarity.weigh(s, replying)).collect(),
+    };
     let line = |s: &str| format!("{role}: {}", clip(s, LINE_CHARS));
-    let base = match m.role {
-        Role::User => 3,
-        _ => 2,
-    } + if edge { 3 } else { 0 };
+    let edge_bonus = if edge { 5 } else { 0 };
     let at = place(i);
-    let c = if m.role == Role::User && !*started {
+    let decides: Vec<Option<i32>> = (said.iter().zip(&weights))
+        .map(|(s, w)| {
+            (!w.phatic && !is_question(s))
+                .then(|| decision(s, &m.role))
+                .flatten()
+        })
+        .collect();
+    let worth = |k: usize| weights[k].score + DECIDES * decides[k].unwrap_or(0);
+    // The most informative (ties: the earlier), and the next.
+    let mut order: Vec<usize> = (0..said.len()).filter(|&k| !weights[k].phatic).collect();
+    order.sort_by(|&a, &b| worth(b).cmp(&worth(a)).then(a.cmp(&b)));
+    let c = if m.role == Role::User && !*started && !order.is_empty() {
         *started = true;
-        g.push(Section::Started, at, Some(i), 99, line(&opening_of(&said)))
+        let mut opened = 0;
+        let mut length = 0;
+        while opened < said.len() && length < LINE_MIN_CHARS {
+            length += said[opened].chars().count() + 1;
+            opened += 1;
+        }
+        let small_talk = weights[..opened].iter().all(|w| w.phatic);
+        let opening = match order.first() {
+            Some(&best) if small_talk => said[best].to_owned(),
+            _ => opening_of(&said),
+        };
+        // (A first request of small talk only starts nothing: the next one
+        // that tells something does.)
+        g.push(Section::Started, at, Some(i), 99, line(&opening))
     } else if let Some(q) = (m.role == Role::User)
-        .then(|| said.iter().find(|s| is_question(s)))
+        .then(|| (0..said.len()).find(|&k| is_question(said[k]) && !weights[k].phatic))
         .flatten()
     {
-        let c = g.push(Section::Open, at, Some(i), base + 3, line(q));
-        g.ask(c, q);
+        let c = g.push(
+            Section::Open,
+            at,
+            Some(i),
+            weights[q].score + OPEN_BONUS + edge_bonus,
+            line(said[q]),
+        );
+        g.candidates[c].bonus = OPEN_BONUS;
+        g.candidates[c].exact = exact(said[q]);
+        g.ask(c, said[q]);
+        // What else it tells, when it tells more than it asks.
+        if let Some(&k) = order.iter().find(|&&k| !is_question(said[k])) {
+            if worth(k) > weights[q].score {
+                push_said(g, at, i, worth(k) + edge_bonus, decides[k], line(said[k]));
+            }
+        }
         c
-    } else if let Some((s, strength)) = said.iter().find_map(|s| decision(s, &m.role).map(|k| (s, k))) {
-        g.push(Section::Decided, at, Some(i), base + strength, line(s))
+    } else if let Some(&best) = order.first() {
+        // Its best, and the next when it tells nearly as much (in the
+        // order said).
+        let mut pair: Vec<usize> = (order.iter().copied())
+            .take(TURN_LINES)
+            .filter(|&k| k == best || (said.len() >= 3 && worth(k) * 10 >= worth(best) * 7))
+            .collect();
+        pair.sort_unstable();
+        let mut main = 0;
+        for k in pair {
+            let c = push_said(g, at, i, worth(k) + edge_bonus, decides[k], line(said[k]));
+            if k == best {
+                main = c;
+            }
+        }
+        main
     } else {
-        let opening = opening_of(&said);
-        let score = base - if opening.chars().count() < 16 { 2 } else { 0 };
-        g.push(Section::Discussed, at, Some(i), score, line(&opening))
+        g.push(Section::Discussed, at, Some(i), PHATIC, line(&opening_of(&said)))
     };
     if m.role != Role::User {
         g.answer(text, !m.makes_calls());
@@ -516,94 +470,16 @@ fn turn_line(
     Some(c)
 }
 
-/// `Decided:` lines that say the same but for the names in backticks
-/// they hold, as one line that lists the names: `POSIX guarantees that
-/// `socket` / `open` / `openat` will use ...`, not three lines. A line
-/// has one such place (a name in backticks, or several joined by ` / `,
-/// as a line merged before and carried from the previous summary), and
-/// the lines merged are the same before it and after it. The merged line
-/// takes the first one's place, with the best score of them, clipped as
-/// any line is; the others go. (A word's difference elsewhere still
-/// matters: such lines stay apart.)
-pub(super) fn merge_names(candidates: &mut Vec<Candidate>) {
-    let mut groups: HashMap<(&str, &str), Vec<usize>, BuildHasherDefault<Quick>> = HashMap::default();
-    let mut names: Vec<Vec<&str>> = vec![Vec::new(); candidates.len()];
-    for (k, c) in candidates.iter().enumerate() {
-        if c.section != Section::Decided {
-            continue;
-        }
-        if let Some((start, end, held)) = names_place(&c.text) {
-            groups
-                .entry((&c.text[..start], &c.text[end..]))
-                .or_default()
-                .push(k);
-            names[k] = held;
-        }
-    }
-    let mut merged: Vec<(usize, String, i32)> = Vec::new();
-    let mut gone = vec![false; candidates.len()];
-    for ((before, after), members) in groups {
-        if members.len() < 2 {
-            continue;
-        }
-        let mut all: Vec<&str> = Vec::new();
-        for &k in &members {
-            for &name in &names[k] {
-                if !all.contains(&name) {
-                    all.push(name);
-                }
-            }
-        }
-        let listed: Vec<String> = all.iter().map(|n| format!("`{n}`")).collect();
-        let text = format!("{before}{}{after}", listed.join(" / "));
-        // Clipped as the lines were: what is said, after the speaker.
-        let text = match speech(&text) {
-            Some((role, said)) => format!("{role}: {}", clip(said, LINE_CHARS)),
-            None => clip(&text, LINE_CHARS).into_owned(),
-        };
-        let first = members[0];
-        let score = members.iter().map(|&k| candidates[k].score).max().unwrap_or(0);
-        members[1..].iter().for_each(|&k| gone[k] = true);
-        merged.push((first, text, score));
-    }
-    for (k, text, score) in merged {
-        let c = &mut candidates[k];
-        (c.text, c.score) = (text, score);
-        c.cost.set(None);
-    }
-    let mut k = 0;
-    candidates.retain(|_| {
-        k += 1;
-        !gone[k - 1]
-    });
-}
-
-/// The one place of names in backticks in `line` (see [`merge_names`]):
-/// where it starts and ends, and the names; `None` for a line with no
-/// such place, or more than one.
-fn names_place(line: &str) -> Option<(usize, usize, Vec<&str>)> {
-    // Each name in backticks: where its backticks are.
-    let mut spans = Vec::new();
-    let mut from = 0;
-    while let Some(open) = line[from..].find('`').map(|i| from + i) {
-        let Some(close) = line[open + 1..].find('`').map(|i| open + 1 + i) else {
-            break;
-        };
-        let name = &line[open + 1..close];
-        if name.is_empty() || name.contains('\n') {
-            return None;
-        }
-        spans.push((open, close + 1));
-        from = close + 1;
-    }
-    let (&(start, _), &(_, end)) = (spans.first()?, spans.last()?);
-    // One place: the names, each after the last and ` / `.
-    let joined = spans.windows(2).all(|w| &line[w[0].1..w[1].0] == " / ");
-    joined.then(|| {
-        (
-            start,
-            end,
-            spans.iter().map(|&(s, e)| &line[s + 1..e - 1]).collect(),
-        )
-    })
+/// Pushes a sentence of turn `i` as a decision (when `decides`) or as
+/// what was discussed.
+fn push_said(g: &mut Gathered, at: Place, i: usize, score: i32, decides: Option<i32>, line: String) -> usize {
+    let section = match decides {
+        Some(_) => Section::Decided,
+        None => Section::Discussed,
+    };
+    let c = g.push(section, at, Some(i), score, line);
+    let candidate = &mut g.candidates[c];
+    candidate.bonus = DECIDES * decides.unwrap_or(0);
+    candidate.exact = exact(&candidate.text);
+    c
 }
