@@ -499,3 +499,44 @@ fn a_summary_allowed_no_tokens_still_compacts() {
         assert!(result.messages.len() < history.len());
     }
 }
+
+proptest! {
+    #![proptest_config(common::cases(24))]
+
+    /// What the user gave survives a busy session: however many ids the
+    /// model and its tools add in the turns after it, folded again and
+    /// again (each output sent back with the next turn), every identifier
+    /// the user stated is still in the context, and the context is within
+    /// the budget.
+    #[test]
+    fn tool_ids_never_push_out_what_the_user_gave(
+        given in proptest::collection::vec(1000u32..99_999, 1..6),
+        busy in 20usize..80,
+        budget in 500usize..1_500,
+        seed in 0u32..1_000,
+    ) {
+        let compactor = Compactor::new(budget);
+        let stated: Vec<String> = given.iter().map(|n| format!("BK-{n}")).collect();
+        let mut context = vec![Message::system("You help with bookings.")];
+        context.push(Message::user(format!("My bookings are {}.", stated.join(" and "))));
+        context.push(Message::assistant("Noted."));
+        for turn in 0..busy {
+            let n = seed as usize * 7919 + turn;
+            context.push(Message::user(format!("Turn {turn}: anything new?")));
+            context.push(Message::assistant_tool_calls(vec![ToolCall::new(
+                format!("call_{n}"),
+                "status",
+                format!(r#"{{"request_id":"req_{n:08x}"}}"#),
+            )]));
+            context.push(Message::tool(format!(r#"{{"build":"b{n:06x}f9","run":"RUN-{n:05}"}}"#), format!("call_{n}")));
+            context.push(Message::assistant(format!("Deployed b{n:06x}f9 from /srv/builds/{n}/out.tar.")));
+            let result = compactor.compact(&context, &first_sentences).unwrap();
+            prop_assert!(result.tokens_after <= budget);
+            context = result.messages.into_owned();
+        }
+        let text: String = context.iter().map(|m| m.text()).collect::<Vec<_>>().join("\n");
+        for id in &stated {
+            prop_assert!(text.contains(id.as_str()), "{id} lost at {budget}:\n{text}");
+        }
+    }
+}
