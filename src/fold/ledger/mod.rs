@@ -185,7 +185,7 @@ pub(crate) fn is_loose(entry: &str) -> bool {
 /// later turn raises an entry to [`Repeated`](Tier::Repeated) at least.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) enum Tier {
-    /// Found in a tool's result (or a message of another role).
+    /// Found in a tool's result (or a message of a custom role).
     Tool,
     /// Written by the model: its text, or the arguments of a call it made.
     Call,
@@ -193,7 +193,7 @@ pub(crate) enum Tier {
     /// marked no tier.
     #[default]
     Repeated,
-    /// Stated by the user.
+    /// Stated by the user (or in the application's instructions).
     User,
 }
 
@@ -217,11 +217,13 @@ impl Tier {
     }
 
     /// The tier of what a message of `role` says (its call arguments
-    /// included); a tool result inside a user message is a tool's.
+    /// included): the user's and the application's instructions (a system
+    /// or developer message a memory folds) first; a tool result inside a
+    /// user message is a tool's.
     pub(crate) fn of(role: &crate::message::Role) -> Tier {
         use crate::message::Role;
         match role {
-            Role::User => Tier::User,
+            Role::User | Role::System | Role::Developer => Tier::User,
             Role::Assistant => Tier::Call,
             _ => Tier::Tool,
         }
