@@ -2,7 +2,10 @@
 //! and the public `chatfold::testing` module under the names the tests use.
 #![allow(dead_code, unused_imports)]
 
+#[cfg(feature = "cli")]
+pub mod cli;
 pub mod fake_llm;
+pub mod memory;
 pub mod redis_server;
 
 use chatfold::testing::compact_checked;
