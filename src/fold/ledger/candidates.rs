@@ -186,11 +186,7 @@ pub(crate) fn candidates<'m>(
             continue;
         }
         // (The newest end of a piece is the same text each time too.)
-        let scan = || with_keys(newest_first(piece, extra));
-        match memo && piece.len() >= Recall::MIN {
-            true => RECALL.with(piece, |seen| g.take(seen.found.get_or_init(scan), enough, mark)),
-            false => g.take(&scan(), enough, mark),
-        }
+        g.read(piece, extra, enough, mark, memo);
         if record {
             let reading = fresh.get_or_insert_with(|| Reading::new(enough, max_bytes));
             match reading.text.len().saturating_add(piece.len()) <= Reading::BYTES {
@@ -253,7 +249,6 @@ pub(crate) fn candidates<'m>(
     if let Some(mut reading) = fresh.filter(|r| size(r) <= Reading::BYTES) {
         reading.prose = previous_prose.to_owned();
         reading.ledger = previous_ledger.iter().map(|&(e, t)| (e.to_owned(), t)).collect();
-        reading.found = g.out;
         reading.ranked = Arc::clone(&ranked);
         readings.kept.insert(0, reading);
         readings.kept.truncate(Reading::KEPT);
@@ -277,11 +272,7 @@ fn replay(reading: &Reading, k: usize, enough: usize) -> (Gathering, Option<Read
         let (Some(piece), Some(mark)) = (reading.piece(j), reading.mark(j)) else {
             break;
         };
-        let scan = || with_keys(newest_first(piece, &[]));
-        match piece.len() >= Recall::MIN {
-            true => RECALL.with(piece, |seen| g.take(seen.found.get_or_init(scan), enough, mark)),
-            false => g.take(&scan(), enough, mark),
-        }
+        g.read(piece, &[], enough, mark, true);
     }
     (g, Some(reading.prefix(k)))
 }
@@ -385,6 +376,18 @@ impl Gathering {
         out.loose.push(loose);
         out.ranks.push(rank);
         out.from.push(from);
+    }
+
+    /// Adds the entries of `piece`, read at `mark`, until `enough`: found
+    /// once per process when `memo` says so ([`Recall`]).
+    fn read(&mut self, piece: &str, extra: &[LedgerPattern], enough: usize, mark: Mark, memo: bool) {
+        let scan = || with_keys(newest_first(piece, extra));
+        match memo && piece.len() >= Recall::MIN {
+            true => RECALL.with(piece, |seen| {
+                self.take(seen.found.get_or_init(scan), enough, mark)
+            }),
+            false => self.take(&scan(), enough, mark),
+        }
     }
 
     /// Adds a piece's entries, in order, until `enough` (a line's taken

@@ -99,9 +99,7 @@ pub(super) struct Reading {
     pub(super) counts: Vec<usize>,
     pub(super) prose: String,
     pub(super) ledger: Vec<(String, Tier)>,
-    /// What was gathered (in order), and that ranked (shared with the
-    /// folds that take it).
-    pub(super) found: Candidates,
+    /// What it found, ranked (shared with the folds that take it).
     pub(super) ranked: std::sync::Arc<Candidates>,
 }
 
