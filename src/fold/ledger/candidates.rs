@@ -143,9 +143,18 @@ pub(crate) fn candidates<'m>(
             while !whole.is_char_boundary(from) {
                 from += 1;
             }
-            let at = whole[from..]
-                .find(char::is_whitespace)
-                .map_or(whole.len(), |at| from + at);
+            // (Not inside digit or capital groups: a phone number's, an
+            // IBAN's.)
+            let bytes = whole.as_bytes();
+            let grouped = |b: u8| b.is_ascii_digit() || b.is_ascii_uppercase();
+            let at = (whole[from..].char_indices())
+                .map(|(i, _)| from + i)
+                .find(|&i| {
+                    bytes[i].is_ascii_whitespace()
+                        && !(i > 0 && grouped(bytes[i - 1]) && bytes.get(i + 1).is_some_and(|&b| grouped(b)))
+                        || !bytes[i].is_ascii() && whole[i..].starts_with(char::is_whitespace)
+                })
+                .unwrap_or(whole.len());
             older = Some((
                 match &whole {
                     Cow::Borrowed(w) => Cow::Borrowed(&w[..at]),
