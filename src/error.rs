@@ -108,6 +108,16 @@ pub enum Error {
         required: usize,
     },
 
+    /// The pinned messages ([`Pin`](crate::Pin)) and the system messages
+    /// alone take more than the budget: no compaction can keep them all
+    /// and fit.
+    PinnedOverBudget {
+        /// The configured budget.
+        budget: usize,
+        /// Tokens of the pinned and system messages (and the reply priming).
+        pinned: usize,
+    },
+
     /// A tokenizer could not be built or is unknown.
     Tokenizer(TokenizerError),
 
@@ -129,6 +139,10 @@ impl fmt::Display for Error {
                 f,
                 "budget of {budget} tokens is unreachable: the result needs {required} tokens"
             ),
+            Error::PinnedOverBudget { budget, pinned } => write!(
+                f,
+                "the pinned and system messages take {pinned} tokens, over the budget of {budget}: pin fewer messages or raise the budget"
+            ),
             Error::Tokenizer(e) => write!(f, "tokenizer: {e}"),
             Error::Conversion(e) => write!(f, "cannot convert: {e}"),
         }
@@ -147,7 +161,7 @@ impl std::error::Error for Error {
             Error::InvalidState(e) => e.source(),
             Error::Tokenizer(e) => e.source(),
             Error::Conversion(e) => e.source(),
-            Error::EmptySummary | Error::BudgetUnreachable { .. } => None,
+            Error::EmptySummary | Error::BudgetUnreachable { .. } | Error::PinnedOverBudget { .. } => None,
         }
     }
 }
@@ -688,6 +702,10 @@ mod tests {
             Error::BudgetUnreachable {
                 budget: 10,
                 required: 20,
+            },
+            Error::PinnedOverBudget {
+                budget: 10,
+                pinned: 20,
             },
             Error::Summarize("boom".into()),
         ];

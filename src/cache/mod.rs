@@ -279,6 +279,8 @@ pub(crate) enum Setting<'a> {
 /// Link tags: what a hash is of.
 const START: u8 = 1;
 const MESSAGE: u8 = 2;
+/// A pinned message follows (DESIGN rule 11).
+const PINNED: u8 = 3;
 
 impl Chain {
     /// The chain's start: keyed by the namespace, then `settings`, which are
@@ -349,15 +351,27 @@ impl Chain {
     }
 
     /// The links of the prefixes of `messages` whose lengths are in
-    /// `wanted` (ascending), in one pass from `self`.
-    pub(crate) fn links(mut self, messages: &[Message], wanted: &[usize]) -> Vec<(usize, Link)> {
+    /// `wanted` (ascending), in one pass from `self`; the messages at
+    /// `pinned` (ascending) marked as pinned.
+    pub(crate) fn links(
+        mut self,
+        messages: &[Message],
+        wanted: &[usize],
+        pinned: &[usize],
+    ) -> Vec<(usize, Link)> {
         let mut out = Vec::with_capacity(wanted.len());
         let mut next = wanted.iter().copied().peekable();
+        let mut pins = pinned.iter().copied().peekable();
         for (i, m) in messages.iter().enumerate() {
             while let Some(w) = next.next_if(|&w| w <= i) {
                 if w == i {
                     out.push((i, self.link()));
                 }
+            }
+            if pins.next_if(|&p| p <= i).is_some_and(|p| p == i) {
+                // A pinned message is not folded: a prefix's summary
+                // depends on which of its messages were.
+                self.stream.update(&[PINNED]);
             }
             self.push(m);
         }

@@ -28,7 +28,7 @@ fn keys_stay_the_same_however_the_encoding_is_fed() {
         Message::user("done?"),
     ];
     let keys: Vec<(usize, String)> = start("golden")
-        .links(&messages, &[0, 1, 2, 3, 5, 6])
+        .links(&messages, &[0, 1, 2, 3, 5, 6], &[])
         .into_iter()
         .map(|(at, link)| (at, link.key()))
         .collect();
@@ -114,7 +114,7 @@ fn chains_tell_messages_and_seeds_apart() {
 fn links_are_the_prefixes_hashes_in_one_pass() {
     let messages: Vec<Message> = (0..6).map(|i| Message::user(format!("turn {i}"))).collect();
     let wanted = [0, 2, 3, 6, 9];
-    let links = start("ns").links(&messages, &wanted);
+    let links = start("ns").links(&messages, &wanted, &[]);
     let positions: Vec<usize> = links.iter().map(|&(at, _)| at).collect();
     assert_eq!(positions, [0, 2, 3, 6], "past the end: none");
     for (at, link) in links {

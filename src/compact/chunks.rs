@@ -8,13 +8,15 @@ use crate::fold::units;
 use crate::message::Message;
 
 impl<C: TokenCounter> Compactor<C> {
-    /// The folded part `region` in chunks of whole units, each at most
+    /// The folded part `region` (less the `pinned` messages, ascending) in
+    /// chunks of whole units, each at most
     /// `max_fold_input_tokens` with room for the previous summary
     /// (`allowance`); one chunk without that limit, none when empty. Chunk
     /// ends are chosen as the tiered memory's folds are ([`units::chunk`]).
     pub(super) fn chunks(
         &self,
         messages: &[Message],
+        pinned: &[usize],
         region: Range<usize>,
         allowance: usize,
         count: &mut dyn FnMut(usize) -> usize,
@@ -28,7 +30,11 @@ impl<C: TokenCounter> Compactor<C> {
         // Room for the previous summary too, but never more than half the
         // window: a large allowance must not make every unit a call.
         let per_call = max.saturating_sub(allowance.min(max / 2)).max(1);
-        let folded = |i: usize| !messages[i].role.is_pinned() && !self.policy.is_summary(&messages[i]);
+        let folded = |i: usize| {
+            !messages[i].role.is_pinned()
+                && !self.policy.is_summary(&messages[i])
+                && pinned.binary_search(&i).is_err()
+        };
         let cost: Vec<usize> = region
             .clone()
             .map(|i| if folded(i) { count(i) } else { 0 })

@@ -10,6 +10,7 @@ use crate::cache::SummaryCache;
 use crate::count::{Heuristic, TokenCounter};
 use crate::error::{ConfigError, Result};
 use crate::fold::clear::ClearToolResults;
+use crate::fold::pins::Pin;
 use crate::fold::policy::FoldPolicy;
 use crate::message::Message;
 use crate::summarize::{AsyncSummarizer, Summarizer};
@@ -84,6 +85,11 @@ pub use report::{Compaction, CutReason, Fate, Prefix, Report, Tokens};
 ///     records each fold (its cut, the summary message as rendered, the tool
 ///     results cleared) and replays it. The summary message is rendered once,
 ///     at its fold. [`Report::prefix_kept`] says which a compaction was.
+/// 11. Pinned messages stay: every message a [`pin`](Self::pin) names is in
+///     the output, verbatim; one that stood in the folded part follows the
+///     summary, in its order, ahead of the kept turns. Pins count against the
+///     budget; when they and the system messages alone do not fit, it is an
+///     error ([`Error::PinnedOverBudget`](crate::Error::PinnedOverBudget)).
 ///
 /// # Examples
 ///
@@ -161,6 +167,9 @@ pub struct Compactor<C = Heuristic> {
     /// the summary, and a history that no summary makes smaller stays whole
     /// ([`CutReason::NoGain`]).
     pub budget_as_trigger: bool,
+    /// The messages kept verbatim wherever they stand (rule 11); empty (the
+    /// default): none but the system messages.
+    pub pins: Vec<Pin>,
     #[cfg(feature = "cache")]
     cache: Option<Cache>,
 }
@@ -229,6 +238,7 @@ impl Compactor<Heuristic> {
             clear_tool_results: None,
             fold_to: None,
             max_fold_input_tokens: None,
+            pins: Vec::new(),
             #[cfg(feature = "cache")]
             cache: None,
         }
@@ -255,6 +265,7 @@ impl<C> Compactor<C> {
             fold_to: self.fold_to,
             max_fold_input_tokens: self.max_fold_input_tokens,
             budget_as_trigger: self.budget_as_trigger,
+            pins: self.pins,
             #[cfg(feature = "cache")]
             cache: self.cache,
         }
@@ -385,6 +396,33 @@ impl<C> Compactor<C> {
     /// ```
     pub fn fold_to(mut self, tokens: usize) -> Self {
         self.fold_to = Some(tokens);
+        self
+    }
+
+    /// Keep the message `pin` names verbatim wherever it stands (rule 11),
+    /// beside any pinned already.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::{Compactor, Extractive, Message, Pin, ToolCall};
+    ///
+    /// // An agent loop: the question, then a long run of tool calls.
+    /// let mut history = vec![Message::system("You are an SRE agent."), Message::user("Why is checkout slow?")];
+    /// for i in 0..30 {
+    ///     history.push(Message::assistant_tool_calls(vec![ToolCall::new(format!("c{i}"), "query", "{}")]));
+    ///     history.push(Message::tool(format!("p99 latency sample {i}: 840 ms on db-7"), format!("c{i}")));
+    /// }
+    /// let compactor = Compactor::new(400).pin(Pin::LastUser);
+    /// let result = compactor.compact(&history, &Extractive::new())?;
+    /// assert!(result.summarized && !result.over_budget);
+    /// // The system prompt, the summary, then the question, verbatim.
+    /// assert_eq!(result.messages[2], history[1]);
+    /// assert_eq!(result.report.fate(1), Some(chatfold::Fate::Pinned));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn pin(mut self, pin: Pin) -> Self {
+        self.pins.push(pin);
         self
     }
 

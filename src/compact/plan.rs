@@ -60,6 +60,10 @@ pub struct Plan<'a, 'c, C> {
     /// cut's among them), ascending.
     #[cfg(feature = "cache")]
     pub(super) chains: Vec<(usize, Link)>,
+    /// With a cache: every pinned message (rule 11), before the cut or
+    /// not; the prefixes' links mark them.
+    #[cfg(feature = "cache")]
+    pub(super) pins: Vec<usize>,
 }
 
 /// A cached summary of a prefix of the history.
@@ -90,6 +94,7 @@ impl<'a, 'c, C> Plan<'a, 'c, C> {
                 allowance: 0,
                 prose_allowance: 0,
                 hoisted: Vec::new(),
+                pinned: Vec::new(),
                 previous: Vec::new(),
                 counts: Counts::new(0),
                 ledger: Listed::default(),
@@ -107,15 +112,17 @@ impl<'a, 'c, C> Plan<'a, 'c, C> {
             chunks: Vec::new(),
             #[cfg(feature = "cache")]
             chains: Vec::new(),
+            #[cfg(feature = "cache")]
+            pins: Vec::new(),
         }
     }
 }
 
 impl<'a, C: TokenCounter> Plan<'a, '_, C> {
     /// Whether the plan folds anything (and so needs a summary): something
-    /// before the cut that is not a hoisted pinned message.
+    /// before the cut that is neither hoisted nor pinned.
     pub fn folds(&self) -> bool {
-        self.report.cut > self.report.hoisted.len()
+        self.report.cut > self.report.hoisted.len() + self.report.pinned.len()
     }
 
     /// Whether the output differs from the input: something is folded, or
@@ -144,7 +151,7 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
     }
 
     /// The messages before the cut, and the (sorted) indices among them that
-    /// are not folded: hoisted messages and previous summaries.
+    /// are not folded: hoisted and pinned messages, previous summaries.
     fn folded_part(&self) -> (&[Message], Vec<usize>) {
         let cut = self.report.cut;
         (&self.messages[..cut], self.report.not_folded(0..cut))
@@ -216,7 +223,7 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
                 Err(_) => self
                     .compactor
                     .chain_start(&cache.namespace)
-                    .links(&self.messages[..at.min(self.messages.len())], &[at])
+                    .links(&self.messages[..at.min(self.messages.len())], &[at], &self.pins)
                     .first()
                     .map(|&(_, link)| link),
             };
@@ -286,7 +293,8 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
     fn summary_message(&self, body: &str, tokens: usize) -> (Message, usize) {
         let policy = &self.compactor.policy;
         let mut message = policy.summary_message(body);
-        let role = policy.summary_role_before(self.messages.get(self.report.cut));
+        let next = self.report.pinned.first().copied().unwrap_or(self.report.cut);
+        let role = policy.summary_role_before(self.messages.get(next));
         if message.role == role {
             return (message, tokens);
         }
@@ -382,12 +390,14 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
     }
 
     /// The output around the summary `message`: the hoisted messages, the
-    /// summary, the kept part.
+    /// summary, the pinned ones from before the cut, the kept part.
     fn output(&self, message: Message) -> Vec<Message> {
         let (report, cut) = (&self.report, self.report.cut);
-        let mut out = Vec::with_capacity(report.hoisted.len() + 1 + self.messages.len() - cut);
+        let before = report.hoisted.len() + report.pinned.len();
+        let mut out = Vec::with_capacity(before + 1 + self.messages.len() - cut);
         out.extend(report.hoisted.iter().map(|&i| self.messages[i].clone()));
         out.push(message);
+        out.extend(report.pinned.iter().map(|&i| self.messages[i].clone()));
         out.extend_from_slice(&self.messages[cut..]);
         out
     }
@@ -409,7 +419,7 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
                 cleared,
             };
             if step.message.is_some() || !step.cleared.is_empty() {
-                self.compactor.record(self.source, &step);
+                self.compactor.record(self.source, &step, &self.pins);
             }
         }
         #[cfg(not(feature = "cache"))]
@@ -425,12 +435,16 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
         let counter = &self.compactor.counter;
         let folds = self.folds();
         // Output message `k`'s tokens, as counted for the plan.
+        let (hoisted, pinned) = (report.hoisted.len(), report.pinned.len());
         let tokens = |k: usize| {
-            let at = match (folds, k.cmp(&report.hoisted.len())) {
+            let at = match (folds, k.cmp(&hoisted)) {
                 (false, _) => Some(k),
                 (true, std::cmp::Ordering::Less) => report.hoisted.get(k).copied(),
                 (true, std::cmp::Ordering::Equal) => return summary_tokens,
-                (true, std::cmp::Ordering::Greater) => Some(report.cut + k - report.hoisted.len() - 1),
+                (true, std::cmp::Ordering::Greater) => match report.pinned.get(k - hoisted - 1) {
+                    Some(&i) => Some(i),
+                    None => Some(report.cut + k - hoisted - pinned - 1),
+                },
             };
             match at
                 .filter(|i| !report.cleared.contains(i))

@@ -7,6 +7,7 @@ use super::plan::Reuse;
 use super::{Compactor, Counts, CutReason, Plan, Prefix, Tokens};
 use crate::count::TokenCounter;
 use crate::error::{Error, Result};
+use crate::fold::pins::{self, Past};
 use crate::fold::units::{self, Stop};
 use crate::message::Message;
 
@@ -42,6 +43,8 @@ impl<C: TokenCounter> Compactor<C> {
             chunks,
             #[cfg(feature = "cache")]
             chains,
+            #[cfg(feature = "cache")]
+            pins,
             ..
         } = self.decide(&cleared, Prior::Found(prior))?;
         report.cleared = indices;
@@ -60,6 +63,8 @@ impl<C: TokenCounter> Compactor<C> {
             chunks,
             #[cfg(feature = "cache")]
             chains,
+            #[cfg(feature = "cache")]
+            pins,
         })
     }
 
@@ -72,7 +77,7 @@ impl<C: TokenCounter> Compactor<C> {
         let mut counts = Counts::new(n);
         let mut count = |i: usize| counts.get_or_count(i, || counter.count_message(&messages[i]));
 
-        let headers = self.scan_headers(messages);
+        let headers = self.scan_headers(messages)?;
         let (total, counted_all) = self.prove_over_budget(messages, headers.at_least, &mut count);
         let before = match counted_all {
             true => Tokens::Exact(total),
@@ -93,10 +98,11 @@ impl<C: TokenCounter> Compactor<C> {
         };
         #[cfg(feature = "cache")]
         if let (Some(cache), true) = (&self.cache, headers.summaries.is_empty()) {
-            if let Some((_, step)) = self.recorded(messages, &headers.callers, &mut count, cache) {
+            let marks = (&headers.callers[..], &headers.pins[..]);
+            if let Some((_, step)) = self.recorded(messages, marks, &mut count, cache) {
                 match self.replay(
                     messages,
-                    (&headers.pinned_at, &headers.callers),
+                    (&headers.pinned_at, &headers.callers, &headers.pins),
                     step,
                     before,
                     &mut count,
@@ -112,11 +118,15 @@ impl<C: TokenCounter> Compactor<C> {
 
         // Only what follows the last previous summary is a candidate to keep.
         let after = headers.summaries.last().map_or(0, |i| i + 1);
-        let pinned = headers
-            .pinned_at
-            .iter()
+        let pinned = (headers.pinned_at.iter().chain(&headers.pins))
             .fold(0usize, |sum, &i| sum.saturating_add(count(i)));
         let fixed = counter.reply_priming().saturating_add(pinned);
+        if !headers.pins.is_empty() && fixed > self.budget {
+            return Err(Error::PinnedOverBudget {
+                budget: self.budget,
+                pinned: fixed,
+            });
+        }
         let min_summary = self
             .policy
             .overhead(counter)
@@ -130,16 +140,22 @@ impl<C: TokenCounter> Compactor<C> {
                 .saturating_sub(min_summary),
         };
 
-        let walk = self.walk_kept(messages, &headers.callers, after, room, &mut count);
+        let walk = self.walk_kept(messages, &headers, after, room, &mut count);
         let start = self.place_cut(&mut plan, &headers, &walk, prior);
         plan.report.prefix = Prefix::Rewritten;
-        // Before the cut: hoisted pinned messages, previous summaries, the rest folded.
-        plan.report.hoisted = headers.pinned_at.into_iter().take_while(|&i| i < start).collect();
-        plan.report.previous = headers.summaries;
         // Alignment only ever drops units, so the kept part is re-summed.
         let kept_loose: usize = (start..n)
-            .filter(|&i| !messages[i].role.is_pinned())
+            .filter(|&i| !headers.fixed(messages, i))
             .fold(0, |sum, i| sum.saturating_add(count(i)));
+        // Before the cut: hoisted system messages, pinned ones, previous
+        // summaries, the rest folded.
+        plan.report.hoisted = headers.pinned_at.into_iter().take_while(|&i| i < start).collect();
+        plan.report.pinned = headers.pins.iter().copied().take_while(|&i| i < start).collect();
+        plan.report.previous = headers.summaries;
+        #[cfg(feature = "cache")]
+        {
+            plan.pins = headers.pins;
+        }
         plan.fixed_tokens = fixed.saturating_add(kept_loose);
         let reachable = fixed
             .saturating_add(walk.latest_loose)
@@ -179,7 +195,7 @@ impl<C: TokenCounter> Compactor<C> {
             let messages = plan.messages.as_ref();
             let (reuse, chains) = match prior.filter(|r| r.at <= start) {
                 Some(prior) => (Some(prior), Vec::new()),
-                None => self.reuse(messages, &headers.callers, start, cache),
+                None => self.reuse(messages, (&headers.callers, &headers.pins), start, cache),
             };
             plan.report.reused = reuse.as_ref().map(|r| r.at);
             plan.reuse = reuse;
@@ -188,14 +204,19 @@ impl<C: TokenCounter> Compactor<C> {
         start
     }
 
-    /// Phase 1: one pass over the headers finds previous summaries, pinned
+    /// Phase 1: one pass over the headers finds previous summaries, system
     /// messages (always part of the output), tool calls, and a lower bound
     /// on the tokens that may prove the history over budget without
-    /// counting it.
-    fn scan_headers(&self, messages: &[Message]) -> Headers {
+    /// counting it; then the pinned messages are resolved (rule 11).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidConfig`] for a pin on an index past the end.
+    fn scan_headers(&self, messages: &[Message]) -> Result<Headers> {
         let mut headers = Headers {
             summaries: Vec::new(),
             pinned_at: Vec::new(),
+            pins: Vec::new(),
             callers: Vec::new(),
             at_least: self.counter.reply_priming(),
         };
@@ -218,7 +239,10 @@ impl<C: TokenCounter> Compactor<C> {
                     .saturating_add(self.counter.count_message_at_least(m));
             }
         }
-        headers
+        let summary = |i: usize| headers.summaries.binary_search(&i).is_ok();
+        headers.pins = pins::resolve(messages, &self.pins, &headers.callers, summary, Past::Refused)
+            .map_err(Error::InvalidConfig)?;
+        Ok(headers)
     }
 
     /// Phase 2: the history's tokens, or as many as prove it over budget
@@ -252,7 +276,7 @@ impl<C: TokenCounter> Compactor<C> {
     fn walk_kept(
         &self,
         messages: &[Message],
-        callers: &[usize],
+        headers: &Headers,
         after: usize,
         room: usize,
         count: &mut dyn FnMut(usize) -> usize,
@@ -263,15 +287,16 @@ impl<C: TokenCounter> Compactor<C> {
         };
         let (mut kept, mut units_kept) = (KeptTokens::default(), 0usize);
         let (mut latest_loose, mut refused) = (0, None);
-        let units = units::Backward::new(messages, callers, after);
+        let units = units::Backward::new(messages, &headers.callers, after);
+        let fixed = |i: usize| headers.fixed(messages, i);
         let cut = units::cut(messages, units, units::Pinned::LookPast, |unit| {
             let limits = (units_kept > 0).then_some(limits);
             let at_least = &mut |i| self.counter.count_message_at_least(&messages[i]);
             let added = match limits {
                 Some(_) => kept
-                    .add(messages, unit.clone(), limits, at_least)
-                    .and_then(|_| kept.add(messages, unit, limits, &mut *count)),
-                None => kept.add(messages, unit, limits, &mut *count),
+                    .add(&fixed, unit.clone(), limits, at_least)
+                    .and_then(|_| kept.add(&fixed, unit, limits, &mut *count)),
+                None => kept.add(&fixed, unit, limits, &mut *count),
             };
             match added {
                 Ok(next) => {
@@ -333,12 +358,12 @@ impl<C: TokenCounter> Compactor<C> {
         };
         plan.report.allowance = self.policy.cap(room.saturating_sub(summary_overhead));
         plan.summary_limit = summary_overhead.saturating_add(plan.report.allowance);
-        let hoisted = &plan.report.hoisted;
+        let (hoisted, pinned) = (&plan.report.hoisted, &plan.report.pinned);
         // Tokens of the folded part, counted until they pass `stop`.
         let mut folded = |stop: usize| {
             let mut folded = 0usize;
             for i in (0..plan.report.cut).rev() {
-                if hoisted.binary_search(&i).is_err() {
+                if hoisted.binary_search(&i).is_err() && pinned.binary_search(&i).is_err() {
                     folded = folded.saturating_add(count(i));
                     if folded > stop {
                         break;
@@ -376,7 +401,8 @@ impl<C: TokenCounter> Compactor<C> {
         }
         let from = plan.reuse.as_ref().map_or(0, |r| r.at);
         let (messages, allowance) = (plan.messages.as_ref(), plan.report.allowance);
-        plan.chunks = self.chunks(messages, from..plan.report.cut, allowance, count);
+        let pinned = &plan.report.pinned;
+        plan.chunks = self.chunks(messages, pinned, from..plan.report.cut, allowance, count);
         plan.report.folds = plan.chunks.len();
         Ok(None)
     }
@@ -386,12 +412,22 @@ impl<C: TokenCounter> Compactor<C> {
 struct Headers {
     /// Previous chatfold summaries.
     summaries: Vec<usize>,
-    /// Pinned messages (system, developer) that are not summaries.
+    /// System and developer messages that are not summaries (hoisted).
     pinned_at: Vec<usize>,
+    /// The messages the compactor's pins name (rule 11), ascending.
+    pins: Vec<usize>,
     /// Messages with tool calls.
     callers: Vec<usize>,
     /// A lower bound on the history's tokens, summed while at most the budget.
     at_least: usize,
+}
+
+impl Headers {
+    /// Whether message `i` is in every output whatever the cut: a system
+    /// message or a pinned one (counted beside the kept part).
+    fn fixed(&self, messages: &[Message], i: usize) -> bool {
+        messages[i].role.is_pinned() || self.pins.binary_search(&i).is_ok()
+    }
 }
 
 /// The kept part the walk back found (phase 3).
@@ -429,10 +465,11 @@ struct KeptTokens {
 
 impl KeptTokens {
     /// The kept part with `unit` added, its messages' tokens by `tokens`,
-    /// newest first; with `limits`, refused as soon as one is passed.
+    /// newest first (those `fixed` says are in every output not loose);
+    /// with `limits`, refused as soon as one is passed.
     fn add(
         self,
-        messages: &[Message],
+        fixed: &dyn Fn(usize) -> bool,
         unit: std::ops::Range<usize>,
         limits: Option<Limits>,
         tokens: &mut dyn FnMut(usize) -> usize,
@@ -441,7 +478,7 @@ impl KeptTokens {
         for i in unit.rev() {
             let t = tokens(i);
             next.all = next.all.saturating_add(t);
-            if !messages[i].role.is_pinned() {
+            if !fixed(i) {
                 next.loose = next.loose.saturating_add(t);
             }
             if let Some(limits) = limits {

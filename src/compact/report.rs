@@ -22,6 +22,9 @@ pub enum Fate {
     Folded,
     /// A previous chatfold summary, passed to the summarizer as the running summary.
     PreviousSummary,
+    /// Pinned ([`Compactor::pin`](super::Compactor::pin)) and from before
+    /// the cut: kept verbatim right after the summary, in its order.
+    Pinned,
 }
 
 /// Why the kept part starts where it does.
@@ -152,6 +155,7 @@ impl fmt::Display for Fate {
             Fate::Hoisted => "hoisted (kept before the summary)",
             Fate::Folded => "folded",
             Fate::PreviousSummary => "previous summary (folded)",
+            Fate::Pinned => "pinned (kept after the summary)",
         })
     }
 }
@@ -293,6 +297,8 @@ pub struct Report {
     pub(super) allowance: usize,
     pub(super) prose_allowance: usize,
     pub(super) hoisted: Vec<usize>,
+    /// Pinned messages before the cut, placed after the summary.
+    pub(super) pinned: Vec<usize>,
     pub(super) previous: Vec<usize>,
     pub(super) counts: Counts,
     pub(super) ledger: Listed,
@@ -378,16 +384,18 @@ impl Report {
             Fate::PreviousSummary
         } else if self.hoisted.binary_search(&index).is_ok() {
             Fate::Hoisted
+        } else if self.pinned.binary_search(&index).is_ok() {
+            Fate::Pinned
         } else {
             Fate::Folded
         })
     }
 
     /// The messages in `range` before the cut that are not folded (hoisted
-    /// ones and previous summaries): their indices counted from
+    /// and pinned ones, previous summaries): their indices counted from
     /// `range.start`, ascending.
     pub(crate) fn not_folded(&self, range: std::ops::Range<usize>) -> Vec<usize> {
-        let mut skip: Vec<usize> = (self.hoisted.iter().chain(&self.previous))
+        let mut skip: Vec<usize> = (self.hoisted.iter().chain(&self.pinned).chain(&self.previous))
             .filter(|i| range.contains(i))
             .map(|&i| i - range.start)
             .collect();
@@ -438,7 +446,14 @@ mod tests {
 
     #[test]
     fn every_fate_and_reason_has_its_own_words() {
-        let fates = [Fate::Kept, Fate::Hoisted, Fate::Folded, Fate::PreviousSummary].map(|f| f.to_string());
+        let fates = [
+            Fate::Kept,
+            Fate::Hoisted,
+            Fate::Folded,
+            Fate::PreviousSummary,
+            Fate::Pinned,
+        ]
+        .map(|f| f.to_string());
         let reasons = [
             CutReason::Fits,
             CutReason::KeepRecent,

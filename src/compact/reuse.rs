@@ -70,11 +70,11 @@ impl<C: TokenCounter> Compactor<C> {
     /// The cached summary the fold extends, and the links of the prefixes
     /// it looked up (the cut's among them), ascending: the newest of
     /// [`REUSE_PROBES`] unit boundaries up to the cut `start` whose prefix
-    /// the cache has a summary of.
+    /// the cache has a summary of; `pins`: the pinned messages.
     pub(super) fn reuse(
         &self,
         messages: &[Message],
-        callers: &[usize],
+        (callers, pins): (&[usize], &[usize]),
         start: usize,
         cache: &Cache,
     ) -> (Option<Reuse>, Vec<(usize, Link)>) {
@@ -90,7 +90,7 @@ impl<C: TokenCounter> Compactor<C> {
         wanted.reverse();
         let links = self
             .chain_start(&cache.namespace)
-            .links(&messages[..start], &wanted);
+            .links(&messages[..start], &wanted, pins);
         let keys: Vec<String> = links.iter().map(|(_, l)| l.key()).collect();
         let values = cache.store.get_many(&keys);
         let reuse = (links.iter().zip(values).rev()).find_map(|(&(at, l), value)| {

@@ -81,10 +81,11 @@ impl<C: TokenCounter> Compactor<C> {
     /// suffix) are within the budget too: only the unit boundaries whose
     /// suffix is are looked up, newest fold first, in one round trip. The
     /// cost is the budget's worth of counting and a hash of the prefix.
+    /// `pins`: the pinned messages, which a record's prefix marks.
     pub(super) fn recorded(
         &self,
         messages: &[Message],
-        callers: &[usize],
+        (callers, pins): (&[usize], &[usize]),
         count: &mut dyn FnMut(usize) -> usize,
         cache: &Cache,
     ) -> Option<(usize, Recorded)> {
@@ -101,7 +102,7 @@ impl<C: TokenCounter> Compactor<C> {
         let &last = wanted.last()?;
         let links = self
             .chain_start(&cache.namespace)
-            .links(&messages[..last], &wanted);
+            .links(&messages[..last], &wanted, pins);
         let keys: Vec<String> = links.iter().map(|(_, link)| link.step_key()).collect();
         let values = cache.store.get_many(&keys);
         (links.iter().zip(values).rev())
@@ -112,8 +113,8 @@ impl<C: TokenCounter> Compactor<C> {
     /// the cache: anchored at the cut, or past the last message it cleared
     /// after the cut, so that a later history is matched on every message
     /// the replay reads. Nothing is recorded when no unit boundary follows
-    /// the last cleared message.
-    pub(super) fn record(&self, messages: &[Message], step: &Recorded) {
+    /// the last cleared message. `pins`: the pinned messages.
+    pub(super) fn record(&self, messages: &[Message], step: &Recorded, pins: &[usize]) {
         let Some(cache) = &self.cache else { return };
         let anchor = match step.cleared.last() {
             None => Some(step.cut),
@@ -130,7 +131,7 @@ impl<C: TokenCounter> Compactor<C> {
         };
         let links = self
             .chain_start(&cache.namespace)
-            .links(&messages[..anchor], &[anchor]);
+            .links(&messages[..anchor], &[anchor], pins);
         if let Some(&(at, link)) = links.first() {
             cache.store.put(&link.step_key(), step.value(&link, at));
         }
@@ -139,14 +140,15 @@ impl<C: TokenCounter> Compactor<C> {
 
 impl<C: TokenCounter> Compactor<C> {
     /// The plan that replays `step` on `messages` (longer than the history
-    /// it was recorded on): the pinned messages before its cut, its summary
-    /// message as rendered, then every message from the cut on, those it
-    /// cleared as it cleared them. When that passes the budget, the summary
-    /// the next fold extends instead (`Err`).
+    /// it was recorded on): the system messages before its cut, its summary
+    /// message as rendered, the pinned messages before its cut (the record's
+    /// prefix marks them, so they are the fold's), then every message from
+    /// the cut on, those it cleared as it cleared them. When that passes the
+    /// budget, the summary the next fold extends instead (`Err`).
     pub(super) fn replay<'a, 'c>(
         &'c self,
         messages: &'a [Message],
-        (pinned_at, callers): (&[usize], &[usize]),
+        (pinned_at, callers, pins): (&[usize], &[usize], &[usize]),
         step: Recorded,
         before: Tokens,
         count: &mut dyn FnMut(usize) -> usize,
@@ -170,8 +172,9 @@ impl<C: TokenCounter> Compactor<C> {
             }
         }
         let hoisted: Vec<usize> = pinned_at.iter().copied().take_while(|&i| i < cut).collect();
+        let pinned: Vec<usize> = pins.iter().copied().take_while(|&i| i < cut).collect();
         let summary_tokens = message.as_ref().map_or(0, |m| self.counter.count_message(m));
-        let mut tokens = (hoisted.iter().map(|&i| count(i)))
+        let mut tokens = (hoisted.iter().chain(&pinned).map(|&i| count(i)))
             .fold(self.counter.reply_priming(), usize::saturating_add)
             .saturating_add(summary_tokens);
         let mut replaced = cleared.iter().peekable();
@@ -200,6 +203,7 @@ impl<C: TokenCounter> Compactor<C> {
             plan.report.reason = CutReason::Reused;
             plan.report.reused = Some(cut);
             plan.report.hoisted = hoisted;
+            plan.report.pinned = pinned;
             plan.summary_limit = summary_tokens;
             plan.frozen = Some(message);
         }

@@ -13,6 +13,8 @@
 //! - `request`: [`SummaryRequest`](crate::SummaryRequest), what a
 //!   summarizer is asked: the contract between the core and every
 //!   summarizer;
+//! - `pins`: [`Pin`], the messages a fold keeps verbatim wherever they
+//!   stand, resolved once;
 //! - `hot`: the hot-word scanner the ledger and the extractive summarizer
 //!   share.
 //!
@@ -22,10 +24,12 @@ pub(crate) mod clear;
 pub(crate) mod engine;
 pub(crate) mod hot;
 pub(crate) mod ledger;
+pub(crate) mod pins;
 pub(crate) mod policy;
 pub(crate) mod request;
 pub(crate) mod units;
 
 pub use clear::ClearToolResults;
 pub use ledger::{LEDGER_HEADING, LedgerEntry, LedgerPattern};
+pub use pins::{Pin, PinPredicate};
 pub use policy::{DEFAULT_SUMMARY_PREFIX, FoldPolicy};

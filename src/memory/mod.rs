@@ -288,6 +288,11 @@ pub struct Settings<S = Discard, C = Heuristic> {
     /// What the summary is; its `max_summary_tokens` is the summarizer's
     /// allowance (default: `max_tokens`).
     pub policy: FoldPolicy,
+    /// The messages every fold (or eviction) leaves in the buffer,
+    /// verbatim, at its front, in their order, counted against
+    /// `max_tokens`; none by default. [`Pin::FirstUser`](crate::Pin::FirstUser)
+    /// keeps an agent's task across folds.
+    pub pins: Vec<crate::fold::Pin>,
 }
 
 impl Settings {
@@ -300,6 +305,7 @@ impl Settings {
             summarizer: None,
             counter: Heuristic,
             policy: FoldPolicy::new(),
+            pins: Vec::new(),
         }
     }
 }
@@ -323,6 +329,7 @@ impl<S, C> Settings<S, C> {
             summarizer: Some(summarizer),
             counter: self.counter,
             policy: self.policy,
+            pins: self.pins,
         }
     }
 
@@ -344,6 +351,7 @@ impl<S, C> Settings<S, C> {
             summarizer: self.summarizer,
             counter,
             policy: self.policy,
+            pins: self.pins,
         }
     }
 
@@ -361,6 +369,29 @@ impl<S, C> Settings<S, C> {
     /// ```
     pub fn policy(mut self, policy: FoldPolicy) -> Self {
         self.policy = policy;
+        self
+    }
+
+    /// Leave the message `pin` names in the buffer through every fold (see
+    /// [`pins`](Self::pins)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::memory::{Memory, Remember, RollingMemory, Settings};
+    /// use chatfold::{Extractive, Message, Pin};
+    ///
+    /// let mut memory = RollingMemory::new(Settings::new(120).pin(Pin::FirstUser).summarizer(Extractive::new()))?;
+    /// memory.add_user("Task: audit the IAM roles of account 4471-2209-8812.")?;
+    /// for i in 0..40 {
+    ///     memory.add_assistant(format!("Checked role number {i}: fine."))?;
+    /// }
+    /// assert!(!memory.summary().is_empty());
+    /// assert_eq!(memory.buffer()[0], Message::user("Task: audit the IAM roles of account 4471-2209-8812."));
+    /// # Ok::<(), chatfold::Error>(())
+    /// ```
+    pub fn pin(mut self, pin: crate::fold::Pin) -> Self {
+        self.pins.push(pin);
         self
     }
 

@@ -14,7 +14,9 @@ use crate::summarize::{AsyncSummarizer, Summarizer};
 impl<S, C: TokenCounter> Settings<S, C> {
     /// `state`, each buffered message counted once.
     fn buffer(&self, state: State) -> Tracked {
-        Tracked::new(state, &self.counter, true, &self.policy)
+        let mut tracked = Tracked::new(state, &self.counter, true, &self.policy);
+        tracked.pin(self.pins.clone());
+        tracked
     }
 
     /// How this memory's folds are checked and cut.

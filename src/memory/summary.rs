@@ -108,6 +108,13 @@ impl<S, C: TokenCounter> SummaryMemory<S, C> {
         self
     }
 
+    /// Leave the messages `pins` name in the buffer, verbatim, through every
+    /// fold (the task: [`Pin::FirstUser`](crate::Pin::FirstUser)).
+    pub fn pins(mut self, pins: Vec<crate::fold::Pin>) -> Self {
+        self.tracked.pin(pins);
+        self
+    }
+
     /// Cut the summary to its allowance counting with `counter`.
     ///
     /// # Examples
@@ -247,6 +254,16 @@ impl<S, C: TokenCounter> AsyncSummaryMemory<S, C> {
     pub fn policy(mut self, policy: FoldPolicy) -> Self {
         self.checks.policy = policy;
         self.reread();
+        self
+    }
+
+    /// Leave the messages `pins` name in the buffer, verbatim, through every
+    /// fold (the task: [`Pin::FirstUser`](crate::Pin::FirstUser)).
+    pub fn pins(mut self, pins: Vec<crate::fold::Pin>) -> Self {
+        self.cell
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .pin(pins);
         self
     }
 

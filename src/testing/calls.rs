@@ -4,7 +4,7 @@
 
 use std::sync::Mutex;
 
-use super::rules::{Found, Rule, Violations, check_compaction, cut_of, is_pinned, unreachable};
+use super::rules::{Found, Rule, Violations, check_compaction, cuts_of, is_pinned, pinned, unreachable};
 use crate::compact::{Compaction, Compactor};
 use crate::count::TokenCounter;
 use crate::error::Error;
@@ -114,14 +114,16 @@ pub fn check_summarizer_calls<C>(
     let Some(s) = out.iter().position(|m| c.policy.is_summary(m)) else {
         return found.done();
     };
-    let Some(cut) = cut_of(input, out, s) else {
+    let pins = pinned(c, input);
+    // Every reading of the cut folds the same messages.
+    let Some(&(cut, _)) = cuts_of(input, out, s, &pins).first() else {
         found.check(false, Rule::UnitBoundary, [], || {
             "the kept part is not a suffix".to_owned()
         });
         return found.done();
     };
     let folded: Vec<usize> = (0..cut)
-        .filter(|&i| !is_pinned(&input[i]) && !c.policy.is_summary(&input[i]))
+        .filter(|&i| !is_pinned(&input[i]) && !c.policy.is_summary(&input[i]) && !pins.contains(&i))
         .collect();
     // A fold of nothing but previous summaries makes no call.
     let wanted = usize::from(!folded.is_empty());
@@ -223,6 +225,27 @@ pub fn compact_checked<'a, C: TokenCounter>(
             found.check(unreachable(compactor, input), Rule::Budget, [], || {
                 "BudgetUnreachable though the budget was reachable".to_owned()
             });
+            found.done().map(|()| None)
+        }
+        Err(Error::PinnedOverBudget {
+            budget,
+            pinned: tokens,
+        }) => {
+            let pins = pinned(compactor, input);
+            let c = &compactor.counter;
+            let fixed = (0..input.len())
+                .filter(|&i| {
+                    pins.contains(&i) || (is_pinned(&input[i]) && !compactor.policy.is_summary(&input[i]))
+                })
+                .fold(c.reply_priming(), |t, i| {
+                    t.saturating_add(c.count_message(&input[i]))
+                });
+            found.check(
+                !pins.is_empty() && budget == compactor.budget && tokens == fixed && fixed > budget,
+                Rule::PinsKept,
+                pins,
+                || format!("PinnedOverBudget says {tokens} tokens over {budget}; the pinned and system messages take {fixed}"),
+            );
             found.done().map(|()| None)
         }
         Err(Error::EmptySummary) => {

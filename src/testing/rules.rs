@@ -7,6 +7,7 @@ use std::fmt;
 
 use crate::compact::{Compaction, Compactor};
 use crate::count::TokenCounter;
+use crate::fold::Pin;
 use crate::memory::State;
 use crate::message::{Message, Role};
 
@@ -39,6 +40,9 @@ pub enum Rule {
     SummarizerContract,
     /// The result's counts (`tokens_after`, `over_budget`) are exact.
     Counts,
+    /// 11. A pinned message is in the output, verbatim; one from before the
+    ///     cut right after the summary, in order.
+    PinsKept,
 }
 
 impl Rule {
@@ -53,6 +57,7 @@ impl Rule {
             Rule::Budget => 6,
             Rule::OneSummary => 7,
             Rule::NothingLost => 8,
+            Rule::PinsKept => 11,
             Rule::SummarizerContract | Rule::Counts => return None,
         })
     }
@@ -71,6 +76,7 @@ impl fmt::Display for Rule {
             Rule::NothingLost => "nothing lost",
             Rule::SummarizerContract => "the summarizer gets exactly the folded turns",
             Rule::Counts => "exact counts",
+            Rule::PinsKept => "pinned messages stay",
         };
         match self.number() {
             Some(n) => write!(f, "rule {n} ({name})"),
@@ -216,6 +222,47 @@ fn total<C: TokenCounter>(counter: &C, messages: &[Message]) -> usize {
     })
 }
 
+/// The input indices `c`'s pins name in `h` (rule 11), ascending: the
+/// first and latest user turns (not tool results, not summaries), indices,
+/// predicates; never a system message or a summary; a message of a tool
+/// exchange with its whole unit.
+pub(super) fn pinned<C>(c: &Compactor<C>, h: &[Message]) -> Vec<usize> {
+    let eligible = |i: usize| !is_pinned(&h[i]) && !c.policy.is_summary(&h[i]);
+    let user = |&i: &usize| eligible(i) && h[i].role == Role::User && !answers(&h[i]);
+    let mut named: Vec<usize> = Vec::new();
+    for pin in &c.pins {
+        match pin {
+            Pin::FirstUser => named.extend((0..h.len()).find(user)),
+            Pin::LastUser => named.extend((0..h.len()).rev().find(user)),
+            Pin::Index(i) => named.extend((*i < h.len()).then_some(*i)),
+            Pin::Matching(f) => named.extend((0..h.len()).filter(|&i| f(i, &h[i]))),
+        }
+    }
+    named.retain(|&i| eligible(i));
+    let mut out: Vec<usize> = Vec::new();
+    for i in named {
+        // The unit around `i`: from the boundary at or before it to the next.
+        let reasoning = h[i].item().is_some_and(|item| item.kind() == Some("reasoning"));
+        let exchange = h[i].call_ids().next().is_some() || answers(&h[i]) || reasoning;
+        let (from, to) = match exchange {
+            true => (
+                (0..=i).rev().find(|&b| is_boundary(h, b)).unwrap_or(0),
+                (i + 1..h.len()).find(|&b| is_boundary(h, b)).unwrap_or(h.len()),
+            ),
+            false => (i, i + 1),
+        };
+        out.extend((from..to).filter(|&j| eligible(j)));
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Whether `m` answers a tool call.
+fn answers(m: &Message) -> bool {
+    matches!(m.role, Role::Tool) || m.answered_ids().next().is_some()
+}
+
 /// Where the region after the last previous summary starts.
 fn after_summaries<C>(c: &Compactor<C>, h: &[Message]) -> usize {
     h.iter()
@@ -227,15 +274,14 @@ fn after_summaries<C>(c: &Compactor<C>, h: &[Message]) -> usize {
 /// latest unit and a minimal summary already exceed it.
 pub(super) fn unreachable<C: TokenCounter>(c: &Compactor<C>, h: &[Message]) -> bool {
     let after = after_summaries(c, h);
-    let pinned = h
-        .iter()
-        .filter(|m| is_pinned(m) && !c.policy.is_summary(m))
-        .fold(0usize, |t, m| t.saturating_add(c.counter.count_message(m)));
-    let region = &h[after..];
-    let latest = region[last_unit_start(region)..]
-        .iter()
-        .filter(|m| !is_pinned(m))
-        .fold(0usize, |t, m| t.saturating_add(c.counter.count_message(m)));
+    let pins = pinned(c, h);
+    let fixed = |i: usize| (is_pinned(&h[i]) && !c.policy.is_summary(&h[i])) || pins.contains(&i);
+    let pinned = (0..h.len())
+        .filter(|&i| fixed(i))
+        .fold(0usize, |t, i| t.saturating_add(c.counter.count_message(&h[i])));
+    let latest = (after + last_unit_start(&h[after..])..h.len())
+        .filter(|&i| !fixed(i))
+        .fold(0usize, |t, i| t.saturating_add(c.counter.count_message(&h[i])));
     let empty = Message::new(c.policy.summary_role.clone(), &*c.policy.summary_prefix);
     let min_summary = c
         .counter
@@ -249,12 +295,23 @@ pub(super) fn unreachable<C: TokenCounter>(c: &Compactor<C>, h: &[Message]) -> b
         > c.budget
 }
 
-/// Where the kept part starts in the input, for a summarized result whose
-/// summary is at `s` in the output; `None` when the kept part is not a
-/// suffix of the input.
-pub(super) fn cut_of(input: &[Message], out: &[Message], s: usize) -> Option<usize> {
-    let kept = &out[s + 1..];
-    input.ends_with(kept).then(|| input.len() - kept.len())
+/// Where the kept part may start in the input, for a summarized result
+/// whose summary is at `s` in the output, and how many of `pins` (ascending
+/// input indices) stand between them, ascending: every reading of what
+/// follows the summary as those pins from before the cut, then a suffix of
+/// the input. (A pinned message next to the cut reads either way: the
+/// output is the same.)
+pub(super) fn cuts_of(input: &[Message], out: &[Message], s: usize, pins: &[usize]) -> Vec<(usize, usize)> {
+    let after = &out[s + 1..];
+    (0..=pins.len().min(after.len()))
+        .filter_map(|k| {
+            let kept = &after[k..];
+            let cut = input.len().checked_sub(kept.len())?;
+            let placed = (pins[..k].iter().zip(&after[..k])).all(|(&i, m)| i < cut && input[i] == *m);
+            let rest_kept = pins[k..].iter().all(|&i| i >= cut);
+            (input.ends_with(kept) && placed && rest_kept).then_some((cut, k))
+        })
+        .collect()
 }
 
 /// Checks a compaction's result against every rule it can be judged on
@@ -309,13 +366,24 @@ pub fn check_compaction<C: TokenCounter>(
     let Some(s) = check.one_summary() else {
         return check.found.done();
     };
-    let Some(cut) = check.suffix(s) else {
-        return check.found.done();
-    };
-    check.pinned(s, cut);
-    check.aligned(cut);
-    check.latest_kept(cut);
     check.prefixed(s);
+    // Rules 2 to 5 and 11 hold when they hold for one reading of the cut.
+    let mut first: Option<Found> = None;
+    for (cut, _) in check.cuts(s) {
+        let mut reading = Check {
+            found: Found::default(),
+            ..check
+        };
+        reading.boundary(cut);
+        reading.pinned(s, cut);
+        reading.aligned(cut);
+        reading.latest_kept(cut);
+        if reading.found.0.is_empty() {
+            return check.found.done();
+        }
+        first.get_or_insert(reading.found);
+    }
+    check.found.0.extend(first.map(|f| f.0).unwrap_or_default());
     check.found.done()
 }
 
@@ -421,21 +489,29 @@ impl<C: TokenCounter> Check<'_, C> {
         summaries.first().copied()
     }
 
-    /// Rule 3: the messages after the summary at `s` are a suffix of the
-    /// input, cut at a unit boundary. Where the cut is in the input, when
-    /// they are a suffix.
-    fn suffix(&mut self, s: usize) -> Option<usize> {
-        let Some(cut) = cut_of(self.input, self.out, s) else {
-            self.found.check(false, Rule::UnitBoundary, [], || {
-                "the messages after the summary are not a suffix of the input".to_owned()
-            });
-            return None;
+    /// Rules 3 and 11: the messages after the summary at `s` are the
+    /// pinned ones from before the cut, in order, then a suffix of the
+    /// input. Where the cut may be in the input (none when they are not).
+    fn cuts(&mut self, s: usize) -> Vec<(usize, usize)> {
+        let pins = pinned(self.c, self.input);
+        let cuts = cuts_of(self.input, self.out, s, &pins);
+        let rule = match pins.is_empty() {
+            true => Rule::UnitBoundary,
+            false => Rule::PinsKept,
         };
+        self.found.check(!cuts.is_empty(), rule, pins, || {
+            "the messages after the summary are not the pinned ones, in order, then a suffix of the input"
+                .to_owned()
+        });
+        cuts
+    }
+
+    /// Rule 3: the cut is at a unit boundary.
+    fn boundary(&mut self, cut: usize) {
         self.found
             .check(is_boundary(self.input, cut), Rule::UnitBoundary, [cut], || {
                 format!("the cut at {cut} separates a tool call from its result")
             });
-        Some(cut)
     }
 
     /// Rule 2: the pinned messages before the `cut` (previous summaries

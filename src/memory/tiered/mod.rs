@@ -246,8 +246,10 @@ where
             "" => 0,
             summary => counter.count_message(&settings.policy.summary_message(summary)),
         };
+        let mut tracked = Tracked::new(state, counter, true, &settings.policy);
+        tracked.pin(settings.pins.clone());
         let tiers = Tiers {
-            tracked: Tracked::new(state, counter, true, &settings.policy),
+            tracked,
             system_tokens,
             summary_tokens,
             ..Tiers::default()

@@ -73,6 +73,11 @@ pub struct TieredOptions {
     /// What the summary is. Its `max_summary_tokens` is the summarizer's
     /// allowance; by default half the room between the two limits.
     pub policy: FoldPolicy,
+    /// The messages every fold leaves in the working buffer, verbatim, at
+    /// its front (the task: [`Pin::FirstUser`](crate::Pin::FirstUser));
+    /// none by default. The hard limit still wins: while folds are pending
+    /// or failing, a view held to it may leave them out.
+    pub pins: Vec<crate::fold::Pin>,
 }
 
 impl<C> Deref for TieredSettings<C> {
@@ -121,6 +126,7 @@ impl TieredSettings {
                 max_failures: 3,
                 clear_tool_results: None,
                 policy: FoldPolicy::new(),
+                pins: Vec::new(),
             },
             counter: Heuristic,
         }
@@ -128,6 +134,13 @@ impl TieredSettings {
 }
 
 impl<C> TieredSettings<C> {
+    /// Leave the message `pin` names in the working buffer through every
+    /// fold (see [`pins`](TieredOptions::pins)).
+    pub fn pin(mut self, pin: crate::fold::Pin) -> Self {
+        self.options.pins.push(pin);
+        self
+    }
+
     /// Once the working buffer passes the soft limit, fold it down to
     /// `tokens` (checked when the memory is built: at least 1, at most the
     /// soft limit).

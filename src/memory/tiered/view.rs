@@ -48,7 +48,7 @@ impl Tiers {
             };
         }
         let room = hard.saturating_sub(fixed).saturating_sub(self.summary_tokens);
-        let start = self.tracked.evict_count(room);
+        let start = self.tracked.evict_count_unpinned(room);
         let kept = self.tracked.tokens()[start..]
             .iter()
             .fold(0usize, |t, &x| t.saturating_add(x));

@@ -17,6 +17,7 @@ use std::task::Waker;
 use crate::count::TokenCounter;
 use crate::error::{BoxError, Error, Result};
 use crate::fold::ledger::{self, Entries, Tier};
+use crate::fold::pins::{self, Past, Pin};
 use crate::fold::policy::{Fitted, FoldPolicy, Listing};
 use crate::fold::request::SummaryRequest;
 use crate::fold::units;
@@ -61,6 +62,8 @@ impl<'a, C: ?Sized> Rules<'a, C> {
 #[derive(Debug)]
 pub(crate) struct Ticket {
     n: usize,
+    /// The pinned messages among the first `n`, which stay.
+    kept: Vec<usize>,
     epoch: u64,
     candidates: Entries,
 }
@@ -116,6 +119,8 @@ pub(crate) struct Tracked {
     epoch: u64,
     /// Whether a fold is in flight.
     folding: bool,
+    /// The messages a fold leaves in the buffer wherever they stand.
+    pins: Vec<Pin>,
 }
 
 impl Tracked {
@@ -140,6 +145,7 @@ impl Tracked {
             prose_len: 0,
             epoch: 0,
             folding: false,
+            pins: Vec::new(),
         };
         tracked.read_ledger(policy, counter);
         tracked
@@ -172,15 +178,56 @@ impl Tracked {
         }
     }
 
-    /// Drops the first `n` buffered messages (and their counts).
+    /// Keeps the messages `pins` name in the buffer through every fold and
+    /// eviction (DESIGN rule 11), at its front, in their order.
+    pub(crate) fn pin(&mut self, pins: Vec<Pin>) {
+        self.pins = pins;
+    }
+
+    /// The buffered messages the pins name now, ascending.
+    fn pinned(&self) -> Vec<usize> {
+        let (buffer, callers) = (&self.state.buffer, &self.callers);
+        pins::resolve(buffer, &self.pins, callers, |_| false, Past::Ignored).unwrap_or_default()
+    }
+
+    /// The pinned messages among the first `n`.
+    fn pinned_before(&self, n: usize) -> Vec<usize> {
+        let mut pinned = self.pinned();
+        pinned.retain(|&i| i < n);
+        pinned
+    }
+
+    /// Drops the first `n` buffered messages (and their counts), but the
+    /// pinned ones.
     pub(crate) fn drop_front(&mut self, n: usize) {
+        let kept = self.pinned_before(n);
+        self.drop_front_keeping(n, &kept);
+    }
+
+    /// Drops the first `n` buffered messages (and their counts) but those at
+    /// `kept` (ascending), which then open the buffer.
+    fn drop_front_keeping(&mut self, n: usize, kept: &[usize]) {
         let n = n.min(self.state.buffer.len());
+        let stay: Vec<(Message, Option<usize>)> = (kept.iter().filter(|&&i| i < n))
+            .map(|&i| (self.state.buffer[i].clone(), self.tokens.get(i).copied()))
+            .collect();
         self.state.buffer.drain(..n);
         self.callers.retain(|&c| c >= n);
         self.callers.iter_mut().for_each(|c| *c -= n);
         let counted = n.min(self.tokens.len());
         let gone = self.tokens.drain(..counted).fold(0usize, usize::saturating_add);
         self.total = self.total.saturating_sub(gone);
+        if stay.is_empty() {
+            return;
+        }
+        self.callers.iter_mut().for_each(|c| *c += stay.len());
+        let callers: Vec<usize> = (0..stay.len()).filter(|&k| stay[k].0.makes_calls()).collect();
+        self.callers.splice(0..0, callers);
+        // Counted when the memory counts (every message or none).
+        let counts: Vec<usize> = stay.iter().filter_map(|(_, t)| *t).collect();
+        self.total = counts.iter().fold(self.total, |t, &x| t.saturating_add(x));
+        self.tokens.splice(0..0, counts);
+        self.state.buffer.splice(0..0, stay.into_iter().map(|(m, _)| m));
     }
 
     /// Forgets the summary and the buffer (pinned system messages stay); a
@@ -227,16 +274,39 @@ impl Tracked {
     }
 
     /// How many messages must leave the front so that the rest costs at most
-    /// `limit` tokens (whole units, aligned, the latest kept).
+    /// `limit` tokens (whole units, aligned, the latest kept); the pinned
+    /// ones among them stay, and count against `limit`.
     pub(crate) fn evict_count(&self, limit: usize) -> usize {
+        let pinned = self.pinned();
+        let (cost, limit) = self.costs(&pinned, limit);
+        units::evict_count(&self.state.buffer, &self.callers, cost, limit)
+    }
+
+    /// As [`evict_count`](Self::evict_count), with no message pinned: what
+    /// leaves a view held to a hard limit.
+    pub(crate) fn evict_count_unpinned(&self, limit: usize) -> usize {
         let cost = |i: usize| self.tokens.get(i).copied().unwrap_or(0);
         units::evict_count(&self.state.buffer, &self.callers, cost, limit)
     }
 
+    /// Each message's cost and what is left of `limit` once the `pinned`
+    /// messages, which stay whatever the cut, have taken theirs.
+    fn costs<'p>(&'p self, pinned: &'p [usize], limit: usize) -> (impl Fn(usize) -> usize + 'p, usize) {
+        let tokens = |i: usize| self.tokens.get(i).copied().unwrap_or(0);
+        let fixed = pinned.iter().fold(0usize, |t, &i| t.saturating_add(tokens(i)));
+        let cost = move |i: usize| match pinned.binary_search(&i) {
+            Ok(_) => 0,
+            Err(_) => tokens(i),
+        };
+        (cost, limit.saturating_sub(fixed))
+    }
+
     /// How many messages the next fold of at most `limits` (messages,
-    /// tokens) takes from the front (see [`units::chunk`]).
+    /// tokens) takes from the front (see [`units::chunk`]); the pinned ones
+    /// among them stay.
     pub(crate) fn chunk(&self, limits: (usize, usize)) -> usize {
-        let cost = |i: usize| self.tokens.get(i).copied().unwrap_or(0);
+        let pinned = self.pinned();
+        let (cost, _) = self.costs(&pinned, 0);
         units::chunk(&self.state.buffer, &self.callers, cost, limits)
     }
 
@@ -250,17 +320,22 @@ impl Tracked {
         n: usize,
         rules: Rules<'s, C>,
     ) -> Option<(Ticket, SummaryRequest<'s>)> {
-        if n == 0 {
+        let n = n.min(self.state.buffer.len());
+        let kept = self.pinned_before(n);
+        if n == kept.len() {
+            // Nothing to fold (or only pinned messages).
             return None;
         }
-        let folded = &self.state.buffer[..n.min(self.state.buffer.len())];
+        let folded = &self.state.buffer[..n];
         let policy = rules.policy;
         let prose = &self.state.summary[..self.prose_len];
         let candidates = match policy.ledger {
             true => {
                 let allowance = rules.allowance;
                 let found = ledger::candidates(
-                    folded.iter(),
+                    (0..n)
+                        .filter(|i| kept.binary_search(i).is_err())
+                        .map(|i| &folded[i]),
                     "",
                     &self.ledger.listed(),
                     &policy.ledger_patterns,
@@ -283,11 +358,12 @@ impl Tracked {
         };
         let previous = (!prose.is_empty()).then_some(Cow::Borrowed(prose));
         let listed = Cow::Owned(candidates.texts.clone());
-        let request = SummaryRequest::skipping(previous, folded, Vec::new(), told)
+        let request = SummaryRequest::skipping(previous, folded, kept.clone(), told)
             .with_ledger(listed)
             .with_counter(rules.counter.shared());
         let ticket = Ticket {
             n,
+            kept,
             epoch: self.epoch,
             candidates,
         };
@@ -352,7 +428,7 @@ impl Tracked {
                 self.ledger = ticket.candidates.without(&fitted.dropped, cap);
                 self.state.summary = fitted.body;
                 self.prose_len = fitted.prose_len;
-                self.drop_front(ticket.n);
+                self.drop_front_keeping(ticket.n, &ticket.kept);
                 Landed::Folded {
                     n: ticket.n,
                     tokens: fitted.tokens,
