@@ -344,3 +344,45 @@ fn a_trailing_tool_result_without_its_call_is_warned_of() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stderr(&out), "");
 }
+
+/// `--pin first-user,last-user`: the task and the question stand verbatim
+/// right after the summary; a pin that is no pin is a usage error; pins
+/// that alone pass the budget exit as an unreachable budget, saying so.
+#[test]
+fn pins_keep_the_task_and_the_question_after_the_summary() {
+    use chatfold::Message;
+    let mut history = vec![Message::user(
+        "Task: migrate the orders table to Postgres 17 without downtime.",
+    )];
+    history.push(Message::user("What is the plan for the cut-over?"));
+    for i in 0..40 {
+        let id = format!("call_{i}");
+        history.push(Message::assistant_tool_calls(vec![chatfold::ToolCall::new(
+            &id,
+            "run_sql",
+            format!("{{\"batch\": {i}}}"),
+        )]));
+        history.push(Message::tool(
+            format!("batch {i}: copied 10000 rows of orders into orders_new"),
+            &id,
+        ));
+    }
+    let input = serde_json::to_string(&history).unwrap();
+    let out = run(
+        &["compact", "--budget", "500", "--pin", "first-user,last-user"],
+        input.as_bytes(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let messages = messages(&out);
+    assert!(messages[0].text().starts_with("Summary of earlier conversation:"));
+    assert_eq!(messages[1..3], history[..2]);
+    let out = run(&["compact", "--budget", "500", "--pin", "task"], input.as_bytes());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("pin cannot be task"), "{}", stderr(&out));
+    let out = run(
+        &["compact", "--budget", "30", "--pin", "first-user", "--pin", "1"],
+        input.as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(stderr(&out).contains("pinned"), "{}", stderr(&out));
+}

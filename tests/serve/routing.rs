@@ -330,3 +330,76 @@ async fn responses_compact_is_forwarded_or_answered_as_the_mode_says() {
     assert_eq!(answer.status, 400);
     assert_eq!(answer.json()["error"]["type"], "invalid_request_error");
 }
+
+/// `--pin` keeps the task after the summary in every compacted request;
+/// `x-chatfold-pin` replaces it for one request; a bad one is a 400 in the
+/// API's shape; pins over the budget are a 400 that says so.
+#[tokio::test(flavor = "multi_thread")]
+async fn pins_come_from_the_flag_and_the_header() {
+    let up = ok_upstream().await;
+    let proxy = Proxy::start(&["--upstream", &up.url(), "--budget", "400", "--pin", "first-user"]);
+    let url = proxy.url("/v1/chat/completions");
+    let body = openai_body(30);
+    let task = body["messages"][1].clone();
+    let question = body["messages"].as_array().unwrap().last().unwrap().clone();
+    let sent = |headers: &'static [(&'static str, &'static str)]| {
+        let (url, body) = (url.clone(), body.to_string());
+        async move { post(&url, headers, body).await }
+    };
+    let after_summary = |body: &Value| -> Vec<Value> {
+        let messages = body["messages"].as_array().unwrap();
+        let s = messages
+            .iter()
+            .position(|m| {
+                m["content"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with(SUMMARY_PREFIX))
+            })
+            .unwrap();
+        messages[s + 1..].to_vec()
+    };
+    let answer = sent(&[]).await;
+    assert_eq!(answer.status, 200, "{:?}", answer.body);
+    let forwarded = up.seen().last().unwrap().json();
+    check_openai(&forwarded);
+    assert_eq!(
+        after_summary(&forwarded)[0],
+        task,
+        "the pinned task follows the summary"
+    );
+    // The header replaces the flag's pins for one request.
+    let answer = sent(&[("x-chatfold-pin", "last-user")]).await;
+    assert_eq!(answer.status, 200, "{:?}", answer.body);
+    let forwarded = up.seen().last().unwrap().json();
+    assert!(!after_summary(&forwarded).contains(&task));
+    assert!(after_summary(&forwarded).contains(&question));
+    let answer = sent(&[("x-chatfold-pin", "first-user,the-task")]).await;
+    assert_eq!(answer.status, 400);
+    let error = answer.json();
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("x-chatfold-pin"),
+        "{error}"
+    );
+    // Every user message pinned: over the budget of 400.
+    let all: &'static str = Box::leak(
+        (1..=30)
+            .map(|i| (i * 4 - 3).to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+            .into_boxed_str(),
+    );
+    let headers: &'static [(&'static str, &'static str)] = Box::leak(Box::new([("x-chatfold-pin", all)]));
+    let answer = sent(headers).await;
+    assert_eq!(answer.status, 400, "{:?}", answer.body);
+    assert!(
+        answer.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("pinned"),
+        "{:?}",
+        answer.body
+    );
+}

@@ -178,6 +178,12 @@ pub(crate) struct FoldArgs {
     /// again (default: 50%; the budget itself folds on nearly every request).
     #[arg(long, value_name = "TOKENS|PERCENT%", value_parser = fold_to)]
     pub(crate) fold_to: Option<FoldTo>,
+    /// Keep these messages verbatim after the summary wherever they stand:
+    /// first-user (the task), last-user (the turn's question), or a
+    /// message's index; comma-separated or repeated. They count against the
+    /// budget; when they alone do not fit, it is an error.
+    #[arg(long, value_name = "first-user|last-user|INDEX", value_parser = pins, action = clap::ArgAction::Append)]
+    pub(crate) pin: Vec<Vec<chatfold::Pin>>,
     /// On an Anthropic request that uses cache_control: auto puts a
     /// breakpoint on the summary block (within the API's limit of 4), never
     /// leaves the breakpoints as they are.
@@ -203,6 +209,10 @@ impl FoldTo {
         }
         .max(1)
     }
+}
+
+fn pins(text: &str) -> Result<Vec<chatfold::Pin>, String> {
+    chatfold::Pin::parse_list(text).map_err(|e| e.to_string())
 }
 
 fn fold_to(text: &str) -> Result<FoldTo, String> {

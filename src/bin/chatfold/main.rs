@@ -66,7 +66,7 @@ impl From<Error> for Failure {
                 exit::BAD_INPUT
             }
             Error::Summarize(_) | Error::EmptySummary => exit::SUMMARIZER,
-            Error::BudgetUnreachable { .. } => exit::UNREACHABLE,
+            Error::BudgetUnreachable { .. } | Error::PinnedOverBudget { .. } => exit::UNREACHABLE,
             _ => exit::USAGE,
         };
         // Each error says what failed; its source, why.

@@ -43,6 +43,7 @@ pub(crate) fn folding(budget: usize, counter: NamedCounter, args: &FoldArgs) -> 
     }
     c.max_fold_input_tokens = args.max_fold_input_tokens;
     c.fold_to = args.fold_to.map(|f| f.tokens(budget));
+    c.pins = args.pin.iter().flatten().cloned().collect();
     c
 }
 

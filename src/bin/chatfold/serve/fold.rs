@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use chatfold::cache::SummaryCache;
 use chatfold::{
-    Compactor, Error, Extractive, Format, History, NamedCounter, Summarizer, SummaryRequest, TokenCounter,
+    Compactor, Error, Extractive, Format, History, NamedCounter, Pin, Summarizer, SummaryRequest,
+    TokenCounter,
 };
 use hyper::StatusCode;
 use serde_json::Value;
@@ -50,20 +51,25 @@ pub(crate) struct Folding {
 }
 
 impl Folding {
-    /// The base compactor for `budget`, with its fold target.
-    fn at(&self, budget: usize) -> Compactor<NamedCounter> {
+    /// The base compactor for `budget`, with its fold target, and the
+    /// request's own pins when it names them (`x-chatfold-pin`).
+    fn at(&self, budget: usize, pins: Option<&[Pin]>) -> Compactor<NamedCounter> {
         let mut compactor = self.base.clone();
         compactor.budget = budget;
         compactor.fold_to = self.fold_to.map(|f| f.tokens(budget));
+        if let Some(pins) = pins {
+            compactor.pins = pins.to_vec();
+        }
         compactor
     }
 
-    /// The compactor for a body that folds: `budget`, the tenant's cache
-    /// under `namespace`, and every message counted, so that the tokens
-    /// before (headers, log, metrics) are exact (a history that comes back
-    /// every turn is counted from `Tiktoken`'s remembered counts).
-    fn compactor(&self, budget: usize, namespace: &str) -> Compactor<NamedCounter> {
-        let mut compactor = self.at(budget);
+    /// The compactor for a body that folds: `budget`, the request's pins,
+    /// the tenant's cache under `namespace`, and every message counted, so
+    /// that the tokens before (headers, log, metrics) are exact (a history
+    /// that comes back every turn is counted from `Tiktoken`'s remembered
+    /// counts).
+    fn compactor(&self, budget: usize, pins: Option<&[Pin]>, namespace: &str) -> Compactor<NamedCounter> {
+        let mut compactor = self.at(budget, pins);
         compactor.count_all = true;
         compactor.cache(Arc::clone(&self.cache), namespace)
     }
@@ -133,8 +139,8 @@ fn reserve<'v>(field: impl Fn(&str) -> Option<&'v Value>, counter: &impl TokenCo
     (reply.is_some() || schemas > 0).then(|| reply.unwrap_or(0).saturating_add(schemas))
 }
 
-/// What bounds a request's budget.
-#[derive(Clone, Copy, Debug, Default)]
+/// What bounds a request's budget, and what it pins.
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Limits {
     /// The request's own budget (`x-chatfold-budget`), before the
     /// configured ones.
@@ -142,6 +148,9 @@ pub(crate) struct Limits {
     /// A bound on whichever budget applies, and the budget when none does
     /// (a `context_management` threshold).
     pub(crate) cap: Option<usize>,
+    /// The request's own pins (`x-chatfold-pin`), instead of the
+    /// configured ones.
+    pub(crate) pins: Option<Vec<Pin>>,
 }
 
 /// A chat body read, with its budget.
@@ -160,9 +169,9 @@ impl Folding {
         &self,
         format: Format,
         bytes: &[u8],
-        limits: Limits,
+        limits: &Limits,
     ) -> Result<Read, Box<Result<Folded, ApiError>>> {
-        let Limits { asked, cap } = limits;
+        let Limits { asked, cap, .. } = *limits;
         // A body is in memory whole: read in place when it is UTF-8 (the
         // reader's errors, at the same places, say where it is not).
         let parsed =
@@ -218,11 +227,11 @@ impl Folding {
         bytes: &[u8],
         limits: Limits,
     ) -> Option<Result<Folded, ApiError>> {
-        let read = match self.read(format, bytes, limits) {
+        let read = match self.read(format, bytes, &limits) {
             Ok(read) => read,
             Err(answer) => return Some(*answer),
         };
-        let mut compactor = self.at(read.budget);
+        let mut compactor = self.at(read.budget, limits.pins.as_deref());
         match body::plan(&mut compactor, &read.history) {
             Err(failure) => Some(Err(refused(failure))),
             Ok(plan) if !plan.changes() => Some(unchanged(plan, read.pass)),
@@ -248,12 +257,13 @@ impl Folding {
             history,
             budget,
             pass,
-        } = match self.read(format, bytes, limits) {
+        } = match self.read(format, bytes, &limits) {
             Ok(read) => read,
             Err(answer) => return *answer,
         };
         let namespace = format!("{tenant} {}", self.summarizer_name);
-        let mut compactor = self.compactor(budget, &namespace);
+        let pins = limits.pins.as_deref();
+        let mut compactor = self.compactor(budget, pins, &namespace);
         let plan = body::plan(&mut compactor, &history).map_err(refused)?;
         if !plan.changes() {
             return unchanged(plan, pass);
@@ -273,7 +283,7 @@ impl Folding {
                     "warning: {}; the extractive summary stands in",
                     crate::Failure::from(e).message
                 );
-                let mut compactor = self.compactor(budget, &format!("{tenant} extractive"));
+                let mut compactor = self.compactor(budget, pins, &format!("{tenant} extractive"));
                 let plan = body::plan(&mut compactor, &history).map_err(refused)?;
                 (plan.compact(&self.fallback).map_err(failed)?, Some(why))
             }
@@ -302,17 +312,18 @@ impl Folding {
     /// half their tokens when they fit it (a compaction the client asked
     /// for): the items kept as they came, then chatfold's compaction item,
     /// standing for what was replaced and the kept items.
+    /// `asked` holds the request's own budget and pins.
     pub(crate) fn compact_all(
         &self,
         bytes: &[u8],
-        asked: Option<usize>,
+        asked: Limits,
         tenant: &str,
     ) -> Result<(Value, Outcome), ApiError> {
         let mut limits = Limits {
-            asked,
             cap: Some(usize::MAX),
+            ..asked
         };
-        let mut folded = self.fold(Format::Responses, bytes, limits, tenant)?;
+        let mut folded = self.fold(Format::Responses, bytes, limits.clone(), tenant)?;
         if folded.body.is_none() {
             let Some((before, _)) = folded.outcome.tokens else {
                 return Err(ApiError::new(

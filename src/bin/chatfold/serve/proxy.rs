@@ -105,7 +105,7 @@ where
     B::Error: Into<BoxError>,
 {
     let (parts, body) = request.into_parts();
-    let asked = asked_budget(&parts)?;
+    let (asked, pins) = (asked_budget(&parts)?, asked_pins(&parts)?);
     let mut bytes = read_whole(app, body).await?;
     let folding = &app.folding;
     // The tenant (a keyed hash of the credential): a Responses body's items
@@ -122,11 +122,12 @@ where
     let limits = Limits {
         asked,
         cap: prepared.threshold,
+        pins,
     };
     // A small body that fits is decided here; compacting (the cache, the
     // summarizer) runs on a blocking thread.
     let decided = (bytes.len() <= INLINE)
-        .then(|| folding.without_folding(format, &bytes, limits))
+        .then(|| folding.without_folding(format, &bytes, limits.clone()))
         .flatten();
     let Folded { body, outcome } = match decided {
         Some(decided) => decided?,
@@ -219,7 +220,11 @@ where
     B::Error: Into<BoxError>,
 {
     let (parts, body) = request.into_parts();
-    let asked = asked_budget(&parts)?;
+    let asked = Limits {
+        asked: asked_budget(&parts)?,
+        pins: asked_pins(&parts)?,
+        cap: None,
+    };
     let bytes = read_whole(app, body).await?;
     let folding = &app.folding;
     let tenant = tenant(&folding.secret, &parts.headers);
@@ -276,6 +281,23 @@ fn asked_budget(parts: &Parts) -> Result<Option<usize>, ApiError> {
                 "x-chatfold-budget must be a positive number of tokens",
             )
         })
+}
+
+/// `x-chatfold-pin`, when the request sets it: the messages to keep after
+/// the summary, as `--pin` names them (`first-user,last-user`; `none` for
+/// none of the configured ones).
+fn asked_pins(parts: &Parts) -> Result<Option<Vec<chatfold::Pin>>, ApiError> {
+    let Some(value) = parts.headers.get("x-chatfold-pin") else {
+        return Ok(None);
+    };
+    let bad = |why: String| ApiError::new(StatusCode::BAD_REQUEST, format!("x-chatfold-pin: {why}"));
+    let text = value.to_str().map_err(|_| bad("not text".to_owned()))?;
+    if text.trim() == "none" {
+        return Ok(Some(Vec::new()));
+    }
+    chatfold::Pin::parse_list(text)
+        .map(Some)
+        .map_err(|e| bad(e.to_string()))
 }
 
 /// Sends the request upstream (its body `buffered` whole by the proxy, or
