@@ -45,7 +45,7 @@ async function fit(messages, room, s) {
   let compactor = compactors.get(size)
   if (!compactor) {
     const keep = rest.keepRecent === undefined ? {} : { keepRecent: Math.min(rest.keepRecent, size) }
-    compactor = new Compactor(size, { ...rest, ...keep, format: 'ai-sdk', pinQuestion: true, reuse: true })
+    compactor = new Compactor(size, { ...rest, ...keep, format: 'ai-sdk', pin: rest.pin ?? ['first-user', 'last-user'], reuse: true })
     compactors.set(size, compactor)
   }
   const result = await compactor.compactAsync(sendable, summarize)
@@ -58,8 +58,9 @@ async function fit(messages, room, s) {
  * prompt is compacted to `budget` tokens, the tool definitions counted in:
  * system messages and the newest turns kept, tool calls with their results,
  * the older middle folded into one system message (the summary, with its
- * ledger of exact identifiers), extended by the next call; the turn's
- * question (the newest user message) is never folded. A tool result
+ * ledger of exact identifiers), extended by the next call; the task (the
+ * first user message) and the turn's question (the newest) stand verbatim
+ * after the summary (`pin` changes which). A tool result
  * whose call is not in the prompt is not sent. `summarize` is a function
  * `(request) => string | Promise<string>`, `"extractive"` (the default, no
  * model) or an HTTP summarizer; one that throws or rejects fails the call

@@ -110,40 +110,33 @@ function withoutOrphans(messages) {
   return changed ? out : messages
 }
 
-/** Where the turn in progress starts: the newest user message, or -1. */
-function questionIndex(messages) {
-  for (let i = messages.length - 1; i >= 0; i--) if (messages[i].role === 'user') return i
-  return -1
-}
-
 /**
- * The stand-ins for `messages`, and the index of each one's original. With
- * `pin`, the turn's question (the newest user message) is never folded: the
- * core keeps it as it keeps a developer message, and `fromCore` puts it
- * right after the summary when it stood in the folded part.
+ * The stand-ins for `messages`, and the index of each one's original; with
+ * `pinned` (the originals' indices a caller's pin names), the stand-ins'
+ * indices to pin.
  */
-function toCore(messages, pin = false) {
+function toCore(messages, pinned = []) {
   const stand = []
   const owner = []
-  const pinned = pin ? questionIndex(messages) : -1
   messages.forEach((m, i) => {
     for (const s of standIns(m)) {
-      stand.push(i === pinned ? { ...s, role: 'developer' } : s)
+      stand.push(s)
       owner.push(i)
     }
   })
-  return { stand, owner, pinned }
+  const wanted = new Set(pinned)
+  return { stand, owner, pinned: owner.flatMap((i, j) => (wanted.has(i) ? [j] : [])) }
 }
 
-const RANK = { kept: 3, hoisted: 2, previousSummary: 1, folded: 1, other: 1 }
+const RANK = { kept: 4, pinned: 3, hoisted: 2, previousSummary: 1, folded: 1, other: 1 }
 
 /**
  * The AI SDK messages of a compaction of their stand-ins (the hoisted
- * originals, the summary as a system message, the kept originals), and the
- * report with a fate for each original (a message with no stand-in goes
- * with the one before it).
+ * originals, the summary as a system message, the pinned originals, the
+ * kept originals), and the report with a fate for each original (a message
+ * with no stand-in goes with the one before it).
  */
-function fromCore(messages, owner, result, pinned = -1) {
+function fromCore(messages, owner, result) {
   const fate = new Array(messages.length).fill(null)
   result.report.fates.forEach((f, j) => {
     const i = owner[j]
@@ -155,10 +148,8 @@ function fromCore(messages, owner, result, pinned = -1) {
   const hoisted = result.report.fates.filter((f) => f === 'hoisted').length
   const written = result.messages[hoisted]
   const summary = { role: written.role, content: written.content }
-  const pick = (f) => messages.filter((_, i) => fate[i] === f && i !== pinned)
-  const question = pinned >= 0 && fate[pinned] === 'hoisted' ? [messages[pinned]] : []
-  const kept = pinned >= 0 && fate[pinned] === 'kept' ? messages.filter((_, i) => fate[i] === 'kept') : pick('kept')
-  return { messages: withoutOrphans([...pick('hoisted'), summary, ...question, ...kept]), report }
+  const pick = (f) => messages.filter((_, i) => fate[i] === f)
+  return { messages: withoutOrphans([...pick('hoisted'), summary, ...pick('pinned'), ...pick('kept')]), report }
 }
 
-module.exports = { toCore, fromCore, withoutOrphans, standIns, questionIndex }
+module.exports = { toCore, fromCore, withoutOrphans, standIns }

@@ -31,7 +31,14 @@ export interface CompactorOptions {
   ledger?: boolean
   /** The most one summarizer call reads; a longer span is folded in chunks. */
   maxFoldInputTokens?: number
-  /** With `format: 'ai-sdk'`: never fold the newest user message (the turn's question). */
+  /**
+   * Messages kept verbatim after the summary wherever they stand, counted
+   * against the budget: `'first-user'` (the task), `'last-user'` (the turn's
+   * question), an index, or a function `(message, index) => boolean` over a
+   * message list; one, or an array of them.
+   */
+  pin?: Pin | Pin[]
+  /** `pin: 'last-user'` (the AI SDK middleware's older option). */
   pinQuestion?: boolean
   /**
    * Keep summaries for the next compaction of the same history (a client that
@@ -40,6 +47,9 @@ export interface CompactorOptions {
    */
   reuse?: boolean
 }
+
+/** A message to keep verbatim after the summary (see `CompactorOptions.pin`). */
+export type Pin = 'first-user' | 'last-user' | number | ((message: any, index: number) => boolean)
 
 /** What the summarizer is asked. */
 export class SummaryRequest {
@@ -112,6 +122,32 @@ export class Compactor {
   count(messages: Messages): number
   compact(messages: Messages, summarize?: SyncSummarizer): Compaction
   compactAsync(messages: Messages, summarize?: AsyncSummarizerFn): Promise<Compaction>
+  /** The budget recipe: a framework's trigger and keep as this compactor's budget and keepRecent. */
+  aim(messages: Messages, recipe: Recipe, measured: [total: number, fixed: number]): Aim
+}
+
+/** A size as a framework states it. */
+export type Measure = ['tokens', number] | ['messages', number] | ['fraction', number]
+
+/** A framework's summarization settings. */
+export interface Recipe {
+  keep: Measure
+  triggers?: Measure[]
+  /** The model's window, for fractions. */
+  window?: number
+  maxSummaryTokens?: number
+}
+
+/** What a budget recipe makes of one request. */
+export class Aim {
+  /** The limit the caller's measure must find the result under (`null`: only a message count triggers). */
+  readonly limit: number | null
+  readonly budget: number
+  readonly keepRecent: number
+  /** The compactor of this try. */
+  compactor(): Compactor
+  /** The next try's budget after a result the caller measured at `measured`; `null` when done. */
+  next(measured: number): number | null
 }
 
 export interface MemoryOptions {
@@ -127,6 +163,8 @@ export interface MemoryOptions {
   summaryPrefix?: string
   /** A state to restore (the crate's JSON, rollmem's: `{ version, summary, buffer }`). */
   state?: Record<string, unknown>
+  /** Messages every fold leaves at the buffer's front, verbatim: `'first-user'` (the agent's task). */
+  pin?: 'first-user' | 'last-user' | Array<'first-user' | 'last-user'>
 }
 
 /** A memory per conversation: recent turns verbatim, older ones folded into a running summary. */

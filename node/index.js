@@ -142,9 +142,25 @@ function list(messages) {
 }
 
 /** The AI SDK messages of a compaction of their stand-ins. */
-function fromStandIns(messages, owner, result, pinned) {
-  const mapped = aisdk.fromCore(messages, owner, result, pinned)
+function fromStandIns(messages, owner, result) {
+  const mapped = aisdk.fromCore(messages, owner, result)
   return Object.freeze({ ...result, messages: mapped.messages, report: mapped.report })
+}
+
+/**
+ * The `pin` option read: the pins the core parses by name (`'first-user'`,
+ * `'last-user'`, an index), and the caller's predicates, `(message, index)
+ * => boolean`, which this side evaluates into indices.
+ */
+function pins(pin) {
+  const names = []
+  const predicates = []
+  for (const p of pin === undefined ? [] : Array.isArray(pin) ? pin : [pin]) {
+    if (typeof p === 'function') predicates.push(p)
+    else if (typeof p === 'string' || (Number.isInteger(p) && p >= 0)) names.push(String(p))
+    else throw new InvalidConfig(`a pin is 'first-user', 'last-user', an index or a function, not ${JSON.stringify(p)}`)
+  }
+  return { names: names.join(','), predicates }
 }
 
 function checkedText(text) {
@@ -199,7 +215,7 @@ function asFunction(summarize) {
 
 const OPTIONS = [
   'keepRecent', 'foldTo', 'tokenizer', 'format', 'strict', 'summaryRole', 'summaryPrefix',
-  'minSummaryTokens', 'maxSummaryTokens', 'ledger', 'maxFoldInputTokens', 'pinQuestion', 'reuse',
+  'minSummaryTokens', 'maxSummaryTokens', 'ledger', 'maxFoldInputTokens', 'pin', 'pinQuestion', 'reuse',
 ]
 
 /**
@@ -208,13 +224,22 @@ const OPTIONS = [
  * verbatim, the older middle folded into one summary message; a history over
  * the budget is folded down to `foldTo` tokens (half the budget by default).
  */
+/** The key under which `Aim#compactor` hands a native compactor to the constructor. */
+const WRAPPED = Symbol('wrapped native compactor')
+
 class Compactor {
   #native
   #aiSdk
-  #pinQuestion
+  #predicates
   #tokenizer
 
   constructor(budget, options = {}) {
+    if (options[WRAPPED]) {
+      this.#native = options[WRAPPED]
+      this.#aiSdk = false
+      this.#predicates = []
+      return
+    }
     if (!Number.isInteger(budget) || budget < 0 || budget > 0xffffffff) {
       throw new InvalidConfig(`budget must be a whole number of tokens, not ${budget}`)
     }
@@ -222,11 +247,11 @@ class Compactor {
       if (!OPTIONS.includes(key)) throw new InvalidConfig(`unknown option ${JSON.stringify(key)}`)
     }
     this.#aiSdk = options.format === 'ai-sdk'
-    this.#pinQuestion = options.pinQuestion === true
-    if (options.pinQuestion !== undefined && !this.#aiSdk) {
-      throw new InvalidConfig('pinQuestion is an option of the ai-sdk format')
-    }
-    const settings = { ...options }
+    // `pinQuestion: true`, the AI SDK middleware's older option, is `pin: 'last-user'`.
+    const pin = [].concat(options.pin ?? [], options.pinQuestion === true ? ['last-user'] : [])
+    const { names, predicates } = pins(pin)
+    this.#predicates = predicates
+    const settings = { ...options, pin: names }
     delete settings.pinQuestion
     if (typeof options.tokenizer === 'function') {
       this.#tokenizer = countingWith(options.tokenizer)
@@ -251,6 +276,27 @@ class Compactor {
     return this.#native.foldTo
   }
 
+  /**
+   * What a framework's summarization settings make of a request of
+   * `messages` (the budget recipe, decided in the core): `recipe.keep` and
+   * each of `recipe.triggers` as `['tokens', n]`, `['messages', n]` or
+   * `['fraction', f]` (of `recipe.window`), `recipe.maxSummaryTokens`;
+   * `measured`: `[total, fixed]`, the caller's count of the request and of
+   * the request with no messages. The {@link Aim} gives this try's
+   * compactor and the next try's budget.
+   */
+  aim(messages, recipe, measured) {
+    const [total, fixed] = measured
+    return new Aim(call(() => this.#native.aim(json(messages), JSON.stringify(recipe), total, fixed)))
+  }
+
+  /** The indices of `messages` the caller's predicates pin, or null when there are none. */
+  #pinned(messages) {
+    if (this.#predicates.length === 0) return null
+    if (!Array.isArray(messages)) throw new InvalidConfig('a pin function takes a list of messages, not a request body')
+    return messages.flatMap((m, i) => (this.#predicates.some((p) => p(m, i) === true) ? [i] : []))
+  }
+
   /** Tokens of `messages` as the budget measures them. */
   count(messages) {
     const text = json(this.#aiSdk ? aisdk.toCore(list(messages)).stand : messages)
@@ -265,16 +311,16 @@ class Compactor {
    * exception is thrown as itself and nothing is changed.
    */
   compact(messages, summarize) {
-    if (!this.#aiSdk) return this.#compact(messages, summarize)
-    const { stand, owner, pinned } = aisdk.toCore(list(messages), this.#pinQuestion)
-    return fromStandIns(messages, owner, this.#compact(stand, summarize), pinned)
+    if (!this.#aiSdk) return this.#compact(messages, summarize, this.#pinned(messages))
+    const { stand, owner, pinned } = aisdk.toCore(list(messages), this.#pinned(messages) ?? [])
+    return fromStandIns(messages, owner, this.#compact(stand, summarize, pinned))
   }
 
-  #compact(messages, summarize) {
-    if (this.#tokenizer) return compaction(this.#compactWith(messages, summarize, new Map()), messages)
+  #compact(messages, summarize, pinned) {
+    if (this.#tokenizer) return compaction(this.#compactWith(messages, summarize, new Map(), pinned), messages)
     const spec = named(summarize)
-    if (spec) return compaction(call(() => this.#native.compactNamed(json(messages), spec)), messages)
-    const step = this.#native.begin(json(messages))
+    if (spec) return compaction(call(() => this.#native.compactNamed(json(messages), spec, pinned)), messages)
+    const step = this.#native.begin(json(messages), pinned)
     for (;;) {
       const raw = step.poll()
       if (raw === null) return compaction(call(() => step.result()), messages)
@@ -300,9 +346,9 @@ class Compactor {
    * rejects changes nothing: its error is thrown as itself.
    */
   async compactAsync(messages, summarize) {
-    if (!this.#aiSdk) return this.#compactAsync(messages, summarize)
-    const { stand, owner, pinned } = aisdk.toCore(list(messages), this.#pinQuestion)
-    return fromStandIns(messages, owner, await this.#compactAsync(stand, summarize), pinned)
+    if (!this.#aiSdk) return this.#compactAsync(messages, summarize, this.#pinned(messages))
+    const { stand, owner, pinned } = aisdk.toCore(list(messages), this.#pinned(messages) ?? [])
+    return fromStandIns(messages, owner, await this.#compactAsync(stand, summarize, pinned))
   }
 
   /**
@@ -310,15 +356,15 @@ class Compactor {
    * called on the JavaScript thread, the answers in `answers` given first
    * (see #compactAsync).
    */
-  #compactWith(messages, summarize, answers) {
+  #compactWith(messages, summarize, answers, pinned) {
     const spec = named(summarize)
     // Answers go by their request, not by their order: a run may skip a
     // request an earlier one answered (a summary it reuses).
     const answer = spec ? null : (raw) => answers.get(raw) ?? checkedText(summarize(new SummaryRequest(JSON.parse(raw), raw)))
-    return call(() => this.#native.compactWith(json(messages), this.#tokenizer, answer, spec))
+    return call(() => this.#native.compactWith(json(messages), this.#tokenizer, answer, spec, pinned))
   }
 
-  async #compactAsync(messages, summarize) {
+  async #compactAsync(messages, summarize, pinned) {
     if (this.#tokenizer) {
       // The tokenizer runs on this thread only: the compaction is planned
       // here, stopping at each request the async summarizer has not yet
@@ -332,7 +378,7 @@ class Compactor {
             this.#compactWith(messages, (request) => {
               pending = request
               throw stop
-            }, answers),
+            }, answers, pinned),
             messages,
           )
         } catch (error) {
@@ -342,13 +388,47 @@ class Compactor {
       }
     }
     const spec = named(summarize)
-    if (spec) return compaction(await awaited(this.#native.compactNamedAsync(json(messages), spec)), messages)
-    return compaction(await drive(this.#native.begin(json(messages)), summarize), messages)
+    if (spec) return compaction(await awaited(this.#native.compactNamedAsync(json(messages), spec, pinned)), messages)
+    return compaction(await drive(this.#native.begin(json(messages), pinned), summarize), messages)
   }
 }
 
-const MEMORY = ['tokenizer', 'summarize', 'lowWater', 'maxSummaryTokens', 'ledger', 'summaryPrefix', 'state']
-const TIERED = ['tokenizer', 'summarize', 'lowWater', 'maxSummaryTokens', 'ledger', 'summaryPrefix', 'state', 'system',
+/** What a budget recipe makes of one request (see {@link Compactor#aim}). */
+class Aim {
+  #native
+
+  constructor(native) {
+    this.#native = native
+  }
+
+  /** The limit the caller's measure must find the result under (`null`: only a message count triggers). */
+  get limit() {
+    return this.#native.limit ?? null
+  }
+
+  /** This try's budget. */
+  get budget() {
+    return this.#native.budget
+  }
+
+  /** This try's `keepRecent`. */
+  get keepRecent() {
+    return this.#native.keepRecent
+  }
+
+  /** The compactor of this try. */
+  compactor() {
+    return new Compactor(0, { [WRAPPED]: this.#native.compactor() })
+  }
+
+  /** The next try's budget after a result the caller measured at `measured` tokens; `null` when done. */
+  next(measured) {
+    return this.#native.next(measured) ?? null
+  }
+}
+
+const MEMORY = ['tokenizer', 'summarize', 'lowWater', 'maxSummaryTokens', 'ledger', 'summaryPrefix', 'state', 'pin']
+const TIERED = ['tokenizer', 'summarize', 'lowWater', 'maxSummaryTokens', 'ledger', 'summaryPrefix', 'state', 'system', 'pin',
   'chunkSize', 'chunkTokens', 'fallbackTruncate', 'maxFailures']
 
 /** A memory's options for the native side: known keys only, state and system as JSON. */
@@ -358,6 +438,7 @@ function memoryOptions(options, known) {
   }
   const out = { ...options }
   delete out.summarize
+  if (options.pin !== undefined) out.pin = [].concat(options.pin).join(',')
   if (options.state !== undefined) out.state = JSON.stringify(options.state)
   if (options.system !== undefined) out.system = JSON.stringify(options.system)
   return out
@@ -515,6 +596,7 @@ function countTokens(messages, tokenizer) {
 }
 
 module.exports = {
+  Aim,
   Compactor,
   RollingMemory,
   TieredMemory,

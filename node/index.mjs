@@ -2,6 +2,7 @@
 import chatfold from './index.js'
 
 export const {
+  Aim,
   Compactor,
   RollingMemory,
   TieredMemory,

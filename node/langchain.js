@@ -5,8 +5,8 @@
 // tools and is never exceeded (by the middleware's own `tokenCounter`), the
 // whole folded span is summarized (in chunks of `trimTokensToSummarize`),
 // tool calls stay with their results, a result without its call is not
-// sent, the turn's question is never folded, and a summarizer that fails
-// never becomes the summary.
+// sent, the task and the turn's question stand verbatim after the summary,
+// and a summarizer that fails never becomes the summary.
 'use strict'
 
 const { createMiddleware, countTokensApproximately } = require('langchain')
@@ -19,12 +19,7 @@ const { Compactor, InvalidConfig, SummarizerError } = require('./index.js')
 const DEFAULT_SUMMARY_PREFIX = 'Here is a summary of the conversation to date:'
 const DEFAULT_MESSAGES_TO_KEEP = 20
 const DEFAULT_TRIM_TOKEN_LIMIT = 4000
-/** The summary's room when only a message count triggers a compaction. */
-const MESSAGES_ONLY_SUMMARY_TOKENS = 1000
-/** Compactions run again, on a smaller budget, while the caller's counter finds the result at the trigger. */
-const TRIES = 3
 
-const isSummary = (m) => HumanMessage.isInstance(m) && m.additional_kwargs?.lc_source === 'summarization'
 
 function text(content) {
   if (typeof content === 'string') return content
@@ -59,12 +54,6 @@ function withoutOrphans(messages) {
     }
     return !ToolMessage.isInstance(m) || issued.has(m.tool_call_id)
   })
-}
-
-/** Where the turn in progress starts: the newest user message that is not a summary. */
-function questionIndex(messages) {
-  for (let i = messages.length - 1; i >= 0; i--) if (HumanMessage.isInstance(messages[i]) && !isSummary(messages[i])) return i
-  return -1
 }
 
 /** The trigger as clauses (AND within one, OR across them), as langchain reads it. */
@@ -118,16 +107,22 @@ function summarizationMiddleware(options = {}) {
   const prefix = `${summaryPrefix}\n\n`
   const tokenizer = tokenCounter === countTokensApproximately ? 'heuristic' : 'o200k_base'
 
-  /** The limits the request must end under: the smallest token and message triggers. */
-  function limits() {
-    const tokens = []
-    const messages = []
+  /**
+   * langchain's trigger and keep as the core's budget recipe takes them: a
+   * clause's token or fraction part is a limit the result must end under; a
+   * clause of a message count alone, a count that folds to `keep`.
+   */
+  function recipe() {
+    const triggers = []
     for (const c of conditions) {
-      if ('tokens' in c) tokens.push(c.tokens)
-      if ('fraction' in c) tokens.push(Math.max(1, Math.floor(profileLimit(model) * c.fraction)))
-      if (Object.keys(c).length === 1 && 'messages' in c) messages.push(c.messages)
+      if ('tokens' in c) triggers.push(['tokens', c.tokens])
+      if ('fraction' in c) triggers.push(['fraction', c.fraction])
+      if (Object.keys(c).length === 1 && 'messages' in c) triggers.push(['messages', c.messages])
     }
-    return { tokens: tokens.length ? Math.min(...tokens) : undefined, messages: messages.length ? Math.min(...messages) : undefined }
+    const [kind] = Object.keys(keep)
+    const out = { keep: [kind, keep[kind]], triggers, window: profileLimit(model) }
+    if (maxSummaryTokens !== undefined) out.maxSummaryTokens = maxSummaryTokens
+    return out
   }
 
   async function triggered(messages, total) {
@@ -159,45 +154,23 @@ function summarizationMiddleware(options = {}) {
     }
   }
 
-  async function fold(request, messages, count) {
-    const { tokens, messages: messageLimit } = limits()
+  /**
+   * The compaction of `messages`, aimed by the core's budget recipe under
+   * the trigger as `count` (the caller's measure, system prompt and tools
+   * included) finds it; the task and the turn's question pinned after the
+   * summary. The messages the model is sent, or nothing when none folded.
+   */
+  async function fold(messages, count) {
     const stand = messages.map(standIn)
-    const pinned = questionIndex(messages)
-    if (pinned >= 0) stand[pinned] = { ...stand[pinned], role: 'developer' }
-    const settings = { tokenizer, summaryRole: 'user', summaryPrefix: prefix, ledger, maxFoldInputTokens: trimTokensToSummarize ?? undefined }
+    const settings = { tokenizer, summaryRole: 'user', summaryPrefix: prefix, ledger, pin: ['first-user', 'last-user'] }
+    if (trimTokensToSummarize) settings.maxFoldInputTokens = trimTokensToSummarize
     if (maxSummaryTokens !== undefined) settings.maxSummaryTokens = maxSummaryTokens
-    // Folding to the budget itself: the framework's trigger and keep already fold in steps.
-    const core = (budget, keepRecent) => new Compactor(Math.max(1, budget), { ...settings, foldTo: Math.max(1, budget), keepRecent: Math.max(0, Math.min(keepRecent, Math.max(1, budget))) })
-    const counter = core(1 << 30, 0)
-    const coreTokens = (from) => (from < stand.length ? counter.count(stand.slice(from)) : 0)
-    const whole = coreTokens(0)
-    const fixed = await count([])
-    const total = await count(messages)
-    let keepTokens
-    if ('messages' in keep) {
-      const n = messageLimit === undefined ? keep.messages : Math.min(keep.messages, Math.max(1, messageLimit - 2))
-      keepTokens = coreTokens(Math.max(0, messages.length - n))
-    } else keepTokens = 'tokens' in keep ? keep.tokens : Math.floor(profileLimit(model) * keep.fraction)
-    let budget
-    let limit
-    if (tokens === undefined) {
-      limit = Infinity
-      budget = Math.min(keepTokens + (maxSummaryTokens ?? MESSAGES_ONLY_SUMMARY_TOKENS), whole - 1)
-    } else {
-      limit = tokens
-      const ratio = Math.max(1, (total - fixed) / Math.max(1, whole))
-      budget = Math.floor((tokens - fixed - 1) / ratio)
-      if (messageLimit !== undefined && messages.length >= messageLimit) {
-        // A message count fired too: fold to the count as well.
-        budget = Math.min(budget, keepTokens + (maxSummaryTokens ?? MESSAGES_ONLY_SUMMARY_TOKENS), whole - 1)
-      }
-    }
-    if (pinned >= 0) keepTokens = Math.max(keepTokens, Math.min(coreTokens(pinned), budget - Math.floor(budget / 5)))
+    const aim = new Compactor(1, settings).aim(stand, recipe(), [await count(messages), await count([])])
     const note = {}
     let out
-    for (let i = 0; i < TRIES; i++) {
+    for (;;) {
       delete note.error
-      const result = await core(budget, keepTokens).compactAsync(stand, summarizer(note))
+      const result = await aim.compactor().compactAsync(stand, summarizer(note))
       if (!result.summarized) return out
       const fates = result.report.fates
       const hoisted = fates.filter((f) => f === 'hoisted').length
@@ -206,13 +179,10 @@ function summarizationMiddleware(options = {}) {
         id: randomUUID(),
         additional_kwargs: note.error ? { lc_source: 'summarization', chatfold: { summary: 'extractive', error: note.error } } : { lc_source: 'summarization' },
       })
-      const keptAt = (i) => fates[i] === 'kept' || (i === pinned && fates[i] === 'hoisted')
-      out = [...messages.filter((_, i) => fates[i] === 'hoisted' && i !== pinned), summary, ...messages.filter((_, i) => keptAt(i))]
-      const over = (await count(out)) - limit + 1
-      if (over <= 0 || budget <= 1) break
-      budget = Math.max(1, budget - over - Math.floor(budget / 20))
+      const by = (fate) => messages.filter((_, i) => fates[i] === fate)
+      out = [...by('hoisted'), summary, ...by('pinned'), ...by('kept')]
+      if (aim.next(await count(out)) === null) return out
     }
-    return out
   }
 
   return createMiddleware({
@@ -225,7 +195,7 @@ function summarizationMiddleware(options = {}) {
       if (!(await triggered(messages, await count(messages)))) {
         return handler(messages.length === request.messages.length ? request : { ...request, messages })
       }
-      const folded = await fold(request, messages, count)
+      const folded = await fold(messages, count)
       if (!folded) return handler({ ...request, messages })
       const answer = await handler({ ...request, messages: folded })
       return new Command({ update: { messages: [new RemoveMessage({ id: REMOVE_ALL_MESSAGES }), ...folded, answer] } })

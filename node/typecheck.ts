@@ -4,7 +4,7 @@ import chatfold, { Compactor, RollingMemory, TieredMemory, InvalidMessage, type 
 import { compactionMiddleware, compactionPrepareStep } from './ai'
 import { summarizationMiddleware } from './langchain'
 
-const compactor = new Compactor(8000, { keepRecent: 3000, tokenizer: 'o200k_base', format: 'ai-sdk', pinQuestion: true, reuse: true })
+const compactor = new Compactor(8000, { keepRecent: 3000, tokenizer: 'o200k_base', format: 'ai-sdk', pin: ['first-user', 'last-user'], reuse: true })
 const counted = new Compactor(100, { tokenizer: (text: string) => text.length })
 const result: Compaction = compactor.compact([{ role: 'user', content: 'hi' }])
 const tokens: number = result.tokensAfter + counted.budget

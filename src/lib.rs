@@ -353,7 +353,9 @@ pub mod summarize;
 #[cfg(feature = "proptest")]
 pub mod testing;
 
-pub use compact::{Compaction, Compactor, CutReason, Fate, Plan, Prefix, Report, Tokens};
+pub use compact::{
+    Aim, Compaction, Compactor, CutReason, Fate, Measure, Plan, Prefix, Recipe, Report, Tokens,
+};
 #[cfg(feature = "tiktoken")]
 pub use count::Tiktoken;
 pub use count::{Heuristic, NamedCounter, TokenCounter};

@@ -14,8 +14,8 @@ mod memory;
 
 use chatfold::summarize::{AnthropicSummarizer, Bridge, OpenAiSummarizer, Polled, Prompt, Stepped};
 use chatfold::{
-    Compaction, Compactor, Error, Extractive, Fate, Format, History, NamedCounter, Prefix, Summarizer,
-    SummaryRequest,
+    Aim, Compaction, Compactor, Error, Extractive, Fate, Format, History, Measure, NamedCounter, Pin, Prefix,
+    Recipe, Summarizer, SummaryRequest,
 };
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -42,7 +42,7 @@ fn kind(error: &Error) -> &'static str {
         Error::InvalidInput(_) => "InvalidInput",
         Error::InvalidState(_) => "InvalidState",
         Error::Summarize(_) | Error::EmptySummary => "SummarizerError",
-        Error::BudgetUnreachable { .. } => "BudgetUnreachable",
+        Error::BudgetUnreachable { .. } | Error::PinnedOverBudget { .. } => "BudgetUnreachable",
         _ => "ChatfoldError",
     }
 }
@@ -73,6 +73,8 @@ pub struct CompactorOptions {
     pub ledger: Option<bool>,
     pub max_fold_input_tokens: Option<u32>,
     pub reuse: Option<bool>,
+    /// Pins by name (`first-user,last-user,3`).
+    pub pin: Option<String>,
 }
 
 /// A summarizer named from JavaScript: the built-in one, or an HTTP one
@@ -169,10 +171,14 @@ impl Input {
         Ok(Input { history })
     }
 
-    /// The compactor for this input: its summary placed for its format.
-    fn compactor(&self, c: &Compactor<NamedCounter>) -> Compactor<NamedCounter> {
+    /// The compactor for this input: its summary placed for its format,
+    /// and the messages a caller's predicate pinned (their indices) beside
+    /// its own pins.
+    fn compactor(&self, c: &Compactor<NamedCounter>, pinned: Option<&[u32]>) -> Compactor<NamedCounter> {
         let mut c = c.clone();
         c.policy.placement = self.history.placement();
+        let pinned = pinned.unwrap_or_default().iter().map(|&i| Pin::Index(i as usize));
+        c.pins.extend(pinned);
         c
     }
 
@@ -192,6 +198,7 @@ impl Input {
                 Fate::Hoisted => "hoisted",
                 Fate::Folded => "folded",
                 Fate::PreviousSummary => "previousSummary",
+                Fate::Pinned => "pinned",
                 _ => "other",
             })
             .collect();
@@ -249,6 +256,7 @@ impl NativeCompactor {
             ledger: None,
             max_fold_input_tokens: None,
             reuse: None,
+            pin: None,
         });
         let counter: NamedCounter = o.tokenizer.as_deref().unwrap_or("o200k_base").parse().js()?;
         let mut policy = chatfold::FoldPolicy::new().ledger(o.ledger.unwrap_or(true));
@@ -277,6 +285,9 @@ impl NativeCompactor {
         if let Some(n) = o.fold_to {
             inner = inner.fold_to(n as usize);
         }
+        inner.pins = Pin::parse_list(o.pin.as_deref().unwrap_or_default())
+            .map_err(chatfold::Error::InvalidConfig)
+            .js()?;
         if o.reuse.unwrap_or(false) {
             // Summaries of a folded prefix, kept for the next compaction of
             // the same history (a client that resends its whole transcript).
@@ -284,7 +295,7 @@ impl NativeCompactor {
             inner = inner.cache(Arc::new(cache), "chatfold-node");
         }
         // Checked now, so a bad setting fails at construction.
-        inner.plan(&[]).js()?;
+        inner.check().js()?;
         Ok(NativeCompactor {
             inner: Arc::new(inner),
             format: parse_format(o.format.as_deref())?,
@@ -317,13 +328,19 @@ impl NativeCompactor {
         Ok(self.inner.counter.count_messages(&input.history.messages) as u32)
     }
 
-    /// Compacts `messages` with a named summarizer, here and now.
+    /// Compacts `messages` with a named summarizer, here and now; `pinned`:
+    /// the indices of messages a caller's predicate pinned.
     #[napi]
-    pub fn compact_named(&self, messages: String, summarizer: NamedSummarizer) -> napi::Result<String> {
+    pub fn compact_named(
+        &self,
+        messages: String,
+        summarizer: NamedSummarizer,
+        pinned: Option<Vec<u32>>,
+    ) -> napi::Result<String> {
         let named = Named::new(summarizer)?;
         let input = Input::read(&messages, self.format).js()?;
         let compaction = input
-            .compactor(&self.inner)
+            .compactor(&self.inner, pinned.as_deref())
             .compact(&input.history.messages, &named)
             .js()?;
         Ok(input.result(&compaction))
@@ -335,27 +352,132 @@ impl NativeCompactor {
         &self,
         messages: String,
         summarizer: NamedSummarizer,
+        pinned: Option<Vec<u32>>,
     ) -> napi::Result<AsyncTask<NamedTask>> {
         Ok(AsyncTask::new(NamedTask {
             compactor: self.inner.clone(),
             format: self.format,
             messages: Some(messages),
             named: Some(Named::new(summarizer)?),
+            pinned,
         }))
     }
 
     /// A compaction whose summarizer JavaScript answers: stepped by `index.js`.
     #[napi]
-    pub fn begin(&self, messages: String) -> NativeStep {
+    pub fn begin(&self, messages: String, pinned: Option<Vec<u32>>) -> NativeStep {
         let compactor = self.inner.clone();
         let format = self.format;
         let step = Stepped::new(Box::pin(async move {
             let input = Input::read(&messages, format)?;
-            let compactor = input.compactor(&compactor);
+            let compactor = input.compactor(&compactor, pinned.as_deref());
             let compaction = compactor.compact_async(&input.history.messages, &Bridge).await?;
             Ok(input.result(&compaction))
         }));
         NativeStep(Arc::new(step))
+    }
+}
+
+/// A framework's size as the recipe's JSON says it: `["tokens", n]`,
+/// `["messages", n]` or `["fraction", f]`.
+fn measure(v: &Value) -> napi::Result<Measure> {
+    let bad = || {
+        let e = chatfold::error::ConfigError::NotAllowed {
+            setting: "measure",
+            value: v.to_string(),
+            why: "a size is [\"tokens\", n], [\"messages\", n] or [\"fraction\", f]",
+        };
+        js_error(Error::InvalidConfig(e))
+    };
+    let whole = v[1].as_u64().map(|n| n as usize);
+    match (v[0].as_str(), whole, v[1].as_f64()) {
+        (Some("tokens"), Some(n), _) => Ok(Measure::Tokens(n)),
+        (Some("messages"), Some(n), _) => Ok(Measure::Messages(n)),
+        (Some("fraction"), _, Some(f)) => Ok(Measure::Fraction(f)),
+        _ => Err(bad()),
+    }
+}
+
+/// The recipe in `json`: `{"keep", "triggers", "window", "maxSummaryTokens"}`.
+fn recipe(json: &str) -> napi::Result<Recipe> {
+    let v: Value =
+        serde_json::from_str(json).map_err(|e| napi::Error::from_reason(format!("recipe: {e}")))?;
+    let mut recipe = Recipe::new(measure(&v["keep"])?);
+    for t in v["triggers"].as_array().into_iter().flatten() {
+        recipe = recipe.trigger(measure(t)?);
+    }
+    recipe.window = v["window"].as_u64().map(|w| w as usize);
+    recipe.max_summary_tokens = v["maxSummaryTokens"].as_u64().map(|m| m as usize);
+    Ok(recipe)
+}
+
+#[napi]
+impl NativeCompactor {
+    /// What a framework's trigger and keep (`recipe`, JSON) make of a request
+    /// of `messages` the caller measured at `total` tokens, `fixed` of them
+    /// outside the messages.
+    #[napi]
+    pub fn aim(
+        &self,
+        messages: String,
+        recipe_json: String,
+        total: u32,
+        fixed: u32,
+    ) -> napi::Result<NativeAim> {
+        let recipe = recipe(&recipe_json)?;
+        let input = Input::read(&messages, self.format).js()?;
+        let aim = (self.inner)
+            .aim(&recipe, &input.history.messages, (total as usize, fixed as usize))
+            .js()?;
+        Ok(NativeAim {
+            aim,
+            base: self.inner.clone(),
+            format: self.format,
+        })
+    }
+}
+
+/// What a recipe makes of one request, and its next tries.
+#[napi]
+pub struct NativeAim {
+    aim: Aim,
+    base: Arc<Compactor<NamedCounter>>,
+    format: Option<Format>,
+}
+
+#[napi]
+impl NativeAim {
+    /// The caller's limit (`null` when only a message count triggers).
+    #[napi(getter)]
+    pub fn limit(&self) -> Option<u32> {
+        self.aim.limit.map(|l| l as u32)
+    }
+
+    /// This try's budget.
+    #[napi(getter)]
+    pub fn budget(&self) -> u32 {
+        self.aim.budget as u32
+    }
+
+    /// This try's `keepRecent`.
+    #[napi(getter)]
+    pub fn keep_recent(&self) -> u32 {
+        self.aim.keep_recent as u32
+    }
+
+    /// The next try's budget after a result measured at `measured`; `null` when done.
+    #[napi]
+    pub fn next(&mut self, measured: u32) -> Option<u32> {
+        self.aim.next(measured as usize).map(|b| b as u32)
+    }
+
+    /// The compactor of this try (the base's settings, folding to the budget).
+    #[napi]
+    pub fn compactor(&self) -> NativeCompactor {
+        NativeCompactor {
+            inner: Arc::new(self.aim.compactor(&self.base)),
+            format: self.format,
+        }
     }
 }
 
@@ -365,6 +487,7 @@ pub struct NamedTask {
     format: Option<Format>,
     messages: Option<String>,
     named: Option<Named>,
+    pinned: Option<Vec<u32>>,
 }
 
 impl Task for NamedTask {
@@ -377,7 +500,7 @@ impl Task for NamedTask {
         };
         let input = Input::read(&messages, self.format).js()?;
         let compaction = input
-            .compactor(&self.compactor)
+            .compactor(&self.compactor, self.pinned.as_deref())
             .compact(&input.history.messages, &named)
             .js()?;
         Ok(input.result(&compaction))
@@ -618,13 +741,14 @@ impl NativeCompactor {
         tokenizer: Function<String, u32>,
         summarize: Option<Function<String, String>>,
         named: Option<NamedSummarizer>,
+        pinned: Option<Vec<u32>>,
     ) -> napi::Result<String> {
         let input = Input::read(&messages, self.format).js()?;
         let counter = JsCounter {
             f: &tokenizer,
             failed: Default::default(),
         };
-        let compactor = input.compactor(&self.inner).counter(counter);
+        let compactor = input.compactor(&self.inner, pinned.as_deref()).counter(counter);
         let outcome = match (&summarize, named) {
             (Some(f), _) => {
                 let js = JsSummarizer {

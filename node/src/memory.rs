@@ -31,12 +31,15 @@ pub struct MemoryOptions {
     pub state: Option<String>,
     /// JSON text: the pinned system messages of a tiered memory.
     pub system: Option<String>,
+    /// The messages every fold leaves in the buffer, by name (`first-user`).
+    pub pin: Option<String>,
 }
 
 struct Read {
     counter: NamedCounter,
     policy: FoldPolicy,
     state: State,
+    pins: Vec<chatfold::Pin>,
 }
 
 fn read(o: &MemoryOptions) -> napi::Result<Read> {
@@ -52,10 +55,14 @@ fn read(o: &MemoryOptions) -> napi::Result<Read> {
         Some(text) => State::from_json_str(text).js()?,
         None => State::default(),
     };
+    let pins = chatfold::Pin::parse_list(o.pin.as_deref().unwrap_or_default())
+        .map_err(chatfold::Error::InvalidConfig)
+        .js()?;
     Ok(Read {
         counter,
         policy,
         state,
+        pins,
     })
 }
 
@@ -91,6 +98,7 @@ impl NativeRollingMemory {
         if let Some(low) = options.low_water {
             settings = settings.low_water(low as usize);
         }
+        settings.pins = r.pins;
         Ok(NativeRollingMemory(Arc::new(
             AsyncRollingMemory::from_state(r.state, settings).js()?,
         )))
@@ -173,6 +181,7 @@ impl NativeTieredMemory {
         if let Some(n) = options.max_failures {
             settings = settings.max_failures(n as usize);
         }
+        settings.options.pins = r.pins;
         let (memory, worker) = TieredMemory::from_state(r.state, settings, Bridge).js()?;
         let step = Stepped::new(Box::pin(async move {
             worker.await;

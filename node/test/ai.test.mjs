@@ -100,6 +100,12 @@ function check(prompts, budget) {
     assert.ok(promptTokens(prompt) <= budget, `a prompt of ${promptTokens(prompt)} tokens over ${budget}`)
     assert.ok(prompt.filter((m) => m.role === 'system' && m.content.startsWith('Summary of earlier')).length <= 1)
     assert.equal(prompt[0].role, 'system')
+    // The task and the turn's question, verbatim, right after the summary when there is one.
+    const text = (m) => (typeof m.content === 'string' ? m.content : m.content.map((p) => p.text ?? '').join(''))
+    const users = prompt.filter((m) => m.role === 'user').map(text)
+    assert.ok(users[0].startsWith('My order'), 'the task is in the prompt')
+    const s = prompt.findIndex((m) => m.role === 'system' && m.content.startsWith('Summary of earlier'))
+    if (s >= 0) assert.ok(text(prompt[s + 1]).startsWith('My order'), 'the task follows the summary')
   }
 }
 
@@ -139,8 +145,9 @@ test('generateText through the middleware: every prompt whole, within the budget
   const last = prompts.at(-1)
   const summary = last.find((m) => m.role === 'system' && m.content.startsWith('Summary of earlier'))
   assert.ok(summary, 'the last prompt has the summary')
-  // The ledger lists the ids, what the user gave first.
-  assert.match(summary.content, /Exact identifiers \(kept verbatim\):\nGiven by the user:\n- [\s\S]*- ORD-/)
+  // The ledger lists the ids; the task that gave the first ones is pinned, verbatim.
+  assert.match(summary.content, /Exact identifiers \(kept verbatim\):\n[\s\S]*- ORD-/)
+  assert.ok(!summary.content.includes(FIRST[0]))
   // The running summary was extended, not summarized as a turn.
   assert.ok(summaries.at(-1).previousSummary)
 })

@@ -100,6 +100,9 @@ function check(model, trigger = TRIGGER) {
     assert.ok(sent(messages) < trigger, `a request of ${sent(messages)} tokens at the trigger ${trigger}`)
     assert.ok(messages.filter((m) => HumanMessage.isInstance(m) && m.additional_kwargs?.lc_source === 'summarization').length <= 1)
     assert.ok(messages.some(isQuestion), 'the turn\'s question is there')
+    // The task (the first question), verbatim, right after the summary when there is one.
+    const s = messages.findIndex((m) => m.additional_kwargs?.lc_source === 'summarization')
+    assert.ok(String(messages[s >= 0 ? s + 1 : 1].content).includes(FIRST), 'the task follows the summary')
   }
 }
 
@@ -156,7 +159,9 @@ test('onSummarizerError: "extractive" puts chatfold\'s summary in its place, sai
   const summary = state.messages[0]
   assert.equal(summary.additional_kwargs.chatfold.summary, 'extractive')
   assert.match(summary.additional_kwargs.chatfold.error, /summary model is down/)
-  assert.ok(summary.content.includes(FIRST))
+  // The task is pinned after the summary; the first turn's calls are folded.
+  assert.ok(!summary.content.includes(FIRST) && String(state.messages[1].content).includes(FIRST))
+  assert.match(summary.content, /ORD-/)
 })
 
 test('an orphaned tool result in the history is not sent', async () => {

@@ -62,6 +62,15 @@ class Compactor(_chatfold.Compactor):
     ``count(text) -> int``. ``format`` reads the input as ``"openai"`` or
     ``"anthropic"`` (by default: as the body says).
 
+    ``pin`` keeps messages verbatim right after the summary wherever they
+    stand, counted against the budget: ``"first-user"`` (the task),
+    ``"last-user"`` (the turn's question), an index, or a callable given each
+    message dict; one, a comma-separated string, or a list. Pins that alone
+    pass the budget raise :class:`BudgetUnreachable`.
+
+    :meth:`aim` is the budget recipe a framework's middleware drives: its
+    trigger and ``keep`` as this compactor's budget and ``keep_recent``.
+
     With a built-in tokenizer the work runs in Rust with the GIL released.
     """
 

@@ -1,11 +1,14 @@
 """Type stubs for the extension module (the Rust classes under the Python API)."""
 
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 __version__: str
 
 Messages = Union[List[Mapping[str, Any]], Mapping[str, Any]]
 Tokenizer = Union[str, Callable[[str], int], None]
+#: A message to keep verbatim after the summary: "first-user", "last-user"
+#: (comma-separated names too), an index, or a callable given each message dict.
+Pin = Union[str, int, Callable[[Dict[str, Any]], bool]]
 
 class SummaryRequest:
     """What the summarizer is asked."""
@@ -96,6 +99,7 @@ class Compactor:
         budget_as_trigger: bool = False,
         allow_response_role: bool = False,
         fold_to: Optional[int] = None,
+        pin: Optional[Union[Pin, List[Pin]]] = None,
     ) -> "Compactor": ...
     @property
     def budget(self) -> int: ...
@@ -105,7 +109,29 @@ class Compactor:
     def fold_to(self) -> int: ...
     def count(self, messages: Messages) -> int: ...
     def compact(self, messages: Messages, summarize: Optional[Any] = None) -> Compaction: ...
+    def aim(
+        self,
+        messages: Messages,
+        *,
+        keep: Tuple[str, float],
+        measured: Tuple[int, int],
+        trigger: Sequence[Tuple[str, float]] = ...,
+        window: Optional[int] = None,
+        max_summary_tokens: Optional[int] = None,
+    ) -> Aim: ...
     def _begin_compact(self, messages: Messages) -> Step: ...
+
+class Aim:
+    """What a framework's trigger and keep make of one request."""
+
+    @property
+    def limit(self) -> Optional[int]: ...
+    @property
+    def budget(self) -> int: ...
+    @property
+    def keep_recent(self) -> int: ...
+    def compactor(self) -> Compactor: ...
+    def next(self, measured: int) -> Optional[int]: ...
 
 class SyncMemory:
     def __init__(
@@ -124,6 +150,7 @@ class SyncMemory:
         summary_prefix: Optional[str] = None,
         state: Optional[Mapping[str, Any]] = None,
         allow_empty_summary: bool = False,
+        pin: Optional[str] = None,
     ) -> None: ...
     def add_message(self, message: Mapping[str, Any]) -> None: ...
     def clear(self) -> None: ...
@@ -153,6 +180,7 @@ class AsyncMemory:
         summary_prefix: Optional[str] = None,
         state: Optional[Mapping[str, Any]] = None,
         allow_empty_summary: bool = False,
+        pin: Optional[str] = None,
     ) -> None: ...
     def _begin_add(self, message: Mapping[str, Any]) -> Step: ...
     def clear(self) -> None: ...
@@ -182,6 +210,7 @@ class Tiered:
         summary_prefix: Optional[str] = None,
         state: Optional[Mapping[str, Any]] = None,
         allow_empty_summary: bool = False,
+        pin: Optional[str] = None,
     ) -> None: ...
     def _take_worker(self) -> Optional[Step]: ...
     def _begin_fold_now(self) -> Step: ...

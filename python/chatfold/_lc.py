@@ -7,20 +7,16 @@ from __future__ import annotations
 
 import functools
 import uuid
-from typing import Any, Callable, Dict, Generator, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Dict, Generator, Iterable, List, Optional, Sequence, Tuple
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.messages.utils import convert_to_openai_messages, count_tokens_approximately
 
 from . import Compaction, Compactor, SummaryRequest
+from ._drive import drive
 from .errors import InvalidConfig, SummarizerError
 
 TokenCounter = Callable[[Iterable[Any]], int]
-
-#: How many times a compaction is run again, on a smaller budget, when the
-#: caller's token counter still finds the result over its limit.
-_TRIES = 3
-
 
 def answer_text(answer: Any) -> str:
     """A model's answer (a message, or a string) as text, trimmed."""
@@ -94,16 +90,6 @@ def stand_in(message: BaseMessage) -> Dict[str, Any]:
     return out
 
 
-def question_index(messages: Sequence[BaseMessage]) -> Optional[int]:
-    """Where the turn in progress starts: the newest user message that is
-    not a summary LangChain's middleware wrote."""
-    for i in range(len(messages) - 1, -1, -1):
-        m = messages[i]
-        if isinstance(m, HumanMessage) and m.additional_kwargs.get("lc_source") != "summarization":
-            return i
-    return None
-
-
 def is_heuristic(counter: Any) -> bool:
     """Whether ``counter`` is LangChain's approximate counter at four
     characters a token, which chatfold's ``"heuristic"`` tokenizer matches."""
@@ -135,7 +121,10 @@ class Folding:
     The summary is a ``summary_role`` message starting with
     ``summary_prefix`` (``make_summary`` makes it a LangChain message); a
     message of that shape in ``messages`` is the running summary the fold
-    extends. :meth:`aim` sets the target before :meth:`run` or :meth:`arun`.
+    extends. The task (the first user message) and the turn's question (the
+    newest) are pinned: the core keeps them verbatim after the summary.
+    :meth:`aim` asks the core's budget recipe for the target before
+    :meth:`run` or :meth:`arun`.
     """
 
     def __init__(
@@ -152,68 +141,57 @@ class Folding:
     ) -> None:
         self.messages = list(messages)
         self.dicts = [stand_in(m) for m in self.messages]
-        self.pinned: Optional[int] = None
         self.make_summary = make_summary
-        self.summary_prefix = summary_prefix
-        self._settings: Dict[str, Any] = dict(
+        self.max_summary_tokens = max_summary_tokens
+        self._base = Compactor(
+            1,
             tokenizer=tokenizer,
             summary_role=summary_role,
             summary_prefix=summary_prefix,
             max_summary_tokens=max_summary_tokens,
             max_fold_input_tokens=max_fold_input_tokens,
             ledger=ledger,
+            pin="first-user,last-user",
         )
-        self._counter = Compactor(1 << 40, **self._settings)
-        # Set by aim(): what the result must measure under, by whose count.
-        self.limit = 1 << 62
-        self.budget = 1
-        self.keep_recent = 0
+        self._aim: Any = None
         self.count: Callable[[List[BaseMessage]], int] = lambda ms: 0
 
-    def pin(self, index: Optional[int]) -> None:
-        """Never folds ``messages[index]`` (the question of the turn in
-        progress): the core keeps it as it keeps a developer message, and
-        the result puts it right after the summary when it stood in the
-        folded part."""
-        self.pinned = index
-        if index is not None:
-            self.dicts[index] = {**self.dicts[index], "role": "developer"}
-
-    def tokens(self, start: int = 0) -> int:
-        """The core's count of the messages from ``start`` on."""
-        return self._counter.count(self.dicts[start:]) if start < len(self.dicts) else 0
-
-    def aim(self, *, limit: int, budget: int, keep_recent: int, count: Callable[[List[BaseMessage]], int]) -> "Folding":
-        """Sets the target: ``count`` (the caller's measure of the messages
-        the model is sent) must find the result under ``limit``; ``budget``
-        is the core's first budget for it."""
-        self.limit = limit
-        self.budget = max(budget, 1)
-        self.keep_recent = keep_recent
+    def aim(
+        self,
+        *,
+        keep: Tuple[str, float],
+        trigger: Sequence[Tuple[str, float]],
+        window: Optional[int],
+        count: Callable[[List[BaseMessage]], int],
+    ) -> "Folding":
+        """Sets the target by the core's budget recipe: ``count`` is the
+        caller's measure of the messages the model is sent (system prompt and
+        tools included), which the result must end under the smallest token
+        ``trigger``."""
         self.count = count
+        measured = (count(self.messages), count([]))
+        self._aim = self._base.aim(
+            self.dicts,
+            keep=keep,
+            trigger=list(trigger),
+            window=window,
+            max_summary_tokens=self.max_summary_tokens,
+            measured=measured,
+        )
         return self
 
-    def compactor(self, budget: int) -> Compactor:
-        """The core's compactor for ``budget``: folding to the budget itself,
-        as the framework's trigger and ``keep`` already fold in steps."""
-        return Compactor(budget, min(self.keep_recent, budget), fold_to=budget, **self._settings)
-
     def tries(self) -> Generator[Compactor, Compaction, Optional["Folded"]]:
-        """The compactions to run, each sent back its result: a smaller
-        budget while the caller's counter finds the result at ``limit`` or
-        over. Returns the fold, or ``None`` when nothing was folded."""
-        budget = self.budget
+        """The compactions to run, each sent back its result, while the
+        recipe gives a smaller budget for a result the caller's counter finds
+        at its limit. Returns the fold, or ``None`` when nothing was folded."""
         folded: Optional[Folded] = None
-        for _ in range(_TRIES):
-            compaction = yield self.compactor(budget)
+        while True:
+            compaction = yield self._aim.compactor()
             if not compaction.summarized:
                 return folded
             folded = Folded(self, compaction)
-            over = self.count(folded.messages) - self.limit + 1
-            if over <= 0 or budget <= 1:
-                break
-            budget = max(1, budget - over - budget // 20)
-        return folded
+            if self._aim.next(self.count(folded.messages)) is None:
+                return folded
 
     def run(self, summarize: Callable[[SummaryRequest], str]) -> Optional["Folded"]:
         """The compaction, with a synchronous summarizer."""
@@ -234,7 +212,7 @@ class Folding:
         while True:
             if isinstance(summarize, Fallback):
                 summarize.error = None
-            compaction = await compactor.compact_async(self.dicts, summarize)
+            compaction = await drive(compactor._begin_compact(self.dicts), summarize)
             try:
                 compactor = steps.send(compaction)
             except StopIteration as done:
@@ -242,18 +220,18 @@ class Folding:
 
 
 class Folded:
-    """A compaction's outcome in LangChain's messages: the system messages
-    from the folded part, the summary, and the kept messages (the pinned
-    message first when it was in the folded part), the caller's own objects."""
+    """A compaction's outcome in LangChain's messages, the caller's own
+    objects: the system messages from the folded part, the summary, the
+    pinned messages (the task, the turn's question), the kept messages."""
 
     def __init__(self, folding: Folding, compaction: Compaction) -> None:
         fates = compaction.report["fates"]
         self.compaction = compaction
-        hoisted = [i for i, fate in enumerate(fates) if fate == "hoisted"]
-        # The core writes the hoisted messages, then the summary, then the kept part.
+        hoisted = [m for m, fate in zip(folding.messages, fates) if fate == "hoisted"]
+        # The core writes the hoisted messages, then the summary, the pinned ones, the kept part.
         self.summary = folding.make_summary(compaction.messages[len(hoisted)]["content"])
-        self.hoisted = [folding.messages[i] for i in hoisted if i != folding.pinned]
-        self.kept = [folding.messages[i] for i in hoisted if i == folding.pinned]
+        self.hoisted = hoisted
+        self.kept = [m for m, fate in zip(folding.messages, fates) if fate == "pinned"]
         self.kept += [m for m, fate in zip(folding.messages, fates) if fate == "kept"]
         if self.summary.id is None:
             self.summary.id = str(uuid.uuid4())

@@ -23,8 +23,10 @@ What it does beyond LangChain's own (langchain 1.5):
   the most one summarizer call reads; a longer span is folded in chunks of
   whole turns, each extending the previous chunk's summary, instead of the
   summarizer seeing only the span's last tokens.
-- **The turn in progress stays verbatim** (the user's question and the calls
-  made since) whenever it fits under the trigger beside a summary.
+- **The task and the turn's question stay verbatim**: the first user
+  message and the newest stand right after the summary in every request,
+  and the turn in progress (the question and the calls made since) stays
+  whole whenever it fits under the trigger beside a summary.
 - **The ledger**: the summary ends with the exact identifiers it folded.
 - **A failing summarizer changes nothing**: its error propagates (after the
   model's retries) and the state is as it was; an empty summary is an error
@@ -59,15 +61,12 @@ from langgraph.constants import TAG_NOSTREAM
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.types import Command
 
-from ._lc import ChatModelSummarizer, Fallback, Folded, Folding, question_index, tokenizer_for, without_orphans
+from ._lc import ChatModelSummarizer, Fallback, Folded, Folding, tokenizer_for, without_orphans
 
 __all__ = ["SummarizationMiddleware", "ChatModelSummarizer", "SUMMARY_PREFIX"]
 
 #: The text LangChain's summary message starts with.
 SUMMARY_PREFIX = "Here is a summary of the conversation to date:\n\n"
-
-#: The summary's room when only a message count triggers a compaction.
-_MESSAGES_ONLY_SUMMARY_TOKENS = 1000
 
 _SUMMARY_CONFIG: Dict[str, Any] = {"metadata": {"lc_source": "summarization"}, "tags": [TAG_NOSTREAM]}
 
@@ -122,7 +121,8 @@ class SummarizationMiddleware(_LangChainSummarization):
       ``additional_kwargs["chatfold"]``).
     - ``max_summary_tokens``: the most the summary may take; by default what
       the trigger leaves beside the kept messages, or 1 000 tokens when only
-      a message count triggers.
+      a message count triggers (the core's budget recipe,
+      :meth:`chatfold.Compactor.aim`).
     - ``ledger``: the summary's ledger of exact identifiers (on by default).
 
     With the default ``summary_prompt`` the model is sent the prompt
@@ -160,19 +160,22 @@ class SummarizationMiddleware(_LangChainSummarization):
             return [SystemMessage(content=system), HumanMessage(content=user)]
         return [HumanMessage(content=self.summary_prompt.format(messages=request.transcript).rstrip())]
 
-    def _limits(self) -> Tuple[Optional[int], Optional[int]]:
-        """The smallest token and message counts that trigger a compaction."""
-        tokens: List[int] = []
-        messages: List[int] = []
-        profile = self._get_profile_limits()
+    def _recipe(self) -> Tuple[Tuple[str, float], List[Tuple[str, float]], Optional[int]]:
+        """LangChain's ``keep`` and ``trigger`` as the core's budget recipe
+        takes them, and the model's window: a clause's token or fraction
+        part is a limit the result must end under; a clause of a message
+        count alone, a count that folds to ``keep``."""
+        window = self._get_profile_limits()
+        trigger: List[Tuple[str, float]] = []
         for clause in self._trigger_clauses:
             if "tokens" in clause:
-                tokens.append(int(clause["tokens"]))
-            if "fraction" in clause and profile is not None:
-                tokens.append(max(1, int(profile * clause["fraction"])))
+                trigger.append(("tokens", int(clause["tokens"])))
+            if "fraction" in clause and window is not None:
+                trigger.append(("fraction", float(clause["fraction"])))
             if set(clause) == {"messages"}:
-                messages.append(int(clause["messages"]))
-        return (min(tokens) if tokens else None, min(messages) if messages else None)
+                trigger.append(("messages", int(clause["messages"])))
+        kind, value = self.keep
+        return (kind, value), trigger, window
 
     def _counter(self, request: ModelRequest) -> Callable[[List[BaseMessage]], int]:
         """The token counter of what the model is sent for ``messages``: the
@@ -196,9 +199,7 @@ class SummarizationMiddleware(_LangChainSummarization):
     def _folding(self, request: ModelRequest, messages: List[BaseMessage]) -> Optional[Folding]:
         """The compaction this request needs, aimed under the trigger, or ``None``."""
         count = self._counter(request)
-
-        total = count(messages)
-        if not self._should_summarize(messages, total):
+        if not self._should_summarize(messages, count(messages)):
             return None
         folding = Folding(
             messages,
@@ -210,38 +211,8 @@ class SummarizationMiddleware(_LangChainSummarization):
             max_fold_input_tokens=self.trim_tokens_to_summarize,
             ledger=self.ledger,
         )
-        folding.pin(question_index(messages))
-        whole = folding.tokens()
-        token_limit, message_limit = self._limits()
-        kind, value = self.keep
-        n = len(messages)
-        if kind == "messages":
-            keep = int(value) if message_limit is None else min(int(value), max(1, message_limit - 2))
-            keep_tokens = folding.tokens(max(0, n - keep))
-        elif kind == "tokens":
-            keep_tokens = int(value)
-        else:
-            keep_tokens = max(1, int((self._get_profile_limits() or 0) * value))
-        if token_limit is None:
-            # Only a message count triggers: fold whatever the tokens.
-            limit = 1 << 62
-            budget = keep_tokens + (self.max_summary_tokens or _MESSAGES_ONLY_SUMMARY_TOKENS)
-            budget = min(budget, whole - 1)
-        else:
-            # The core counts its own way: the caller's limit, scaled into its units.
-            fixed = count([])
-            ratio = max(1.0, (total - fixed) / max(1, whole))
-            limit = token_limit
-            budget = int((token_limit - fixed - 1) / ratio)
-            if message_limit is not None and n >= message_limit:
-                # A message count fired too: fold to the count as well.
-                room = keep_tokens + (self.max_summary_tokens or _MESSAGES_ONLY_SUMMARY_TOKENS)
-                budget = min(budget, room, whole - 1)
-        turn = question_index(messages)
-        if turn is not None:
-            # The turn in progress stays whole where a summary still fits beside it.
-            keep_tokens = max(keep_tokens, min(folding.tokens(turn), budget - budget // 5))
-        return folding.aim(limit=limit, budget=budget, keep_recent=keep_tokens, count=count)
+        keep, trigger, window = self._recipe()
+        return folding.aim(keep=keep, trigger=trigger, window=window, count=count)
 
     # -- around the model call -------------------------------------------
 

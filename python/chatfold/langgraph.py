@@ -38,7 +38,7 @@ from langchain_core.messages.utils import convert_to_messages, count_tokens_appr
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.utils.runnable import RunnableCallable
 
-from ._lc import ChatModelSummarizer, Fallback, Folded, Folding, question_index, tokenizer_for, without_orphans
+from ._lc import ChatModelSummarizer, Fallback, Folded, Folding, tokenizer_for, without_orphans
 from .errors import InvalidConfig
 
 __all__ = ["SummarizationNode", "RunningSummary", "SUMMARY_PREFIX"]
@@ -187,15 +187,10 @@ class SummarizationNode(RunnableCallable):
             max_summary_tokens=self.max_summary_tokens,
             ledger=self.ledger,
         )
-        folding.pin(question_index(sent))
-        ratio = max(1.0, self.token_counter(sent) / max(1, folding.tokens()))
-        budget = int(self.max_tokens / ratio)
-        return (
-            context,
-            sent,
-            folding.aim(limit=self.max_tokens + 1, budget=budget, keep_recent=budget // 2, count=self.token_counter),
-            running,
-        )
+        # The result must end at max_tokens; half of it is kept verbatim.
+        trigger = [("tokens", self.max_tokens + 1)]
+        aimed = folding.aim(keep=("tokens", self.max_tokens // 2), trigger=trigger, window=None, count=self.token_counter)
+        return context, sent, aimed, running
 
     def _update(
         self, context: Dict[str, Any], sent: List[BaseMessage], folded: Optional[Folded], running: Any, fallback: Fallback

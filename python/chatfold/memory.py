@@ -94,7 +94,9 @@ class RollingMemory(_Adds):
 
     ``summarize`` is a callable ``f(request) -> str`` or ``"extractive"``;
     ``None`` drops what leaves the buffer. The summary is cut to
-    ``max_summary_tokens`` (default ``max_tokens``).
+    ``max_summary_tokens`` (default ``max_tokens``). ``pin`` names messages
+    every fold leaves at the buffer's front, verbatim (``"first-user"``: the
+    agent's task).
     """
 
     def __init__(
@@ -104,6 +106,7 @@ class RollingMemory(_Adds):
         *,
         tokenizer: Optional[Any] = None,
         low_water: Optional[int] = None,
+        pin: Optional[str] = None,
         max_summary_tokens: Optional[int] = None,
         ledger: bool = True,
         state: Optional[Mapping[str, Any]] = None,
@@ -114,6 +117,7 @@ class RollingMemory(_Adds):
             summarize=summarize,
             tokenizer=tokenizer,
             low_water=low_water,
+            pin=pin,
             max_summary_tokens=max_summary_tokens,
             ledger=ledger,
             state=state,
@@ -221,6 +225,7 @@ class AsyncRollingMemory(_AsyncAdds):
         *,
         tokenizer: Optional[Any] = None,
         low_water: Optional[int] = None,
+        pin: Optional[str] = None,
         max_summary_tokens: Optional[int] = None,
         ledger: bool = True,
         state: Optional[Mapping[str, Any]] = None,
@@ -232,6 +237,7 @@ class AsyncRollingMemory(_AsyncAdds):
             summarizes=summarize is not None,
             tokenizer=tokenizer,
             low_water=low_water,
+            pin=pin,
             max_summary_tokens=max_summary_tokens,
             ledger=ledger,
             state=state,
@@ -287,6 +293,7 @@ class TieredMemory(_Reads):
         system: Optional[List[Mapping[str, Any]]] = None,
         tokenizer: Optional[Any] = None,
         low_water: Optional[int] = None,
+        pin: Optional[str] = None,
         chunk_size: Optional[int] = None,
         chunk_tokens: Optional[int] = None,
         fallback_truncate: bool = False,
@@ -302,6 +309,7 @@ class TieredMemory(_Reads):
             system=system,
             tokenizer=tokenizer,
             low_water=low_water,
+            pin=pin,
             chunk_size=chunk_size,
             chunk_tokens=chunk_tokens,
             fallback_truncate=fallback_truncate,

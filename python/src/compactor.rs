@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use chatfold::{Compactor, Format, History, Message};
+use chatfold::{Aim, Compactor, Format, History, Measure, Message, Pin, Recipe};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
@@ -102,11 +102,14 @@ pub struct PyCompactor {
     inner: Compactor<Shared>,
     counter: Shared,
     format: Option<Format>,
+    /// The caller's pin predicates, called with each message dict.
+    predicates: Vec<Py<PyAny>>,
 }
 
 impl PyCompactor {
     /// Whether a plain list may be read lazily (see `lazy`): no format
-    /// forced, a built-in counter, the ledger off, no chunks, no clearing.
+    /// forced, a built-in counter, the ledger off, no chunks, no clearing,
+    /// no pin.
     fn lazy_applies(&self) -> bool {
         let c = &self.inner;
         self.format.is_none()
@@ -114,13 +117,131 @@ impl PyCompactor {
             && !c.policy.ledger
             && c.max_fold_input_tokens.is_none()
             && c.clear_tool_results.is_none()
+            && c.pins.is_empty()
+            && self.predicates.is_empty()
     }
 
-    /// The compactor for `input` (its summary placed for its format).
-    fn for_input(&self, input: &Input) -> Compactor<Shared> {
+    /// The compactor for `input` (its summary placed for its format), with
+    /// the messages the caller's predicates pin.
+    fn for_input(&self, py: Python<'_>, input: &Input) -> PyResult<Compactor<Shared>> {
         let mut c = self.inner.clone();
         c.policy.placement = input.history.placement();
-        c
+        if !self.predicates.is_empty() {
+            for (i, m) in input.history.messages.iter().enumerate() {
+                let message = json::to_py(py, &m.to_json())?;
+                for f in &self.predicates {
+                    if f.bind(py).call1((&message,))?.is_truthy()? {
+                        c.pins.push(Pin::Index(i));
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(c)
+    }
+}
+
+/// The `pin` option read: names (`"first-user,last-user"`), indices, and
+/// predicates (callables), alone or in a list.
+fn pins(pin: Option<&Bound<'_, PyAny>>) -> PyResult<(Vec<Pin>, Vec<Py<PyAny>>)> {
+    let Some(pin) = pin.filter(|p| !p.is_none()) else {
+        return Ok((Vec::new(), Vec::new()));
+    };
+    let items: Vec<Bound<'_, PyAny>> = match pin.cast::<PyList>() {
+        Ok(list) => list.iter().collect(),
+        Err(_) => vec![pin.clone()],
+    };
+    let (mut named, mut predicates) = (Vec::new(), Vec::new());
+    let py = pin.py();
+    let bad = |what: &Bound<'_, PyAny>| {
+        let why = "a pin is \"first-user\", \"last-user\", an index or a callable";
+        not_allowed(py, "pin", what.to_string(), why)
+    };
+    for item in items {
+        if let Ok(text) = item.extract::<String>() {
+            let parsed = Pin::parse_list(&text)
+                .map_err(|e| crate::errors::to_py(py, chatfold::Error::InvalidConfig(e)))?;
+            named.extend(parsed);
+        } else if item.is_instance_of::<pyo3::types::PyBool>() {
+            return Err(bad(&item));
+        } else if let Ok(i) = item.extract::<usize>() {
+            named.push(Pin::Index(i));
+        } else if item.is_callable() {
+            predicates.push(item.unbind());
+        } else {
+            return Err(bad(&item));
+        }
+    }
+    Ok((named, predicates))
+}
+
+/// A framework's size, `("tokens", n)`, `("messages", n)` or `("fraction", f)`.
+fn measure(py: Python<'_>, (kind, value): (String, f64)) -> PyResult<Measure> {
+    let whole = |v: f64| (v >= 0.0 && v.fract() == 0.0).then_some(v as usize);
+    match (kind.as_str(), whole(value)) {
+        ("tokens", Some(n)) => Ok(Measure::Tokens(n)),
+        ("messages", Some(n)) => Ok(Measure::Messages(n)),
+        ("fraction", _) => Ok(Measure::Fraction(value)),
+        _ => Err(not_allowed(
+            py,
+            "measure",
+            format!("({kind:?}, {value})"),
+            "a size is (\"tokens\", n), (\"messages\", n) or (\"fraction\", f)",
+        )),
+    }
+}
+
+/// `InvalidConfig` for `setting`, which cannot be `value`.
+fn not_allowed(py: Python<'_>, setting: &'static str, value: String, why: &'static str) -> PyErr {
+    let e = chatfold::error::ConfigError::NotAllowed { setting, value, why };
+    crate::errors::to_py(py, chatfold::Error::InvalidConfig(e))
+}
+
+/// What a budget recipe makes of one request (`Compactor.aim`): the limit
+/// the caller's measure must find the result under, the budget and
+/// `keep_recent` of this try, and the next try's.
+#[pyclass(module = "chatfold._chatfold", name = "Aim")]
+pub struct PyAim {
+    aim: Aim,
+    base: Compactor<Shared>,
+    counter: Shared,
+    format: Option<Format>,
+}
+
+#[pymethods]
+impl PyAim {
+    /// The caller's limit (`None` when only a message count triggers).
+    #[getter]
+    fn limit(&self) -> Option<usize> {
+        self.aim.limit
+    }
+
+    /// This try's budget.
+    #[getter]
+    fn budget(&self) -> usize {
+        self.aim.budget
+    }
+
+    /// This try's `keep_recent`.
+    #[getter]
+    fn keep_recent(&self) -> usize {
+        self.aim.keep_recent
+    }
+
+    /// The compactor of this try (the base's settings, folding to the budget).
+    fn compactor(&self) -> PyCompactor {
+        PyCompactor {
+            inner: self.aim.compactor(&self.base),
+            counter: self.counter.clone(),
+            format: self.format,
+            predicates: Vec::new(),
+        }
+    }
+
+    /// The next try's budget after a result the caller measured at
+    /// `measured`; `None` when done.
+    fn next(&mut self, measured: usize) -> Option<usize> {
+        self.aim.next(measured)
     }
 }
 
@@ -130,7 +251,7 @@ impl PyCompactor {
     #[pyo3(signature = (budget, keep_recent=None, *, tokenizer=None, format=None, strict=false,
         summary_role=None, summary_prefix=None, min_summary_tokens=None, max_summary_tokens=None,
         ledger=true, max_fold_input_tokens=None, counting="chat", budget_as_trigger=false,
-        allow_response_role=false, fold_to=None))]
+        allow_response_role=false, fold_to=None, pin=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -149,7 +270,9 @@ impl PyCompactor {
         budget_as_trigger: bool,
         allow_response_role: bool,
         fold_to: Option<usize>,
+        pin: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        let (named, predicates) = pins(pin)?;
         let default = pyo3::types::PyString::new(py, "o200k_base").into_any();
         let counter = Shared(Arc::new(Counter::from_py(
             py,
@@ -178,12 +301,48 @@ impl PyCompactor {
         if let Some(n) = fold_to {
             inner = inner.fold_to(n);
         }
+        inner.pins = named;
         // Checked now, so a bad setting fails at construction.
-        detach(py, || inner.plan(&[]).map(|_| ())).py(py)?;
+        inner.check().py(py)?;
         Ok(PyCompactor {
             inner,
             counter,
             format: parse_format(format)?,
+            predicates,
+        })
+    }
+
+    /// What a framework's summarization settings make of a request of
+    /// `messages` (see the crate's `Compactor::aim`): `keep` and each of
+    /// `trigger` as `("tokens", n)`, `("messages", n)` or `("fraction", f)`
+    /// (of `window`); `measured`: the caller's count of the request and of
+    /// the request with no messages.
+    #[pyo3(signature = (messages, *, keep, measured, trigger=Vec::new(), window=None, max_summary_tokens=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn aim(
+        &self,
+        py: Python<'_>,
+        messages: &Bound<'_, PyAny>,
+        keep: (String, f64),
+        measured: (usize, usize),
+        trigger: Vec<(String, f64)>,
+        window: Option<usize>,
+        max_summary_tokens: Option<usize>,
+    ) -> PyResult<PyAim> {
+        let mut recipe = Recipe::new(measure(py, keep)?);
+        for t in trigger {
+            recipe = recipe.trigger(measure(py, t)?);
+        }
+        recipe.window = window;
+        recipe.max_summary_tokens = max_summary_tokens;
+        let input = read(py, messages, self.format)?;
+        let aim = detach(py, || self.inner.aim(&recipe, &input.history.messages, measured));
+        self.counter.check()?;
+        Ok(PyAim {
+            aim: aim.py(py)?,
+            base: self.inner.clone(),
+            counter: self.counter.clone(),
+            format: self.format,
         })
     }
 
@@ -233,7 +392,7 @@ impl PyCompactor {
             }
         }
         let input = read(py, messages, self.format)?;
-        let compactor = self.for_input(&input);
+        let compactor = self.for_input(py, &input)?;
         let done = detach(py, || {
             compactor
                 .compact(&input.history.messages, &summarizer)
@@ -246,7 +405,7 @@ impl PyCompactor {
     /// The async compaction as a step Python drives (see `compact_async`).
     fn _begin_compact(&self, py: Python<'_>, messages: &Bound<'_, PyAny>) -> PyResult<Step> {
         let input = read(py, messages, self.format)?;
-        let compactor = self.for_input(&input);
+        let compactor = self.for_input(py, &input)?;
         let counter = self.counter.clone();
         let future = async move {
             let owned = compactor

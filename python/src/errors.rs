@@ -96,6 +96,12 @@ pub fn to_py(py: Python<'_>, error: Error) -> PyErr {
             message,
             &[("budget", int(budget)), ("required", int(required))],
         ),
+        Error::PinnedOverBudget { budget, pinned } => raise(
+            py,
+            "BudgetUnreachable",
+            message,
+            &[("budget", int(budget)), ("required", int(pinned))],
+        ),
         Error::Tokenizer(_) => raise(py, "InvalidConfig", message, &[]),
         other => raise(py, "ChatfoldError", other.to_string(), &[]),
     }

@@ -49,6 +49,7 @@ fn count_text(py: Python<'_>, text: &str, tokenizer: &str) -> PyResult<usize> {
 #[pymodule]
 fn _chatfold(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<compactor::PyCompactor>()?;
+    m.add_class::<compactor::PyAim>()?;
     m.add_class::<result::CompactionResult>()?;
     m.add_class::<summarizer::Request>()?;
     m.add_class::<http::PyOpenAi>()?;

@@ -85,12 +85,18 @@ pub struct SyncMemory {
     counter: Shared,
 }
 
+/// The `pin` option: names, comma-separated (`"first-user"`).
+fn pins(py: Python<'_>, pin: Option<&str>) -> PyResult<Vec<chatfold::Pin>> {
+    chatfold::Pin::parse_list(pin.unwrap_or_default())
+        .map_err(|e| crate::errors::to_py(py, chatfold::Error::InvalidConfig(e)))
+}
+
 #[pymethods]
 impl SyncMemory {
     #[new]
     #[pyo3(signature = (kind, *, max_tokens=2000, max_messages=20, summarize=None, tokenizer=None, counting="chat",
         low_water=None, max_summary_tokens=None, ledger=true, summary_role=None, summary_prefix=None, state=None,
-        allow_empty_summary=false))]
+        allow_empty_summary=false, pin=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -107,7 +113,9 @@ impl SyncMemory {
         summary_prefix: Option<String>,
         state: Option<&Bound<'_, PyAny>>,
         allow_empty_summary: bool,
+        pin: Option<&str>,
     ) -> PyResult<Self> {
+        let pins = pins(py, pin)?;
         let counter = Shared(Arc::new(Counter::from_py(py, tokenizer, Mode::parse(counting)?)?));
         let policy = fold_policy(
             summary_role,
@@ -129,6 +137,7 @@ impl SyncMemory {
                 if let Some(low) = low_water {
                     settings = settings.low_water(low);
                 }
+                settings.pins = pins;
                 Kind::Rolling(detach(py, move || RollingMemory::from_state(restored, settings)).py(py)?)
             }
             "buffer" => Kind::Buffer(BufferMemory::from_state(restored)),
@@ -230,7 +239,7 @@ impl AsyncMemory {
     #[new]
     #[pyo3(signature = (kind, *, max_tokens=2000, summarizes=true, tokenizer=None, counting="chat",
         low_water=None, max_summary_tokens=None, ledger=true, summary_role=None, summary_prefix=None, state=None,
-        allow_empty_summary=false))]
+        allow_empty_summary=false, pin=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -246,7 +255,9 @@ impl AsyncMemory {
         summary_prefix: Option<String>,
         state: Option<&Bound<'_, PyAny>>,
         allow_empty_summary: bool,
+        pin: Option<&str>,
     ) -> PyResult<Self> {
+        let pins = pins(py, pin)?;
         let counter = Shared(Arc::new(Counter::from_py(py, tokenizer, Mode::parse(counting)?)?));
         let policy = fold_policy(
             summary_role,
@@ -268,6 +279,7 @@ impl AsyncMemory {
                 if let Some(low) = low_water {
                     settings = settings.low_water(low);
                 }
+                settings.pins = pins;
                 AsyncKind::Rolling(detach(py, || AsyncRollingMemory::from_state(restored, settings)).py(py)?)
             }
             "summary" => AsyncKind::Summary(
@@ -354,7 +366,7 @@ impl Tiered {
     #[new]
     #[pyo3(signature = (soft_limit, hard_limit, *, system=None, tokenizer=None, low_water=None, chunk_size=None, chunk_tokens=None,
         fallback_truncate=false, max_failures=3, max_summary_tokens=None, ledger=true, summary_prefix=None, state=None,
-        allow_empty_summary=false))]
+        allow_empty_summary=false, pin=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -372,7 +384,9 @@ impl Tiered {
         summary_prefix: Option<String>,
         state: Option<&Bound<'_, PyAny>>,
         allow_empty_summary: bool,
+        pin: Option<&str>,
     ) -> PyResult<Self> {
+        let pins = pins(py, pin)?;
         let counter = Shared(Arc::new(Counter::from_py(py, tokenizer, Mode::Chat)?));
         let mut restored = self::state(py, state)?;
         if let Some(list) = system.filter(|s| !s.is_none()) {
@@ -400,6 +414,7 @@ impl Tiered {
         if let Some(low) = low_water {
             settings = settings.low_water(low);
         }
+        settings.options.pins = pins;
         let (memory, worker) = detach(py, || TieredMemory::from_state(restored, settings, Bridge)).py(py)?;
         counter.check()?;
         let future = async move {

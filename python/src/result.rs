@@ -150,6 +150,7 @@ fn report<'py>(
         pyo3::intern!(py, "hoisted"),
         pyo3::intern!(py, "folded"),
         pyo3::intern!(py, "previous_summary"),
+        pyo3::intern!(py, "pinned"),
         pyo3::intern!(py, "other"),
     ];
     let fate = |f: Fate| match f {
@@ -157,7 +158,8 @@ fn report<'py>(
         Fate::Hoisted => names[1],
         Fate::Folded => names[2],
         Fate::PreviousSummary => names[3],
-        _ => names[4],
+        Fate::Pinned => names[4],
+        _ => names[5],
     };
     let fates: Vec<_> = r
         .fates()

@@ -63,6 +63,11 @@ def check_requests(model: Scripted, trigger: int = TRIGGER) -> None:
         assert summaries(messages, SUMMARY_PREFIX) <= 1
         # The turn in progress: the newest question is there, verbatim.
         assert any(is_question(m) for m in messages)
+        # The task (the first question) is there verbatim, right after the summary.
+        assert any(m.content == question(0).content for m in messages)
+        at = [i for i, m in enumerate(messages) if str(m.content).startswith(SUMMARY_PREFIX)]
+        if at:
+            assert messages[at[0] + 1].content == question(0).content
 
 
 @pytest.mark.parametrize("calls,rounds", [(1, 1), (3, 1), (2, 3)])
@@ -78,8 +83,10 @@ def test_every_request_is_whole_and_under_the_trigger(calls: int, rounds: int) -
     assert isinstance(first, HumanMessage) and first.additional_kwargs.get("lc_source") == "summarization"
     assert first.content.startswith(SUMMARY_PREFIX)
     assert summaries(state["messages"], SUMMARY_PREFIX) == 1
+    # The task that gave them is pinned: verbatim right after the summary.
+    assert state["messages"][1].content == question(0).content
     for identifier in FIRST_TURN_IDS:
-        assert identifier in first.content
+        assert identifier not in first.content
 
 
 def test_langchains_own_middleware_goes_over_the_trigger() -> None:
@@ -129,12 +136,15 @@ def test_the_whole_folded_span_reaches_the_summarizer() -> None:
     ]:
         model = Scripted()
         agent_with(middleware, model).invoke({"messages": [*history, question(60)]}, CONFIG)
+    # The first turn's calls (its question, the task, stays verbatim: pinned).
+    first_calls = ["ORD-0-0", "ORD-0-1"]
     read = text_of(ours.seen)
-    assert all(identifier in read for identifier in FIRST_TURN_IDS)
+    assert all(identifier in read for identifier in first_calls)
+    assert not any(identifier in read for identifier in FIRST_TURN_IDS)
     assert len(ours.seen) > 1
     for request in ours.seen:
         assert count_tokens_approximately(request) <= 4000 + 1200  # one chunk, with its prompt
-    assert not any(identifier in text_of(theirs.seen) for identifier in FIRST_TURN_IDS)
+    assert not any(identifier in text_of(theirs.seen) for identifier in first_calls)
 
 
 def test_an_empty_summary_changes_nothing() -> None:
@@ -181,7 +191,8 @@ def test_a_failing_summarizer_changes_nothing_or_gives_the_extractive_summary() 
     summary = state["messages"][0]
     assert summary.additional_kwargs["chatfold"]["summary"] == "extractive"
     assert "summary model is down" in summary.additional_kwargs["chatfold"]["error"]
-    assert FIRST_TURN_IDS[0] in summary.content
+    assert "ORD-0-0" in summary.content
+    assert state["messages"][1].content == question(0).content  # the task, pinned
     check_requests(model, 3000)
 
 

@@ -65,13 +65,17 @@ def test_every_request_is_whole_and_within_max_tokens(calls: int, rounds: int) -
         assert count_tokens_approximately(messages) <= MAX_TOKENS
         assert summaries(messages, SUMMARY_PREFIX) <= 1
         assert is_question(messages[-1]) or any(is_question(m) for m in messages)
+        # The task stays verbatim, right after the summary once there is one.
+        at = [i for i, m in enumerate(messages) if str(m.content).startswith(SUMMARY_PREFIX)]
+        assert messages[at[0] + 1 if at else 0].content == question(0).content
     running = state["context"]["running_summary"]
     assert isinstance(running, RunningSummary)
     # The full history stays in the state; the running summary says what it folded.
     assert running.last_summarized_message_id in running.summarized_message_ids
     assert all(m.id in {x.id for x in state["messages"]} for m in state["messages"][:1])
+    assert "ORD-1-0" in running.summary  # the first turn's calls
     for identifier in FIRST_TURN_IDS:
-        assert identifier in running.summary
+        assert identifier not in running.summary  # the task is not folded
 
 
 def test_langmems_node_orphans_parallel_results_and_drops_the_question() -> None:
@@ -164,4 +168,6 @@ def test_langmem_prompts_and_running_summaries_are_read() -> None:
     messages = out["llm_input_messages"]
     assert messages[0].content == "Be brief." and messages[1].content.startswith(SUMMARY_PREFIX)
     running = out["context"]["running_summary"]
-    assert {"h0", "a0", "h1"} <= running.summarized_message_ids
+    # h1 opens what is not yet summarized: pinned as the task, after the summary.
+    assert {"h0", "a0", "a1"} <= running.summarized_message_ids and "h1" not in running.summarized_message_ids
+    assert messages[2].id == "h1"

@@ -18,6 +18,7 @@ use crate::summarize::{AsyncSummarizer, Summarizer};
 mod chunks;
 mod plan;
 mod planner;
+mod recipe;
 mod report;
 #[cfg(feature = "cache")]
 mod reuse;
@@ -27,6 +28,7 @@ mod step;
 pub use plan::Plan;
 #[cfg(feature = "cache")]
 use plan::Reuse;
+pub use recipe::{Aim, Measure, Recipe};
 use report::Counts;
 pub use report::{Compaction, CutReason, Fate, Prefix, Report, Tokens};
 
@@ -462,6 +464,25 @@ impl<C> Compactor<C> {
     /// benchmark (`benches/peers/cost.py`, BENCHMARKS.md): a 200-turn session
     /// with tool calls at a budget of 4 000 tokens.
     pub const DEFAULT_FOLD_TO_PERCENT: usize = 50;
+
+    /// Checks the settings, as every compaction does first: a front end
+    /// that takes them from a user calls this to refuse bad ones early.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidConfig`](crate::Error::InvalidConfig) naming the setting.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::Compactor;
+    ///
+    /// assert!(Compactor::new(100).keep_recent(500).check().is_err());
+    /// assert!(Compactor::new(100).fold_to(50).check().is_ok());
+    /// ```
+    pub fn check(&self) -> Result<()> {
+        self.validate()
+    }
 
     fn validate(&self) -> Result<()> {
         let keep_recent = self.effective_keep_recent();
