@@ -12,10 +12,10 @@ use std::sync::Arc;
 
 mod memory;
 
-use chatfold::summarize::{AnthropicSummarizer, Bridge, OpenAiSummarizer, Polled, Prompt, Stepped};
+use chatfold::summarize::{Bridge, Named, Polled, Prompt, Stepped, SummarizerSpec};
 use chatfold::{
-    Aim, Compaction, Compactor, Error, Extractive, Fate, Format, History, Measure, NamedCounter, Pin, Prefix,
-    Recipe, Summarizer, SummaryRequest,
+    Aim, Compaction, Compactor, Error, Fate, Format, History, Measure, NamedCounter, Pin, Prefix, Recipe,
+    Summarizer, SummaryRequest,
 };
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -88,60 +88,13 @@ pub struct NamedSummarizer {
     pub api_key: Option<String>,
 }
 
-/// A summarizer chosen by name.
-enum Named {
-    Extractive(Extractive),
-    OpenAi(OpenAiSummarizer),
-    Anthropic(AnthropicSummarizer),
-}
-
-impl Named {
-    fn new(spec: NamedSummarizer) -> napi::Result<Self> {
-        let endpoint = |what: &str| {
-            let missing =
-                |field: &str| napi::Error::from_reason(format!("a {what} summarizer needs {field}"));
-            Ok::<_, napi::Error>((
-                spec.base_url.clone().ok_or_else(|| missing("baseUrl"))?,
-                spec.model.clone().ok_or_else(|| missing("model"))?,
-            ))
-        };
-        Ok(match spec.kind.as_str() {
-            "extractive" => Named::Extractive(Extractive::new()),
-            "openai" => {
-                let (url, model) = endpoint("openai")?;
-                let mut s = OpenAiSummarizer::new(&url, &model);
-                if let Some(key) = spec.api_key {
-                    s = s.api_key(key);
-                }
-                Named::OpenAi(s)
-            }
-            "anthropic" => {
-                let (url, model) = endpoint("anthropic")?;
-                let mut s = AnthropicSummarizer::new(&url, &model);
-                if let Some(key) = spec.api_key {
-                    s = s.api_key(key);
-                }
-                Named::Anthropic(s)
-            }
-            other => {
-                return Err(napi::Error::from_reason(format!(
-                    "unknown summarizer {other:?} (\"extractive\", \"openai\" or \"anthropic\")"
-                )));
-            }
-        })
-    }
-}
-
-impl Summarizer for Named {
-    type Error = chatfold::BoxError;
-
-    fn summarize(&self, request: &SummaryRequest<'_>) -> std::result::Result<String, chatfold::BoxError> {
-        match self {
-            Named::Extractive(e) => e.summarize(request).map_err(Into::into),
-            Named::OpenAi(s) => Summarizer::summarize(s, request).map_err(Into::into),
-            Named::Anthropic(s) => Summarizer::summarize(s, request).map_err(Into::into),
-        }
-    }
+/// The library's summarizer `spec` names.
+fn summarizer_named(given: NamedSummarizer) -> napi::Result<Named> {
+    let mut spec = SummarizerSpec::new(given.kind);
+    spec.base_url = given.base_url;
+    spec.model = given.model;
+    spec.api_key = given.api_key;
+    Named::new(&spec).map_err(Error::InvalidConfig).js()
 }
 
 /// The summaries a compactor with `reuse` keeps: at most this many...
@@ -337,7 +290,7 @@ impl NativeCompactor {
         summarizer: NamedSummarizer,
         pinned: Option<Vec<u32>>,
     ) -> napi::Result<String> {
-        let named = Named::new(summarizer)?;
+        let named = summarizer_named(summarizer)?;
         let input = Input::read(&messages, self.format).js()?;
         let compaction = input
             .compactor(&self.inner, pinned.as_deref())
@@ -358,7 +311,7 @@ impl NativeCompactor {
             compactor: self.inner.clone(),
             format: self.format,
             messages: Some(messages),
-            named: Some(Named::new(summarizer)?),
+            named: Some(summarizer_named(summarizer)?),
             pinned,
         }))
     }
@@ -633,7 +586,7 @@ pub fn summarize_named(
     request: String,
 ) -> napi::Result<AsyncTask<SummarizeTask>> {
     Ok(AsyncTask::new(SummarizeTask {
-        named: Named::new(summarizer)?,
+        named: summarizer_named(summarizer)?,
         request,
     }))
 }
@@ -762,7 +715,7 @@ impl NativeCompactor {
                 outcome.map(|c| input.result(&c))
             }
             (None, Some(spec)) => {
-                let named = Named::new(spec)?;
+                let named = summarizer_named(spec)?;
                 compactor
                     .compact(&input.history.messages, &named)
                     .map(|c| input.result(&c))

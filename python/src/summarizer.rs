@@ -233,8 +233,8 @@ impl Request {
 #[derive(Debug)]
 pub enum Sync {
     Extractive(Extractive),
-    OpenAi(chatfold::summarize::OpenAiSummarizer),
-    Anthropic(chatfold::summarize::AnthropicSummarizer),
+    /// An HTTP summarizer the library built from its name.
+    Named(chatfold::summarize::Named),
     Callable(Py<PyAny>),
 }
 
@@ -252,10 +252,10 @@ impl Sync {
                 ))),
                 Err(_) => {
                     if let Ok(s) = obj.cast::<crate::http::PyOpenAi>() {
-                        return Ok(Sync::OpenAi(s.get().inner.clone()));
+                        return Ok(Sync::Named(s.get().inner.clone()));
                     }
                     if let Ok(s) = obj.cast::<crate::http::PyAnthropic>() {
-                        return Ok(Sync::Anthropic(s.get().inner.clone()));
+                        return Ok(Sync::Named(s.get().inner.clone()));
                     }
                     match obj.is_callable() {
                         true => Ok(Sync::Callable(obj.clone().unbind())),
@@ -299,8 +299,7 @@ impl Summarizer for Sync {
     fn summarize(&self, request: &SummaryRequest<'_>) -> Result<String, BoxError> {
         match self {
             Sync::Extractive(e) => e.summarize(request).map_err(Into::into),
-            Sync::OpenAi(s) => Summarizer::summarize(s, request).map_err(Into::into),
-            Sync::Anthropic(s) => Summarizer::summarize(s, request).map_err(Into::into),
+            Sync::Named(s) => s.summarize(request),
             Sync::Callable(f) => Python::attach(|py| call_python(py, f, request.clone().into_owned())),
         }
     }

@@ -4,7 +4,9 @@
 //! ([`SummaryRequest`]) and the offline default ([`Extractive`]) are also at
 //! the crate root. Here besides: the LLM summarizers behind the `openai` and
 //! `anthropic` features (`OpenAiSummarizer`, `AnthropicSummarizer`, both an
-//! `HttpSummarizer`, with their `HttpError`), and the [`Prompt`] they send.
+//! `HttpSummarizer`, with their `HttpError`), the [`Prompt`] they send, and
+//! [`Named`]: a summarizer built from its name ([`SummarizerSpec`]), as the
+//! CLI, the proxy and the bindings take it.
 //!
 //! ```
 //! use chatfold::summarize::Prompt;
@@ -27,6 +29,7 @@ mod bridge;
 mod extractive;
 #[cfg(feature = "_http")]
 mod http;
+mod named;
 #[cfg(feature = "openai")]
 mod openai;
 mod prompt;
@@ -37,6 +40,7 @@ pub use bridge::{Bridge, Operation, Polled, Stepped};
 pub use extractive::Extractive;
 #[cfg(feature = "_http")]
 pub use http::{HttpError, HttpErrorKind, HttpSummarizer};
+pub use named::{Named, SummarizerSpec};
 #[cfg(feature = "openai")]
 pub use openai::{OpenAi, OpenAiSummarizer};
 pub use prompt::Prompt;

@@ -9,8 +9,8 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use chatfold::summarize::{AnthropicSummarizer, HttpSummarizer, OpenAiSummarizer};
-use chatfold::{Extractive, NamedCounter, Summarizer, SummaryRequest};
+use chatfold::summarize::{Named, SummarizerSpec};
+use chatfold::{NamedCounter, Summarizer, SummaryRequest};
 
 use crate::flags::{Provider, SummarizeArgs};
 use crate::messages;
@@ -27,14 +27,11 @@ pub(crate) const LONGEST_TIMEOUT: Duration = Duration::from_secs(100 * 365 * 86_
 
 /// The summarizer the flags chose.
 pub(crate) enum Chosen {
-    /// The library's, with no model and no network.
-    Extractive(Extractive<NamedCounter>),
+    /// The library's by name: the extractive one (no model, no network),
+    /// or `--summarize-url` speaking Chat Completions or Anthropic Messages.
+    Named(Named<NamedCounter>),
     /// `--summarize-cmd`.
     Shell(ShellSummarizer),
-    /// `--summarize-url` speaking Chat Completions.
-    OpenAi(OpenAiSummarizer),
-    /// `--summarize-url` speaking Anthropic Messages.
-    Anthropic(AnthropicSummarizer),
 }
 
 impl Chosen {
@@ -55,7 +52,10 @@ impl Chosen {
             }));
         }
         let (Some(url), Some(model)) = (&args.summarize_url, &args.summarize_model) else {
-            return Ok(Chosen::Extractive(Extractive::with_counter(counter)));
+            let spec = SummarizerSpec::new("extractive");
+            return Ok(Chosen::Named(
+                Named::with_counter(&spec, counter).map_err(chatfold::Error::InvalidConfig)?,
+            ));
         };
         let Some((scheme, host)) = url_host(url) else {
             return Err(Failure::new(exit::USAGE, messages::bad_url(url)));
@@ -63,19 +63,17 @@ impl Chosen {
         let provider = args.summarize_provider.unwrap_or_else(|| default_provider(&host));
         let read = |var: &str| std::env::var(var).ok();
         let key = api_key(scheme, &host, provider, args.api_key_env.as_deref(), read)?;
-        let timeout = timeout.unwrap_or(HTTP_TIMEOUT);
-        Ok(match provider {
-            Provider::Openai => Chosen::OpenAi(
-                with_key(OpenAiSummarizer::new(url, model), key)
-                    .timeout(timeout)
-                    .retries(args.summarize_retries),
-            ),
-            Provider::Anthropic => Chosen::Anthropic(
-                with_key(AnthropicSummarizer::new(url, model), key)
-                    .timeout(timeout)
-                    .retries(args.summarize_retries),
-            ),
-        })
+        let kind = match provider {
+            Provider::Openai => "openai",
+            Provider::Anthropic => "anthropic",
+        };
+        let mut spec = SummarizerSpec::http(kind, url, model);
+        spec.api_key = key;
+        spec.timeout = Some(timeout.unwrap_or(HTTP_TIMEOUT));
+        spec.retries = Some(args.summarize_retries);
+        Ok(Chosen::Named(
+            Named::with_counter(&spec, counter).map_err(chatfold::Error::InvalidConfig)?,
+        ))
     }
 }
 
@@ -84,10 +82,8 @@ impl Summarizer for Chosen {
 
     fn summarize(&self, request: &SummaryRequest<'_>) -> Result<String, Self::Error> {
         match self {
-            Chosen::Extractive(s) => Ok(s.summarize(request)?),
+            Chosen::Named(s) => s.summarize(request),
             Chosen::Shell(s) => Ok(s.summarize(request)?),
-            Chosen::OpenAi(s) => Ok(Summarizer::summarize(s, request)?),
-            Chosen::Anthropic(s) => Ok(Summarizer::summarize(s, request)?),
         }
     }
 }
@@ -98,19 +94,9 @@ impl Chosen {
     #[cfg_attr(not(feature = "serve"), allow(dead_code))]
     pub(crate) fn longest_call(&self) -> Duration {
         match self {
-            Chosen::Extractive(_) => Duration::ZERO,
+            Chosen::Named(s) => s.longest_call(),
             Chosen::Shell(s) => s.timeout,
-            Chosen::OpenAi(s) => s.longest_call(),
-            Chosen::Anthropic(s) => s.longest_call(),
         }
-    }
-}
-
-/// `summarizer`, sending `key` when there is one.
-fn with_key<P: Clone>(summarizer: HttpSummarizer<P>, key: Option<String>) -> HttpSummarizer<P> {
-    match key {
-        Some(key) => summarizer.api_key(key),
-        None => summarizer,
     }
 }
 
