@@ -155,6 +155,58 @@ impl ClearToolResults {
     }
 }
 
+/// Which thinking blocks to clear (Anthropic's `clear_thinking`): those of
+/// every assistant turn but the newest `keep_turns` that think. A turn's
+/// other blocks (its text, its tool calls) stay as they are.
+///
+/// # Examples
+///
+/// ```
+/// use chatfold::{ClearThinking, Message, Part};
+/// use serde_json::json;
+///
+/// let thinking = |n: usize| Message::new("assistant", "").with_parts(vec![
+///     Part::from_json(json!({"type": "thinking", "thinking": format!("step {n}"), "signature": "c2ln"})),
+///     Part::text(format!("answer {n}")),
+/// ]);
+/// let history = vec![Message::user("q"), thinking(1), Message::user("q2"), thinking(2)];
+/// let (cleared, turns) = ClearThinking::new(1).clear(&history).unwrap();
+/// assert_eq!(turns, 1);
+/// assert_eq!(cleared[1].parts().len(), 1); // the answer stays
+/// assert_eq!(cleared[3], history[3]); // the newest turn keeps its thinking
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClearThinking {
+    /// How many of the newest assistant turns that think keep their thinking.
+    pub keep_turns: usize,
+}
+
+impl ClearThinking {
+    /// Keep the thinking of the newest `keep_turns` turns.
+    pub const fn new(keep_turns: usize) -> Self {
+        ClearThinking { keep_turns }
+    }
+
+    /// `messages` with the older turns' thinking blocks taken out, and how
+    /// many turns lost theirs; `None` when none did.
+    pub fn clear(&self, messages: &[Message]) -> Option<(Vec<Message>, usize)> {
+        let thinks = |m: &Message| m.role == Role::Assistant && m.parts().iter().any(|p| p.is_thinking());
+        let turns: Vec<usize> = (0..messages.len()).filter(|&i| thinks(&messages[i])).collect();
+        let older = &turns[..turns.len().saturating_sub(self.keep_turns)];
+        if older.is_empty() {
+            return None;
+        }
+        let mut out = messages.to_vec();
+        for &i in older {
+            if let Some(Content::Parts(parts)) = &mut out[i].content {
+                parts.retain(|p| !p.is_thinking());
+            }
+        }
+        Some((out, older.len()))
+    }
+}
+
 /// The name of the tool whose call `id` the result at `i` answers (the
 /// nearest earlier call with that id).
 fn tool_name<'m>(messages: &'m [Message], i: usize, id: &str) -> Option<&'m str> {

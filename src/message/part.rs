@@ -111,6 +111,12 @@ impl Part {
         self.kind() == Some("reasoning")
     }
 
+    /// Whether the part is Anthropic's `thinking` or `redacted_thinking`
+    /// block.
+    pub(crate) fn is_thinking(&self) -> bool {
+        matches!(self.kind(), Some("thinking" | "redacted_thinking"))
+    }
+
     /// Whether the part is a Responses `message` item (typed, or the
     /// `{role, content}` shorthand).
     fn is_message_item(&self) -> bool {

@@ -323,6 +323,13 @@ pub(crate) struct ServeArgs {
     /// (chatfold, for any upstream), never (the upstream).
     #[arg(long, value_name = "MODE", value_enum, default_value = "on-404")]
     pub(crate) responses_compaction: crate::serve::CompactionMode,
+    /// Who answers Anthropic's context_management on /v1/messages
+    /// (compact_20260112, clear_tool_uses_20250919, clear_thinking_20251015):
+    /// auto (the upstream when it is api.anthropic.com, chatfold for any
+    /// other), always (chatfold), never (the upstream), on-reject (the
+    /// upstream, unless it rejects the field: then chatfold, once).
+    #[arg(long, value_name = "MODE", value_enum, default_value = "auto")]
+    pub(crate) anthropic_context_management: crate::serve::ManagedMode,
     /// No log line per request.
     #[arg(long)]
     pub(crate) quiet: bool,

@@ -14,21 +14,21 @@
 //! on send the same conversation; one that puts the item before the kept
 //! items (chatfold's order before) has them read once.
 
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
-use bytes::Bytes;
 use hyper::StatusCode;
-use hyper::body::Frame;
 use serde_json::{Map, Value, json};
 
 use super::errors::ApiError;
-use super::upstream::Body;
+use super::events::{Rewrite, write_event};
 
 /// How `encrypted_content` of chatfold's compaction items begins.
 const MARK: &str = "chatfold.v1.";
+/// How `encrypted_content` of chatfold's Anthropic compaction blocks begins.
+const BLOCK_MARK: &str = "chatfold.b1.";
+/// What a block's tag covers before its payload, so that no item's seal
+/// opens a block.
+const BLOCK_DOMAIN: &[u8] = b"anthropic compaction block\0";
 
 /// The context the items' key is derived under from the server's secret.
 const KEY_CONTEXT: &str = "chatfold serve 2026-12 compaction item";
@@ -90,27 +90,53 @@ impl Seal {
     /// another tenant's. `None`: not chatfold's.
     fn open(&self, tenant: &str, content: &str) -> Option<Result<Vec<Value>, ApiError>> {
         let sealed = content.strip_prefix(MARK)?;
-        let refused = || {
-            ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "a compaction item in the input was not made by this server for this API key: \
-                 it was altered, forged, or sealed for another tenant",
-            )
-        };
-        let opened = (|| {
-            let (payload, tag) = sealed.split_once('.')?;
-            let payload = B64.decode(payload).ok()?;
-            let tag: [u8; 32] = B64.decode(tag).ok()?.try_into().ok()?;
-            // blake3::Hash compares in constant time.
-            (self.tag(tenant, &payload) == blake3::Hash::from(tag)).then_some(payload)
-        })();
-        Some(match opened {
-            Some(payload) => match serde_json::from_slice::<Vec<Value>>(&payload) {
-                Ok(items) => Ok(items),
-                Err(_) => Err(refused()),
-            },
-            None => Err(refused()),
-        })
+        Some(self.opened(tenant, sealed, b"").ok_or_else(Seal::refused))
+    }
+
+    /// The payload of `sealed` (`payload.tag`, both base64) when its tag is
+    /// this server's for `tenant` and `domain`, read as `T`.
+    fn opened<T: serde::de::DeserializeOwned>(&self, tenant: &str, sealed: &str, domain: &[u8]) -> Option<T> {
+        let (payload, tag) = sealed.split_once('.')?;
+        let payload = B64.decode(payload).ok()?;
+        let tag: [u8; 32] = B64.decode(tag).ok()?.try_into().ok()?;
+        let covered = [domain, &payload].concat();
+        // blake3::Hash compares in constant time.
+        (self.tag(tenant, &covered) == blake3::Hash::from(tag)).then_some(())?;
+        serde_json::from_slice(&payload).ok()
+    }
+
+    /// The 400 for a compaction item or block this server did not seal for
+    /// this tenant.
+    pub(crate) fn refused() -> ApiError {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "a compaction item or block in the request was not made by this server for this API key: \
+             it was altered, forged, or sealed for another tenant",
+        )
+    }
+
+    /// The `encrypted_content` of an Anthropic compaction block of
+    /// `tenant`'s standing for `payload`.
+    pub(crate) fn seal_block(&self, tenant: &str, payload: &Value) -> String {
+        let payload = payload.to_string();
+        let covered = [BLOCK_DOMAIN, payload.as_bytes()].concat();
+        let tag = self.tag(tenant, &covered);
+        format!(
+            "{BLOCK_MARK}{}.{}",
+            B64.encode(&payload),
+            B64.encode(tag.as_bytes())
+        )
+    }
+
+    /// The payload a compaction block's `encrypted_content` holds, when
+    /// chatfold sealed it for `tenant`; a 400 when it is forged, altered or
+    /// another tenant's. `None`: not chatfold's.
+    pub(crate) fn open_block(&self, tenant: &str, content: &str) -> Option<Result<Value, ApiError>> {
+        let sealed = content.strip_prefix(BLOCK_MARK)?;
+        Some(
+            self.opened(tenant, sealed, BLOCK_DOMAIN)
+                .ok_or_else(Seal::refused),
+        )
     }
 }
 
@@ -311,73 +337,19 @@ pub(crate) fn typed(mut item: Value) -> Value {
 /// `response.created`, in every later snapshot of the response, the other
 /// items' `output_index` one further on, and the events numbered on.
 #[derive(Debug)]
-pub(crate) struct Stream {
-    inner: Body,
+pub(crate) struct WithItem {
     item: Value,
-    /// Bytes of an event not yet whole.
-    pending: Vec<u8>,
     /// Whether the item was announced.
     announced: bool,
-    /// Whether the upstream's body ended.
-    ended: bool,
 }
 
-impl Stream {
-    /// `inner`'s events with `item` added.
-    pub(crate) fn new(inner: Body, item: Value) -> Self {
-        Stream {
-            inner,
+impl WithItem {
+    /// A stream's events with `item` added.
+    pub(crate) fn new(item: Value) -> Self {
+        WithItem {
             item,
-            pending: Vec::new(),
             announced: false,
-            ended: false,
         }
-    }
-
-    /// The length of the first whole event in `pending`, with its blank line.
-    fn whole(&self) -> Option<usize> {
-        let lf = memchr::memmem::find(&self.pending, b"\n\n").map(|at| at + 2);
-        let crlf = memchr::memmem::find(&self.pending, b"\r\n\r\n").map(|at| at + 4);
-        match (lf, crlf) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
-    }
-
-    /// One event, rewritten: its JSON data changed, and the item's own
-    /// events after `response.created` (or before the first event that
-    /// names an output index).
-    fn rewrite(&mut self, event: &[u8]) -> Vec<u8> {
-        let Ok(text) = std::str::from_utf8(event) else {
-            return event.to_vec();
-        };
-        let mut name = None;
-        let mut data = None;
-        for line in text.lines() {
-            if let Some(rest) = line.strip_prefix("event:") {
-                name = Some(rest.trim().to_owned());
-            } else if let Some(rest) = line.strip_prefix("data:") {
-                data = Some(rest.trim_start().to_owned());
-            }
-        }
-        let Some(Ok(Value::Object(mut value))) = data.map(|d| serde_json::from_str::<Value>(&d)) else {
-            return event.to_vec();
-        };
-        let kind = value.get("type").and_then(Value::as_str).unwrap_or("").to_owned();
-        let mut out = Vec::new();
-        let before = !self.announced && kind != "response.created" && value.contains_key("output_index");
-        let sequence = value.get("sequence_number").and_then(Value::as_u64);
-        if before {
-            out.extend(self.announce(sequence.unwrap_or(0)));
-        }
-        if self.announced {
-            self.shift(&mut value);
-        }
-        write_event(&mut out, name.as_deref(), &Value::Object(value));
-        if !self.announced && kind == "response.created" {
-            out.extend(self.announce(sequence.map_or(0, |n| n + 1)));
-        }
-        out
     }
 
     /// The item's `output_item.added` and `output_item.done` events,
@@ -412,50 +384,31 @@ impl Stream {
     }
 }
 
-/// An event as server-sent events write it.
-fn write_event(out: &mut Vec<u8>, name: Option<&str>, data: &Value) {
-    if let Some(name) = name {
-        out.extend_from_slice(format!("event: {name}\n").as_bytes());
-    }
-    out.extend_from_slice(format!("data: {data}\n\n").as_bytes());
-}
-
-impl hyper::body::Body for Stream {
-    type Data = Bytes;
-    type Error = chatfold::BoxError;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        loop {
-            if let Some(len) = self.whole() {
-                let event: Vec<u8> = self.pending.drain(..len).collect();
-                let rewritten = self.rewrite(&event);
-                return Poll::Ready(Some(Ok(Frame::data(Bytes::from(rewritten)))));
-            }
-            if self.ended {
-                if self.pending.is_empty() {
-                    return Poll::Ready(None);
-                }
-                let rest = std::mem::take(&mut self.pending);
-                return Poll::Ready(Some(Ok(Frame::data(Bytes::from(rest)))));
-            }
-            match Pin::new(&mut self.inner).poll_frame(cx) {
-                Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
-                    Ok(data) => self.pending.extend_from_slice(&data),
-                    Err(frame) => return Poll::Ready(Some(Ok(frame))),
-                },
-                Poll::Ready(Some(Err(e))) => return Poll::Ready(Some(Err(e))),
-                Poll::Ready(None) => self.ended = true,
-                Poll::Pending => return Poll::Pending,
-            }
+impl Rewrite for WithItem {
+    /// The event, and the item's own events after `response.created` (or
+    /// before the first event that names an output index).
+    fn rewrite(&mut self, name: Option<&str>, mut value: Map<String, Value>, out: &mut Vec<u8>) {
+        let kind = value.get("type").and_then(Value::as_str).unwrap_or("").to_owned();
+        let before = !self.announced && kind != "response.created" && value.contains_key("output_index");
+        let sequence = value.get("sequence_number").and_then(Value::as_u64);
+        if before {
+            out.extend(self.announce(sequence.unwrap_or(0)));
+        }
+        if self.announced {
+            self.shift(&mut value);
+        }
+        write_event(out, name, &Value::Object(value));
+        if !self.announced && kind == "response.created" {
+            out.extend(self.announce(sequence.map_or(0, |n| n + 1)));
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
     use hyper::body::Body as _;
 
     use super::*;
@@ -551,7 +504,10 @@ mod tests {
             body.push_str(&format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()));
         }
         let item = json!({"type": "compaction", "id": "cmp_x"});
-        let mut stream = Stream::new(super::super::upstream::full(body), item.clone());
+        let mut stream = super::super::events::Events::new(
+            super::super::upstream::full(body),
+            WithItem::new(item.clone()),
+        );
         let mut out = Vec::new();
         // Drive the body by hand (no runtime needed for a Full body).
         let waker = std::task::Waker::noop();

@@ -50,6 +50,16 @@ impl Upstream {
         })
     }
 
+    /// Whether this is Anthropic's own API, which answers its own
+    /// `context_management` and reads its own compaction blocks.
+    pub(crate) fn is_anthropic(&self) -> bool {
+        let host = self
+            .authority
+            .rsplit_once(':')
+            .map_or(self.authority.as_str(), |(h, _)| h);
+        host.eq_ignore_ascii_case("api.anthropic.com")
+    }
+
     /// Whether this is OpenAI's own API, which reads its own compaction
     /// items and answers `context_management`.
     pub(crate) fn is_openai(&self) -> bool {
@@ -108,6 +118,8 @@ pub(crate) struct Config {
     pub(crate) log: bool,
     /// Who answers the Responses API's compaction.
     pub(crate) compaction: super::CompactionMode,
+    /// Who answers Anthropic's context management.
+    pub(crate) managed: super::ManagedMode,
 }
 
 /// `secs` as a duration, when it is a positive number of seconds.
@@ -164,6 +176,7 @@ impl Config {
             shutdown_timeout: seconds("--shutdown-timeout", args.shutdown_timeout)?,
             log: !args.quiet,
             compaction: args.responses_compaction,
+            managed: args.anthropic_context_management,
         })
     }
 }

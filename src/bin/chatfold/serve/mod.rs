@@ -9,17 +9,22 @@
 //! with the fallback summary), `flight` (one summarizer call per fold at a
 //! time), `tenant` (the server's secret, tenants' namespaces, the shared
 //! cache), `compaction` (the Responses API's compaction for any model:
-//! sealed items, `context_management`, `/v1/responses/compact`), `upstream` (the client and header hygiene), `errors` (answers in
+//! sealed items, `context_management`, `/v1/responses/compact`), `managed`
+//! (Anthropic's context management for any upstream: sealed compaction
+//! blocks, clearing), `events` (a stream's events rewritten as they pass),
+//! `upstream` (the client and header hygiene), `errors` (answers in
 //! each API's shape), `metrics` (`/metrics`). This file builds the state
 //! and the service, runs the server and shuts it down gracefully.
 
 mod compaction;
 mod config;
 mod errors;
+mod events;
 mod fleet;
 mod flight;
 mod fold;
 mod layers;
+mod managed;
 mod metrics;
 mod proxy;
 mod route;
@@ -40,6 +45,7 @@ use tower_http::timeout::RequestBodyTimeoutLayer;
 
 pub(crate) use self::compaction::Mode as CompactionMode;
 use self::layers::{Drained, Handler, LayerFn};
+pub(crate) use self::managed::Mode as ManagedMode;
 use crate::flags::ServeArgs;
 use crate::summarizers::Chosen;
 use crate::{Failure, exit, setup};

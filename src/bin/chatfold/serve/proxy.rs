@@ -14,14 +14,14 @@ use hyper::header::HeaderValue;
 use hyper::http::request::Parts;
 use hyper::{Request, Response, StatusCode, Version};
 
-use super::App;
-use super::CompactionMode;
-use super::compaction::{self, Prepared, Rules};
+use super::compaction::{self, Rules};
 use super::errors::ApiError;
 use super::fold::{Folded, Limits, Outcome};
+use super::managed;
 use super::route::{Dispatched, Route};
 use super::tenant::tenant;
 use super::upstream::{self, Body, full, plain};
+use super::{App, CompactionMode, ManagedMode};
 
 /// The largest chat body read and counted on the runtime's own threads
 /// (when it fits, nothing else is done with it).
@@ -98,23 +98,112 @@ fn rules(app: &App, input_as_items: bool) -> Rules {
 /// A chat request: read whole (within the limits), compacted when over
 /// budget, forwarded. A Responses request's compaction items are put back
 /// as what they stand for first, and its `context_management` answered
-/// (see `compaction`).
+/// (see `compaction`); an Anthropic request's compaction blocks and
+/// `context_management` likewise (see `managed`), once more without the
+/// field when the upstream rejects it (`--anthropic-context-management
+/// on-reject`).
 async fn chat<B>(app: &Arc<App>, request: Request<B>, format: Format) -> Result<Response<Body>, ApiError>
 where
     B: hyper::body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
     let (parts, body) = request.into_parts();
+    let bytes = read_whole(app, body).await?;
+    let retried = format == Format::Anthropic
+        && app.config.managed == ManagedMode::OnReject
+        && memchr::memmem::find(&bytes, b"context_management").is_some();
+    if !retried {
+        return exchange(app, parts, bytes, format, None).await;
+    }
+    let again = (
+        parts.method.clone(),
+        parts.uri.clone(),
+        parts.version,
+        parts.headers.clone(),
+    );
+    let first = exchange(app, parts, bytes.clone(), format, Some(false)).await?;
+    if first.status() != StatusCode::BAD_REQUEST {
+        return Ok(first);
+    }
+    let (head, body) = first.into_parts();
+    let read = tokio::time::timeout(app.config.upstream_timeout, body.collect()).await;
+    let said = match read {
+        Ok(Ok(collected)) => collected.to_bytes(),
+        _ => return Ok(Response::from_parts(head, full(Bytes::new()))),
+    };
+    if !managed::rejects_context_management(&said) {
+        return Ok(Response::from_parts(head, full(said)));
+    }
+    // Rejected: once more, chatfold answering.
+    let mut request = Request::builder().method(again.0).uri(again.1).version(again.2);
+    if let Some(headers) = request.headers_mut() {
+        *headers = again.3;
+    }
+    let (parts, ()) = request
+        .body(())
+        .map_err(|_| ApiError::new(StatusCode::BAD_REQUEST, "the request cannot be sent again"))?
+        .into_parts();
+    exchange(app, parts, bytes, format, Some(true)).await
+}
+
+/// What a chat request's body asks chatfold to act on before folding.
+#[derive(Debug, Default)]
+struct Asked {
+    /// The body to use instead of the client's, when it changed.
+    body: Option<Vec<u8>>,
+    /// A compaction threshold chatfold answers.
+    threshold: Option<usize>,
+    /// Anthropic's clearing edits applied, as Anthropic reports them.
+    applied: Vec<serde_json::Value>,
+    /// Whether chatfold answered Anthropic's `context_management`.
+    answered: bool,
+    /// The client's system blocks (a compaction block's payload is measured against them).
+    system_blocks: usize,
+}
+
+/// One exchange with the upstream for a chat request read whole: its
+/// compaction items or blocks and context management readied, the body
+/// folded when over budget, the answer given what chatfold added.
+/// `answer`: whether chatfold answers Anthropic's `context_management`
+/// (`None`: as the mode says).
+async fn exchange(
+    app: &Arc<App>,
+    mut parts: Parts,
+    mut bytes: Bytes,
+    format: Format,
+    answer: Option<bool>,
+) -> Result<Response<Body>, ApiError> {
     let (asked, pins) = (asked_budget(&parts)?, asked_pins(&parts)?);
-    let mut bytes = read_whole(app, body).await?;
     let folding = &app.folding;
     // The tenant (a keyed hash of the credential): a Responses body's items
-    // are sealed for it; a chat body needs it only to fold.
-    let responses_tenant = (format == Format::Responses).then(|| tenant(&folding.secret, &parts.headers));
-    let prepared = match &responses_tenant {
-        Some(tenant) => compaction::prepare(&bytes, &folding.seal, tenant, rules(app, false))?,
-        _ => Prepared::default(),
+    // and an Anthropic body's blocks are sealed for it; a chat body needs
+    // it only to fold.
+    let sealed_for = (format != Format::OpenAi).then(|| tenant(&folding.secret, &parts.headers));
+    let prepared = match (&sealed_for, format) {
+        (Some(tenant), Format::Responses) => {
+            let p = compaction::prepare(&bytes, &folding.seal, tenant, rules(app, false))?;
+            Asked {
+                body: p.body,
+                threshold: p.threshold,
+                ..Asked::default()
+            }
+        }
+        (Some(tenant), Format::Anthropic) => {
+            let rules = managed_rules(app, answer);
+            let p = managed::prepare(&bytes, &folding.seal, tenant, rules, &folding.base.counter)?;
+            Asked {
+                body: p.body,
+                threshold: p.threshold,
+                applied: p.applied,
+                answered: p.answered,
+                system_blocks: p.system_blocks,
+            }
+        }
+        _ => Asked::default(),
     };
+    if prepared.answered {
+        answered_betas(&mut parts.headers);
+    }
     let changed = prepared.body.is_some();
     if let Some(body) = prepared.body {
         bytes = Bytes::from(body);
@@ -132,8 +221,7 @@ where
     let Folded { body, outcome } = match decided {
         Some(decided) => decided?,
         None => {
-            let tenant =
-                (responses_tenant.clone()).unwrap_or_else(|| tenant(&folding.secret, &parts.headers));
+            let tenant = (sealed_for.clone()).unwrap_or_else(|| tenant(&folding.secret, &parts.headers));
             let (folding, bytes) = (Arc::clone(folding), bytes.clone());
             tokio::task::spawn_blocking(move || folding.fold(format, &bytes, limits, &tenant))
                 .await
@@ -143,11 +231,20 @@ where
         }
     };
     // context_management answered, and the body folded: the response gets
-    // the compaction item that stands for what went upstream.
-    let item = (prepared.threshold.is_some() && outcome.summarized)
-        .then(|| body.as_deref().zip(responses_tenant.as_deref()))
-        .flatten()
+    // the compaction item (Responses) or block (Anthropic) that stands for
+    // what went upstream.
+    let folded = (prepared.threshold.is_some() && outcome.summarized)
+        .then(|| body.as_deref().zip(sealed_for.as_deref()))
+        .flatten();
+    let item = folded
+        .filter(|_| format == Format::Responses)
         .map(|(sent, tenant)| compaction_item(app, tenant, sent));
+    let prefix = &folding.base.policy.summary_prefix;
+    let block = folded
+        .filter(|_| format == Format::Anthropic)
+        .and_then(|(sent, tenant)| {
+            managed::block(&folding.seal, tenant, sent, prepared.system_blocks, prefix)
+        });
     let (body, rewritten) = match body {
         Some(compacted) => {
             let len = compacted.len();
@@ -166,9 +263,78 @@ where
     if let Some(item) = item {
         response = with_item(app, response, item).await;
     }
+    if block.is_some() || !prepared.applied.is_empty() {
+        response = with_block(app, response, block, prepared.applied).await;
+    }
     ours(response.headers_mut(), &outcome);
     response.extensions_mut().insert(outcome);
     Ok(response)
+}
+
+/// What an Anthropic request may hold that `managed::prepare` acts on, with
+/// this proxy's settings; `answer` overrides the mode.
+fn managed_rules(app: &App, answer: Option<bool>) -> managed::Rules {
+    let anthropic = app.config.anthropic.is_anthropic();
+    let answer = answer.unwrap_or(match app.config.managed {
+        ManagedMode::Auto => !anthropic,
+        ManagedMode::Always => true,
+        ManagedMode::Never | ManagedMode::OnReject => false,
+    });
+    managed::Rules {
+        answer,
+        upstream_is_anthropic: anthropic,
+    }
+}
+
+/// `anthropic-beta` less the values of the features chatfold answered.
+fn answered_betas(headers: &mut hyper::HeaderMap) {
+    let Some(value) = headers.get("anthropic-beta").and_then(|v| v.to_str().ok()) else {
+        return;
+    };
+    match managed::betas_left(value).and_then(|left| HeaderValue::from_str(&left).ok()) {
+        Some(left) => {
+            headers.insert("anthropic-beta", left);
+        }
+        None => {
+            headers.remove("anthropic-beta");
+        }
+    }
+}
+
+/// The upstream's successful Messages answer with chatfold's compaction
+/// `block` first in its content and the `applied` edits in its
+/// `context_management`: in the JSON body, or in the events of a stream.
+/// An answer in another shape (an error, an encoded body) goes as it came.
+async fn with_block(
+    app: &App,
+    response: Response<Body>,
+    block: Option<serde_json::Value>,
+    applied: Vec<serde_json::Value>,
+) -> Response<Body> {
+    let headers = response.headers();
+    if !response.status().is_success() || headers.contains_key(hyper::header::CONTENT_ENCODING) {
+        return response;
+    }
+    let streamed = headers
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|kind| kind.starts_with("text/event-stream"));
+    let (mut parts, body) = response.into_parts();
+    if streamed {
+        let events = super::events::Events::new(body, managed::Decorated::new(block, applied));
+        return Response::from_parts(parts, events.boxed());
+    }
+    let read = tokio::time::timeout(app.config.upstream_timeout, body.collect()).await;
+    let Ok(Ok(collected)) = read else {
+        parts.status = StatusCode::BAD_GATEWAY;
+        parts.headers.remove(hyper::header::CONTENT_LENGTH);
+        let error = ApiError::new(StatusCode::BAD_GATEWAY, "the upstream's answer broke off");
+        return Response::from_parts(parts, full(error.body(Format::Anthropic)));
+    };
+    let bytes = collected.to_bytes();
+    let body = managed::decorated(&bytes, block.as_ref(), &applied).map_or_else(|| full(bytes), full);
+    parts.headers.remove(hyper::header::CONTENT_LENGTH);
+    Response::from_parts(parts, body)
 }
 
 /// chatfold's compaction item for `tenant`, standing for the input items
@@ -197,7 +363,8 @@ async fn with_item(app: &App, response: Response<Body>, item: serde_json::Value)
         .is_some_and(|kind| kind.starts_with("text/event-stream"));
     let (mut parts, body) = response.into_parts();
     if streamed {
-        return Response::from_parts(parts, compaction::Stream::new(body, item).boxed());
+        let events = super::events::Events::new(body, compaction::WithItem::new(item));
+        return Response::from_parts(parts, events.boxed());
     }
     let read = tokio::time::timeout(app.config.upstream_timeout, body.collect()).await;
     let Ok(Ok(collected)) = read else {
