@@ -202,9 +202,11 @@
 //! | `--model-window 'claude-*=200000'` | a model's window: the budget is the window less the request's `max_tokens` and its `tools` |
 //! | `--summarize-url`, `--summarize-cmd`, `--tokenizer` ... | as for `compact` (the built-in extractive summarizer by default) |
 //! | `--cache-redis URL`, `--cache-secret SECRET` | share summaries through Redis with every proxy started with the same secret |
+//! | `--pin first-user,last-user` | keep the task and the turn's question verbatim after the summary ([`Pin`]) |
 //!
-//! A request can set its own budget with `x-chatfold-budget: N` (not sent
-//! upstream). The response says what happened:
+//! A request can set its own budget with `x-chatfold-budget: N` and its own
+//! pins with `x-chatfold-pin: last-user` (`none`: no pin); neither is sent
+//! upstream. The response says what happened:
 //!
 //! | header | meaning |
 //! |---|---|
@@ -240,6 +242,25 @@
 //! compaction items go to OpenAI untouched and get a 400 on the way to any
 //! other upstream. `--responses-compaction always` answers both whatever
 //! the upstream, `never` forwards them.
+//!
+//! **Anthropic's context management, for any model.** On `/v1/messages`,
+//! `context_management.edits` is answered by chatfold for every upstream but
+//! `api.anthropic.com` (`--anthropic-context-management auto`; `always`,
+//! `never`, or `on-reject`: the upstream first, and when it answers 400 to
+//! the field, once more without it, chatfold answering), and the betas it
+//! answered leave `anthropic-beta`. `compact_20260112` folds the history
+//! past its `trigger` (or the budget, whichever is smaller) and the answer
+//! (or its stream: `content_block_start`, one `compaction_delta`,
+//! `content_block_stop`) opens with a `compaction` block: its `content` the
+//! summary, its `encrypted_content` sealed as the Responses items are. Sent
+//! back, the block stands for everything before it: chatfold puts back the
+//! messages that went upstream for it, then what follows the block. A
+//! forged, altered or foreign block gets a 400 in Anthropic's shape;
+//! Anthropic's own blocks go to Anthropic only. `clear_tool_uses_20250919`
+//! (`trigger`, `keep`, `clear_at_least`, `exclude_tools`,
+//! `clear_tool_inputs`) and `clear_thinking_20251015` (`keep`) are applied
+//! by [`ClearToolResults`] and [`ClearThinking`], calls and results kept in
+//! pairs, and reported in the answer's `context_management.applied_edits`.
 //!
 //! What the help leaves out:
 //!

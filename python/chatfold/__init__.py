@@ -68,6 +68,12 @@ class Compactor(_chatfold.Compactor):
     message dict; one, a comma-separated string, or a list. Pins that alone
     pass the budget raise :class:`BudgetUnreachable`.
 
+    ``reuse`` keeps summaries for the next compaction of the same history
+    (a client that resends its whole transcript gets the last fold replayed,
+    the same prefix, until the budget is passed again); ``redis`` (a
+    ``redis://`` URL) keeps them in Redis, shared by every process that uses
+    it; ``namespace`` names the summarizer in their keys.
+
     :meth:`aim` is the budget recipe a framework's middleware drives: its
     trigger and ``keep`` as this compactor's budget and ``keep_recent``.
 

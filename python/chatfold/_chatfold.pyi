@@ -100,6 +100,9 @@ class Compactor:
         allow_response_role: bool = False,
         fold_to: Optional[int] = None,
         pin: Optional[Union[Pin, List[Pin]]] = None,
+        reuse: bool = False,
+        redis: Optional[str] = None,
+        namespace: Optional[str] = None,
     ) -> "Compactor": ...
     @property
     def budget(self) -> int: ...

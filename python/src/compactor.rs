@@ -141,6 +141,11 @@ impl PyCompactor {
     }
 }
 
+/// The summaries a compactor with `reuse` keeps: at most this many...
+const REUSE_ENTRIES: usize = 256;
+/// ...and this many bytes of them.
+const REUSE_BYTES: usize = 32 << 20;
+
 /// The `pin` option read: names (`"first-user,last-user"`), indices, and
 /// predicates (callables), alone or in a list.
 fn pins(pin: Option<&Bound<'_, PyAny>>) -> PyResult<(Vec<Pin>, Vec<Py<PyAny>>)> {
@@ -251,7 +256,7 @@ impl PyCompactor {
     #[pyo3(signature = (budget, keep_recent=None, *, tokenizer=None, format=None, strict=false,
         summary_role=None, summary_prefix=None, min_summary_tokens=None, max_summary_tokens=None,
         ledger=true, max_fold_input_tokens=None, counting="chat", budget_as_trigger=false,
-        allow_response_role=false, fold_to=None, pin=None))]
+        allow_response_role=false, fold_to=None, pin=None, reuse=false, redis=None, namespace=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -271,6 +276,9 @@ impl PyCompactor {
         allow_response_role: bool,
         fold_to: Option<usize>,
         pin: Option<&Bound<'_, PyAny>>,
+        reuse: bool,
+        redis: Option<String>,
+        namespace: Option<String>,
     ) -> PyResult<Self> {
         let (named, predicates) = pins(pin)?;
         let default = pyo3::types::PyString::new(py, "o200k_base").into_any();
@@ -302,6 +310,16 @@ impl PyCompactor {
             inner = inner.fold_to(n);
         }
         inner.pins = named;
+        // Summaries kept for the next compaction of the same history: in
+        // this process, or in Redis for every process that shares it.
+        let namespace = namespace.unwrap_or_else(|| "chatfold-python".to_owned());
+        if let Some(url) = redis {
+            let cache = chatfold::cache::RedisCache::new(&url).py(py)?;
+            inner = inner.cache(Arc::new(cache), namespace);
+        } else if reuse {
+            let cache = chatfold::cache::MemoryCache::new(REUSE_ENTRIES, REUSE_BYTES);
+            inner = inner.cache(Arc::new(cache), namespace);
+        }
         // Checked now, so a bad setting fails at construction.
         inner.check().py(py)?;
         Ok(PyCompactor {
