@@ -3,16 +3,20 @@
 //! proxy), alternating, at 1, 16 and 64 concurrent connections.
 //!
 //! `cargo bench --bench proxy --features cli` (a release build of the
-//! proxy, started from this bench). Two requests on each of the chat and
-//! Responses routes: a small pass-through request, and a 100 000-token
-//! history over an 8 000-token budget whose summary is cached (the first
-//! request folds; every timed one is a hit). Printed: p50 and p99 per target, the added latency (through a
-//! proxy less direct), requests per second, and the proxies' peak memory.
+//! proxy, started from this bench). Two requests on each of the chat,
+//! Responses and Anthropic Messages routes: a small pass-through request,
+//! and a 100 000-token history over an 8 000-token budget whose summary is
+//! cached (the first request folds; every timed one is a hit); on the
+//! Messages route the same two with Anthropic's `context_management`
+//! (`compact_20260112`) answered by chatfold. Printed: p50 and p99 per
+//! target, the added latency (through a proxy less direct), requests per
+//! second, and the proxies' peak memory.
 //!
 //! LiteLLM: set `CHATFOLD_BENCH_LITELLM` to its `litellm` command (from
-//! `pip install 'litellm[proxy]'` in a virtual environment); the bench
-//! starts it with one worker in front of the same fake upstream.
-//! `CHATFOLD_BENCH_REQUESTS` scales the number of requests (default 1).
+//! `pip install 'litellm[proxy]'` in a virtual environment that also has
+//! the chatfold Python package); the bench starts it with one worker in
+//! front of the same fake upstream, plain and with `chatfold.litellm`'s
+//! hook. `CHATFOLD_BENCH_REQUESTS` scales the number of requests (default 1).
 
 #[path = "support/history.rs"]
 mod support;
@@ -123,17 +127,23 @@ fn chatfold(up: SocketAddr) -> (Proc, String) {
     (Proc(child), format!("http://127.0.0.1:{port}"))
 }
 
-/// LiteLLM's proxy (one worker) in front of `up`, routing `gpt-4o` to it.
-fn litellm(command: &str, up: SocketAddr) -> (Proc, String) {
+/// LiteLLM's proxy (one worker) in front of `up`, routing `gpt-4o` to it;
+/// with `hook`, chatfold's (`chatfold.litellm.ChatfoldHook`, an 8 000-token
+/// budget) in its callbacks.
+fn litellm(command: &str, up: SocketAddr, hook: bool) -> (Proc, String) {
     let port = free_port();
-    let config = std::env::temp_dir().join(format!("chatfold-bench-litellm-{}.yaml", std::process::id()));
-    std::fs::write(
-        &config,
-        format!(
-            "model_list:\n  - model_name: gpt-4o\n    litellm_params:\n      model: openai/gpt-4o\n      api_base: http://{up}/v1\n      api_key: sk-bench\n"
-        ),
-    )
-    .unwrap();
+    let dir = std::env::temp_dir().join(format!("chatfold-bench-litellm-{}-{hook}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("config.yaml");
+    let mut yaml = format!(
+        "model_list:\n  - model_name: gpt-4o\n    litellm_params:\n      model: openai/gpt-4o\n      api_base: http://{up}/v1\n      api_key: sk-bench\n"
+    );
+    if hook {
+        let module = "from chatfold.litellm import ChatfoldHook\nchatfold_hook = ChatfoldHook(budget=8000)\n";
+        std::fs::write(dir.join("custom_callbacks.py"), module).unwrap();
+        yaml.push_str("litellm_settings:\n  callbacks: custom_callbacks.chatfold_hook\n");
+    }
+    std::fs::write(&config, yaml).unwrap();
     let child = Command::new(command)
         .args([
             "--config",
@@ -143,7 +153,9 @@ fn litellm(command: &str, up: SocketAddr) -> (Proc, String) {
             "--num_workers",
             "1",
         ])
+        .current_dir(&dir)
         .env("LITELLM_MASTER_KEY", KEY)
+        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         .env("LITELLM_LOG", "ERROR")
         .env("LITELLM_TELEMETRY", "False")
         .env("NO_DOCS", "True")
@@ -219,7 +231,8 @@ fn ms(d: Duration) -> f64 {
 /// The 100 000-token history as a chat request body, and as a Responses
 /// one (its messages as `{role, content}` items, calls and outputs as
 /// `function_call` and `function_call_output` items).
-fn big_bodies() -> (Bytes, Bytes) {
+/// The chat, Responses and Anthropic Messages bodies of a 100 000-token history.
+fn big_bodies() -> (Bytes, Bytes, serde_json::Value) {
     let counter = chatfold::Tiktoken::o200k_base().unwrap();
     let mut messages = support::history(3_000, 42);
     let mut tokens = 0;
@@ -250,7 +263,25 @@ fn big_bodies() -> (Bytes, Bytes) {
     let history = History::from(messages);
     let mut body = serde_json::json!({"model": "gpt-4o"});
     body["messages"] = history.to_json();
-    (Bytes::from(body.to_string()), Bytes::from(responses.to_string()))
+    let anthropic = History::from_json_value(
+        serde_json::json!({"model": "claude", "max_tokens": 64, "messages": body["messages"]}),
+    )
+    .and_then(|h| h.convert(chatfold::Format::Anthropic))
+    .unwrap()
+    .to_json();
+    (
+        Bytes::from(body.to_string()),
+        Bytes::from(responses.to_string()),
+        anthropic,
+    )
+}
+
+/// `body` (an Anthropic Messages body) with `context_management` asking
+/// for Anthropic's compaction.
+fn compacting(body: &serde_json::Value) -> Bytes {
+    let mut body = body.clone();
+    body["context_management"] = serde_json::json!({"edits": [{"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 50000}}]});
+    Bytes::from(body.to_string())
 }
 
 fn main() {
@@ -268,17 +299,28 @@ async fn run() {
     let (proxy, proxy_url) = chatfold(up);
     let probe: Client<HttpConnector, Full<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
     wait_ready(&probe, &format!("{proxy_url}/healthz"), "chatfold serve").await;
-    let litellm = std::env::var("CHATFOLD_BENCH_LITELLM")
-        .ok()
-        .map(|cmd| litellm(&cmd, up));
-    if let Some((_, url)) = &litellm {
+    let litellm_command = std::env::var("CHATFOLD_BENCH_LITELLM").ok();
+    let hooked = litellm_command.as_deref().map(|cmd| litellm(cmd, up, true));
+    let litellm = litellm_command.as_deref().map(|cmd| litellm(cmd, up, false));
+    for (_, url) in litellm.iter().chain(&hooked) {
         wait_ready(&probe, &format!("{url}/health/liveliness"), "LiteLLM").await;
     }
     let small = Bytes::from_static(br#"{"model":"gpt-4o","messages":[{"role":"user","content":"Say hi."}]}"#);
     let small_responses = Bytes::from_static(br#"{"model":"gpt-5","input":"Say hi."}"#);
-    let (big, big_responses) = big_bodies();
+    let (big, big_responses, big_anthropic) = big_bodies();
+    let small_anthropic = serde_json::json!({"model": "claude", "max_tokens": 64, "messages": [{"role": "user", "content": "Say hi."}]});
+    let (small_messages, small_managed) = (
+        Bytes::from(small_anthropic.to_string()),
+        compacting(&small_anthropic),
+    );
+    let (big_messages, big_managed) = (Bytes::from(big_anthropic.to_string()), compacting(&big_anthropic));
     // The first big request folds; the rest find its summary cached.
-    for (path, body) in [("/v1/chat/completions", &big), ("/v1/responses", &big_responses)] {
+    for (path, body) in [
+        ("/v1/chat/completions", &big),
+        ("/v1/responses", &big_responses),
+        ("/v1/messages", &big_messages),
+        ("/v1/messages", &big_managed),
+    ] {
         let (times, _) = load(&format!("{proxy_url}{path}"), body.clone(), 1, 1).await;
         println!(
             "big body to {path}: {} bytes; its first request (a fold): {:.1} ms",
@@ -293,9 +335,9 @@ async fn run() {
     println!("|---|---:|---|---:|---:|---:|---:|---:|");
     let many = (3_000.0 * scale) as usize;
     let few = (300.0 * scale) as usize;
-    let cases: [(&str, &str, &Bytes, usize, bool); 4] = [
+    let cases: [(&str, &str, &Bytes, usize, bool); 8] = [
         ("pass-through", "/v1/chat/completions", &small, many, true),
-        ("100k-token, cache hit", "/v1/chat/completions", &big, few, false),
+        ("100k-token, cache hit", "/v1/chat/completions", &big, few, true),
         (
             "Responses pass-through",
             "/v1/responses",
@@ -310,6 +352,34 @@ async fn run() {
             few,
             false,
         ),
+        (
+            "Messages pass-through",
+            "/v1/messages",
+            &small_messages,
+            many,
+            false,
+        ),
+        (
+            "Messages + context_management, pass-through",
+            "/v1/messages",
+            &small_managed,
+            many,
+            false,
+        ),
+        (
+            "Messages 100k-token, cache hit",
+            "/v1/messages",
+            &big_messages,
+            few,
+            false,
+        ),
+        (
+            "Messages 100k-token + context_management, cache hit",
+            "/v1/messages",
+            &big_managed,
+            few,
+            false,
+        ),
     ];
     for (name, path, body, total, with_litellm) in cases {
         for connections in [1, 16, 64] {
@@ -320,6 +390,13 @@ async fn run() {
             ];
             if let (Some((_, url)), true) = (&litellm, with_litellm) {
                 targets.push(("LiteLLM", format!("{url}/v1/chat/completions"), Runs::default()));
+            }
+            if let (Some((_, url)), true) = (&hooked, with_litellm) {
+                targets.push((
+                    "LiteLLM + chatfold hook",
+                    format!("{url}/v1/chat/completions"),
+                    Runs::default(),
+                ));
             }
             // Warm every connection, then three rounds, alternating.
             for (_, url, _) in &targets {
@@ -359,5 +436,11 @@ async fn run() {
     println!("peak memory: chatfold serve {:.1} MiB", proxy.peak_mib());
     if let Some((litellm, _)) = &litellm {
         println!("peak memory: LiteLLM {:.1} MiB", litellm.peak_mib());
+    }
+    if let Some((hooked, _)) = &hooked {
+        println!(
+            "peak memory: LiteLLM with chatfold's hook {:.1} MiB",
+            hooked.peak_mib()
+        );
     }
 }

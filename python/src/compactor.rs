@@ -14,7 +14,7 @@ use crate::json;
 use crate::policy;
 use crate::result::{CompactionResult, Owned};
 use crate::step::{Finish, Step};
-use crate::summarizer::Sync;
+use crate::sync::Sync;
 use chatfold::summarize::Bridge;
 
 /// The input read: the history, and whether it was a body.

@@ -20,6 +20,7 @@ mod policy;
 mod result;
 mod step;
 mod summarizer;
+mod sync;
 
 use fork::detach;
 

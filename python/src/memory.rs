@@ -20,7 +20,7 @@ use crate::fork::detach;
 use crate::json;
 use crate::policy;
 use crate::step::{Finish, Step};
-use crate::summarizer::Sync;
+use crate::sync::Sync;
 use chatfold::summarize::Bridge;
 
 /// One message dict as a message.

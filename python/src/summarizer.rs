@@ -229,46 +229,6 @@ impl Request {
     }
 }
 
-/// A synchronous summarizer: a Python callable, or Extractive.
-#[derive(Debug)]
-pub enum Sync {
-    Extractive(Extractive),
-    /// An HTTP summarizer the library built from its name.
-    Named(chatfold::summarize::Named),
-    Callable(Py<PyAny>),
-}
-
-impl Sync {
-    /// `summarize` as a summarizer: `None` or `"extractive"` for Extractive,
-    /// else a callable.
-    pub fn from_py(spec: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        match spec {
-            None => Ok(Sync::Extractive(Extractive::new())),
-            Some(obj) if obj.is_none() => Ok(Sync::Extractive(Extractive::new())),
-            Some(obj) => match obj.extract::<String>() {
-                Ok(name) if name == "extractive" => Ok(Sync::Extractive(Extractive::new())),
-                Ok(name) => Err(PyTypeError::new_err(format!(
-                    "unknown summarizer {name:?} (known: \"extractive\")"
-                ))),
-                Err(_) => {
-                    if let Ok(s) = obj.cast::<crate::http::PyOpenAi>() {
-                        return Ok(Sync::Named(s.get().inner.clone()));
-                    }
-                    if let Ok(s) = obj.cast::<crate::http::PyAnthropic>() {
-                        return Ok(Sync::Named(s.get().inner.clone()));
-                    }
-                    match obj.is_callable() {
-                        true => Ok(Sync::Callable(obj.clone().unbind())),
-                        false => Err(PyTypeError::new_err(
-                            "summarize must be a callable or \"extractive\"",
-                        )),
-                    }
-                }
-            },
-        }
-    }
-}
-
 /// Calls `f(request)` and reads its answer as a string.
 pub fn call_python(
     py: Python<'_>,
@@ -291,16 +251,4 @@ pub fn text_of(_py: Python<'_>, answer: &Bound<'_, PyAny>) -> PyResult<String> {
             .unwrap_or_default();
         PyTypeError::new_err(format!("a summarizer must return a str, not {kind}"))
     })
-}
-
-impl Summarizer for Sync {
-    type Error = BoxError;
-
-    fn summarize(&self, request: &SummaryRequest<'_>) -> Result<String, BoxError> {
-        match self {
-            Sync::Extractive(e) => e.summarize(request).map_err(Into::into),
-            Sync::Named(s) => s.summarize(request),
-            Sync::Callable(f) => Python::attach(|py| call_python(py, f, request.clone().into_owned())),
-        }
-    }
 }

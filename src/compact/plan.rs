@@ -412,15 +412,9 @@ impl<'a, C: TokenCounter> Plan<'a, '_, C> {
                 .filter(|&&i| i >= cut)
                 .map(|&i| (i, self.messages[i].clone()))
                 .collect();
-            let step = super::step::Recorded {
-                cut: if message.is_some() { cut } else { 0 },
-                message: message.cloned(),
-                summary,
-                cleared,
-            };
-            if step.message.is_some() || !step.cleared.is_empty() {
-                self.compactor.record(self.source, &step, &self.pins);
-            }
+            let cut = if message.is_some() { cut } else { 0 };
+            self.compactor
+                .record(self.source, (cut, message.cloned(), summary, cleared), &self.pins);
         }
         #[cfg(not(feature = "cache"))]
         let _ = (message, summary);

@@ -14,6 +14,10 @@ use crate::count::TokenCounter;
 use crate::fold::units;
 use crate::message::Message;
 
+/// A new fold to record: its cut, its summary message as rendered, the
+/// summarizer's text, and the kept messages it cleared.
+type NewFold = (usize, Option<Message>, Option<String>, Vec<(usize, Message)>);
+
 /// A fold as the cache recorded it.
 #[derive(Clone, Debug)]
 pub(super) struct Recorded {
@@ -113,9 +117,27 @@ impl<C: TokenCounter> Compactor<C> {
     /// the cache: anchored at the cut, or past the last message it cleared
     /// after the cut, so that a later history is matched on every message
     /// the replay reads. Nothing is recorded when no unit boundary follows
-    /// the last cleared message. `pins`: the pinned messages.
-    pub(super) fn record(&self, messages: &[Message], step: &Recorded, pins: &[usize]) {
+    /// the last cleared message, nor when the fold neither summarized nor
+    /// cleared anything. `fold`: its cut, its summary message as rendered,
+    /// the summarizer's text and the kept messages it cleared; `pins`: the
+    /// pinned messages.
+    pub(super) fn record(
+        &self,
+        messages: &[Message],
+        fold: NewFold,
+        pins: &[usize],
+    ) {
         let Some(cache) = &self.cache else { return };
+        let (cut, message, summary, cleared) = fold;
+        if message.is_none() && cleared.is_empty() {
+            return;
+        }
+        let step = &Recorded {
+            cut,
+            message,
+            summary,
+            cleared,
+        };
         let anchor = match step.cleared.last() {
             None => Some(step.cut),
             Some(&(last, _)) => {

@@ -322,14 +322,14 @@ pub(crate) struct ServeArgs {
     /// context_management unless the upstream is OpenAI's API), always
     /// (chatfold, for any upstream), never (the upstream).
     #[arg(long, value_name = "MODE", value_enum, default_value = "on-404")]
-    pub(crate) responses_compaction: crate::serve::CompactionMode,
+    pub(crate) responses_compaction: CompactionMode,
     /// Who answers Anthropic's context_management on /v1/messages
     /// (compact_20260112, clear_tool_uses_20250919, clear_thinking_20251015):
     /// auto (the upstream when it is api.anthropic.com, chatfold for any
     /// other), always (chatfold), never (the upstream), on-reject (the
     /// upstream, unless it rejects the field: then chatfold, once).
     #[arg(long, value_name = "MODE", value_enum, default_value = "auto")]
-    pub(crate) anthropic_context_management: crate::serve::ManagedMode,
+    pub(crate) anthropic_context_management: ManagedMode,
     /// No log line per request.
     #[arg(long)]
     pub(crate) quiet: bool,
@@ -347,4 +347,35 @@ fn model_rule(text: &str) -> Result<(String, usize), String> {
         .filter(|&n| n > 0)
         .ok_or_else(|| format!("{n:?} is not a positive number of tokens"))?;
     Ok((pattern.trim().to_owned(), n))
+}
+
+/// Who a Responses request's compaction is for, as `--responses-compaction`
+/// says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum CompactionMode {
+    /// `/v1/responses/compact` forwarded, answered by chatfold when the
+    /// upstream says 404; `context_management` answered by chatfold unless
+    /// the upstream is OpenAI's own API.
+    #[value(name = "on-404")]
+    On404,
+    /// chatfold answers both, whatever the upstream.
+    Always,
+    /// Both go to the upstream as they came (it compacts for itself).
+    Never,
+}
+
+/// Who answers `context_management` on `/v1/messages`, as
+/// `--anthropic-context-management` says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ManagedMode {
+    /// The upstream when it is Anthropic's own API, chatfold for any other.
+    Auto,
+    /// chatfold, whatever the upstream.
+    Always,
+    /// The upstream: the field goes as it came.
+    Never,
+    /// The upstream, unless it rejects the field: then the request is sent
+    /// once more, without it, chatfold answering.
+    #[value(name = "on-reject")]
+    OnReject,
 }

@@ -3,14 +3,15 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use super::found::{Found, Mark, with_keys};
 use super::json::Set;
 use super::memo::{Firsts, RECALL, Reading, Readings, Recall, readings};
-use super::read::{Hit, newest_first, ranked, reading_pieces};
+use super::read::{newest_first, ranked, reading_pieces};
 use super::{Candidates, LedgerEntry, LedgerPattern, Tier, holds, is_loose, key_of, value_of};
 use crate::message::{Message, Part, Role};
 
 /// An entry's rank: its tier, then its shape's strength (0 to 3, see
-/// [`super::read::KEYED`]): a rarer, surer shape first within a tier.
+/// [`super::spans::KEYED`]): a rarer, surer shape first within a tier.
 pub(super) fn rank_of(tier: Tier, strength: u8) -> u8 {
     (tier as u8) << 2 | strength.min(3)
 }
@@ -289,9 +290,6 @@ fn replay(reading: &Reading, k: usize, enough: usize) -> (Gathering, Option<Read
 /// The strength of an entry an earlier fold listed (its tier is its own).
 const PREVIOUS: u8 = 2;
 
-/// Where a piece was read: its tier, and its turn's index.
-pub(super) type Mark = (Tier, u32);
-
 /// `found` ranked for the ledger's room: structural ids (the folded calls'
 /// own) and fragments of a longer entry left out, then the highest rank
 /// first, in the order gathered within a rank (the user's newest first,
@@ -411,35 +409,4 @@ impl Gathering {
             self.add(&f.entry, f.key, f.loose, rank_of(tier, f.rank), from);
         }
     }
-}
-
-/// An identifier found in a piece, with what is known of it once found.
-#[derive(Clone, Debug)]
-pub(super) struct Found {
-    /// Its line.
-    line: usize,
-    entry: LedgerEntry,
-    /// Its [`key_of`].
-    key: u64,
-    /// Whether it is loose ([`is_loose`]).
-    loose: bool,
-    /// Its shape's strength (see [`super::read::KEYED`]).
-    rank: u8,
-}
-
-/// `found` with each entry's [`key_of`] and looseness.
-pub(super) fn with_keys(found: Vec<Hit>) -> Vec<Found> {
-    if found.is_empty() {
-        return Vec::new();
-    }
-    found
-        .into_iter()
-        .map(|(line, entry, rank)| Found {
-            line,
-            rank,
-            key: key_of(&entry),
-            loose: is_loose(&entry),
-            entry,
-        })
-        .collect()
 }

@@ -1,7 +1,7 @@
 //! A fold's candidate entries, and a memory's kept ledger.
 
 use super::candidates::tier_of;
-use super::said::word_hash;
+use super::words::word_hash;
 use super::{LedgerEntry, Tier, entry_tokens, value_of};
 #[cfg(doc)]
 use super::{candidates, is_loose};

@@ -6,8 +6,8 @@ use std::hash::BuildHasherDefault;
 
 use super::LedgerEntry;
 use super::lists::{ID_KEY_CAMEL, ID_KEY_ENDINGS, ID_KEYS, SECRET_NAMES};
-use super::read::{Hit, matched, usable};
 use super::shape::{self, Context};
+use super::spans::{Hit, matched, usable};
 use crate::message::{Key, KeyVisitor};
 use crate::quick::Quick;
 

@@ -6,8 +6,8 @@ use std::sync::{Arc, OnceLock};
 
 use super::Candidates;
 use super::Tier;
-use super::candidates::{Found, Mark};
-use super::said::Words;
+use super::found::{Found, Mark};
+use super::words::Words;
 use crate::quick::{Quick, memo_lock};
 
 thread_local! {

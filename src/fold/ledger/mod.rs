@@ -22,6 +22,7 @@ use regex::Regex;
 
 mod candidates;
 mod entries;
+mod found;
 mod json;
 mod lists;
 mod memo;
@@ -29,6 +30,8 @@ mod read;
 mod rules;
 mod said;
 mod shape;
+mod spans;
+mod words;
 
 #[cfg(test)]
 mod tests;

@@ -33,21 +33,6 @@ const BLOCK_DOMAIN: &[u8] = b"anthropic compaction block\0";
 /// The context the items' key is derived under from the server's secret.
 const KEY_CONTEXT: &str = "chatfold serve 2026-12 compaction item";
 
-/// Who a Responses request's compaction is for, as `--responses-compaction`
-/// says.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum Mode {
-    /// `/v1/responses/compact` forwarded, answered by chatfold when the
-    /// upstream says 404; `context_management` answered by chatfold unless
-    /// the upstream is OpenAI's own API.
-    #[value(name = "on-404")]
-    On404,
-    /// chatfold answers both, whatever the upstream.
-    Always,
-    /// Both go to the upstream as they came (it compacts for itself).
-    Never,
-}
-
 /// Seals and opens chatfold's compaction items.
 #[derive(Debug)]
 pub(crate) struct Seal {

@@ -43,10 +43,8 @@ use tokio::net::TcpListener;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::RequestBodyTimeoutLayer;
 
-pub(crate) use self::compaction::Mode as CompactionMode;
 use self::layers::{Drained, Handler, LayerFn};
-pub(crate) use self::managed::Mode as ManagedMode;
-use crate::flags::ServeArgs;
+pub(crate) use crate::flags::{CompactionMode, ManagedMode, ServeArgs};
 use crate::summarizers::Chosen;
 use crate::{Failure, exit, setup};
 

@@ -32,22 +32,6 @@ const DEFAULT_CLEAR_TRIGGER: usize = 100_000;
 /// Tool uses kept when `clear_tool_uses_20250919` names no `keep`.
 const DEFAULT_KEEP: usize = 3;
 
-/// Who answers `context_management` on `/v1/messages`, as
-/// `--anthropic-context-management` says.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum Mode {
-    /// The upstream when it is Anthropic's own API, chatfold for any other.
-    Auto,
-    /// chatfold, whatever the upstream.
-    Always,
-    /// The upstream: the field goes as it came.
-    Never,
-    /// The upstream, unless it rejects the field: then the request is sent
-    /// once more, without it, chatfold answering.
-    #[value(name = "on-reject")]
-    OnReject,
-}
-
 /// What a request may hold that [`prepare`] acts on.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Rules {
