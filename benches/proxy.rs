@@ -263,12 +263,13 @@ fn big_bodies() -> (Bytes, Bytes, serde_json::Value) {
     let history = History::from(messages);
     let mut body = serde_json::json!({"model": "gpt-4o"});
     body["messages"] = history.to_json();
-    let anthropic = History::from_json_value(
-        serde_json::json!({"model": "claude", "max_tokens": 64, "messages": body["messages"]}),
-    )
-    .and_then(|h| h.convert(chatfold::Format::Anthropic))
-    .unwrap()
-    .to_json();
+    // The same turns as Anthropic text turns (its tool results as user turns).
+    let turns: Vec<serde_json::Value> = (history.messages.iter())
+        .map(|m| (if m.role == chatfold::Role::Assistant { "assistant" } else { "user" }, m.text()))
+        .filter(|(_, text)| !text.is_empty())
+        .map(|(role, text)| serde_json::json!({"role": role, "content": text}))
+        .collect();
+    let anthropic = serde_json::json!({"model": "claude", "max_tokens": 64, "messages": turns});
     (
         Bytes::from(body.to_string()),
         Bytes::from(responses.to_string()),
