@@ -265,7 +265,16 @@ fn big_bodies() -> (Bytes, Bytes, serde_json::Value) {
     body["messages"] = history.to_json();
     // The same turns as Anthropic text turns (its tool results as user turns).
     let turns: Vec<serde_json::Value> = (history.messages.iter())
-        .map(|m| (if m.role == chatfold::Role::Assistant { "assistant" } else { "user" }, m.text()))
+        .map(|m| {
+            (
+                if m.role == chatfold::Role::Assistant {
+                    "assistant"
+                } else {
+                    "user"
+                },
+                m.text(),
+            )
+        })
         .filter(|(_, text)| !text.is_empty())
         .map(|(role, text)| serde_json::json!({"role": role, "content": text}))
         .collect();

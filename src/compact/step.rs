@@ -121,12 +121,7 @@ impl<C: TokenCounter> Compactor<C> {
     /// cleared anything. `fold`: its cut, its summary message as rendered,
     /// the summarizer's text and the kept messages it cleared; `pins`: the
     /// pinned messages.
-    pub(super) fn record(
-        &self,
-        messages: &[Message],
-        fold: NewFold,
-        pins: &[usize],
-    ) {
+    pub(super) fn record(&self, messages: &[Message], fold: NewFold, pins: &[usize]) {
         let Some(cache) = &self.cache else { return };
         let (cut, message, summary, cleared) = fold;
         if message.is_none() && cleared.is_empty() {

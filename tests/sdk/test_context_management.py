@@ -15,15 +15,13 @@ Run by `.ci/run` beside tests/sdk/test_sdk.py:
 
 import json
 import os
-import subprocess
 import sys
 import threading
 
 import anthropic
 
-from test_sdk import ROOT, SUMMARY_PREFIX, Upstream, anthropic_events, anthropic_history, sse
+from test_sdk import BUDGET, ROOT, SUMMARY_PREFIX, Proxy, Upstream, anthropic_events, anthropic_history, sse
 
-BUDGET = 600
 BETAS = {"compact-2026-01-12", "context-management-2025-06-27"}
 KNOWN_BLOCKS = {"text", "image", "document", "tool_use", "tool_result", "thinking", "redacted_thinking"}
 COMPACT = {"edits": [{"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 50000}}]}
@@ -64,22 +62,6 @@ def install(upstream):
                           "usage": {"input_tokens": 10, "output_tokens": 5}})
 
     handler.do_POST = do_POST
-
-
-class Proxy:
-    def __init__(self, binary, upstream, *flags):
-        self.process = subprocess.Popen(
-            [binary, "serve", "--listen", "127.0.0.1:0", "--upstream", upstream, "--budget", str(BUDGET), *flags],
-            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
-        line = self.process.stderr.readline()
-        prefix = "chatfold serve: listening on "
-        assert line.startswith(prefix), line
-        self.url = line[len(prefix):].strip()
-        threading.Thread(target=lambda: [None for _ in self.process.stderr], daemon=True).start()
-
-    def stop(self):
-        self.process.terminate()
-        assert self.process.wait(timeout=60) == 0
 
 
 def thinking_history(turns):

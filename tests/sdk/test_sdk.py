@@ -332,9 +332,9 @@ def check_anthropic_request(body):
 
 
 class Proxy:
-    def __init__(self, binary, upstream):
+    def __init__(self, binary, upstream, *flags):
         self.process = subprocess.Popen(
-            [binary, "serve", "--listen", "127.0.0.1:0", "--upstream", upstream, "--budget", str(BUDGET)],
+            [binary, "serve", "--listen", "127.0.0.1:0", "--upstream", upstream, "--budget", str(BUDGET), *flags],
             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
         line = self.process.stderr.readline()
         prefix = "chatfold serve: listening on "

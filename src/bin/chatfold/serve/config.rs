@@ -53,21 +53,18 @@ impl Upstream {
     /// Whether this is Anthropic's own API, which answers its own
     /// `context_management` and reads its own compaction blocks.
     pub(crate) fn is_anthropic(&self) -> bool {
-        let host = self
-            .authority
-            .rsplit_once(':')
-            .map_or(self.authority.as_str(), |(h, _)| h);
-        host.eq_ignore_ascii_case("api.anthropic.com")
+        self.host().eq_ignore_ascii_case("api.anthropic.com")
+    }
+
+    /// The host, without its port.
+    fn host(&self) -> &str {
+        (self.authority.rsplit_once(':')).map_or(self.authority.as_str(), |(h, _)| h)
     }
 
     /// Whether this is OpenAI's own API, which reads its own compaction
     /// items and answers `context_management`.
     pub(crate) fn is_openai(&self) -> bool {
-        let host = self
-            .authority
-            .rsplit_once(':')
-            .map_or(self.authority.as_str(), |(h, _)| h);
-        host.eq_ignore_ascii_case("api.openai.com")
+        self.host().eq_ignore_ascii_case("api.openai.com")
     }
 
     /// The same base, read as one that holds the API's version (OpenAI's).

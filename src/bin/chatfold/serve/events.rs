@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use super::upstream::Body;
 
 /// What is done to each event of a stream.
-pub(crate) trait Rewrite: Send + Unpin + 'static {
+pub(crate) trait Rewrite: Send + Sync + Unpin + 'static {
     /// Writes to `out` the events to send for one upstream event: its
     /// name (`event:`), and its data read as a JSON object.
     fn rewrite(&mut self, name: Option<&str>, data: Map<String, Value>, out: &mut Vec<u8>);

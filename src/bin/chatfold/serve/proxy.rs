@@ -16,6 +16,7 @@ use hyper::{Request, Response, StatusCode, Version};
 
 use super::compaction::{self, Rules};
 use super::errors::ApiError;
+use super::events::{Events, Rewrite};
 use super::fold::{Folded, Limits, Outcome};
 use super::managed;
 use super::route::{Dispatched, Route};
@@ -261,10 +262,18 @@ async fn exchange(
     };
     let mut response = forward(app, parts, (body, true), rewritten, upstream).await?;
     if let Some(item) = item {
-        response = with_item(app, response, item).await;
+        // The Responses answer gets the item first in its output.
+        let body = |bytes: &[u8]| compaction::with_item_in_output(bytes, &item);
+        let events = compaction::WithItem::new(item.clone());
+        response = decorated(app, response, Format::Responses, body, events).await;
     }
     if block.is_some() || !prepared.applied.is_empty() {
-        response = with_block(app, response, block, prepared.applied).await;
+        // The Messages answer gets the block first in its content, the
+        // clearing in its context_management.
+        let applied = prepared.applied;
+        let body = |bytes: &[u8]| managed::decorated(bytes, block.as_ref(), &applied);
+        let events = managed::Decorated::new(block.clone(), applied.clone());
+        response = decorated(app, response, Format::Anthropic, body, events).await;
     }
     ours(response.headers_mut(), &outcome);
     response.extensions_mut().insert(outcome);
@@ -301,42 +310,6 @@ fn answered_betas(headers: &mut hyper::HeaderMap) {
     }
 }
 
-/// The upstream's successful Messages answer with chatfold's compaction
-/// `block` first in its content and the `applied` edits in its
-/// `context_management`: in the JSON body, or in the events of a stream.
-/// An answer in another shape (an error, an encoded body) goes as it came.
-async fn with_block(
-    app: &App,
-    response: Response<Body>,
-    block: Option<serde_json::Value>,
-    applied: Vec<serde_json::Value>,
-) -> Response<Body> {
-    let headers = response.headers();
-    if !response.status().is_success() || headers.contains_key(hyper::header::CONTENT_ENCODING) {
-        return response;
-    }
-    let streamed = headers
-        .get(hyper::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|kind| kind.starts_with("text/event-stream"));
-    let (mut parts, body) = response.into_parts();
-    if streamed {
-        let events = super::events::Events::new(body, managed::Decorated::new(block, applied));
-        return Response::from_parts(parts, events.boxed());
-    }
-    let read = tokio::time::timeout(app.config.upstream_timeout, body.collect()).await;
-    let Ok(Ok(collected)) = read else {
-        parts.status = StatusCode::BAD_GATEWAY;
-        parts.headers.remove(hyper::header::CONTENT_LENGTH);
-        let error = ApiError::new(StatusCode::BAD_GATEWAY, "the upstream's answer broke off");
-        return Response::from_parts(parts, full(error.body(Format::Anthropic)));
-    };
-    let bytes = collected.to_bytes();
-    let body = managed::decorated(&bytes, block.as_ref(), &applied).map_or_else(|| full(bytes), full);
-    parts.headers.remove(hyper::header::CONTENT_LENGTH);
-    Response::from_parts(parts, body)
-}
-
 /// chatfold's compaction item for `tenant`, standing for the input items
 /// of the body `sent` upstream.
 fn compaction_item(app: &App, tenant: &str, sent: &[u8]) -> serde_json::Value {
@@ -349,10 +322,17 @@ fn compaction_item(app: &App, tenant: &str, sent: &[u8]) -> serde_json::Value {
     app.folding.seal.item(tenant, items)
 }
 
-/// The upstream's successful Responses answer with `item` first in its
-/// output: in the JSON body, or in the events of a stream. An answer in
-/// another shape (an error, an encoded body) goes as it came.
-async fn with_item(app: &App, response: Response<Body>, item: serde_json::Value) -> Response<Body> {
+/// The upstream's successful answer with what chatfold adds to it: in a
+/// JSON body by `body` (its bytes rewritten, `None`: not the expected
+/// shape), in the events of a stream by `events`. An answer in another
+/// shape (an error, an encoded body) goes as it came.
+async fn decorated<R: Rewrite>(
+    app: &App,
+    response: Response<Body>,
+    format: Format,
+    body: impl FnOnce(&[u8]) -> Option<Vec<u8>>,
+    events: R,
+) -> Response<Body> {
     let headers = response.headers();
     if !response.status().is_success() || headers.contains_key(hyper::header::CONTENT_ENCODING) {
         return response;
@@ -361,22 +341,21 @@ async fn with_item(app: &App, response: Response<Body>, item: serde_json::Value)
         .get(hyper::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|kind| kind.starts_with("text/event-stream"));
-    let (mut parts, body) = response.into_parts();
+    let (mut parts, answer) = response.into_parts();
     if streamed {
-        let events = super::events::Events::new(body, compaction::WithItem::new(item));
-        return Response::from_parts(parts, events.boxed());
+        return Response::from_parts(parts, Events::new(answer, events).boxed());
     }
-    let read = tokio::time::timeout(app.config.upstream_timeout, body.collect()).await;
+    let read = tokio::time::timeout(app.config.upstream_timeout, answer.collect()).await;
     let Ok(Ok(collected)) = read else {
         parts.status = StatusCode::BAD_GATEWAY;
         parts.headers.remove(hyper::header::CONTENT_LENGTH);
         let error = ApiError::new(StatusCode::BAD_GATEWAY, "the upstream's answer broke off");
-        return Response::from_parts(parts, full(error.body(Format::Responses)));
+        return Response::from_parts(parts, full(error.body(format)));
     };
     let bytes = collected.to_bytes();
-    let body = compaction::with_item_in_output(&bytes, &item).map_or_else(|| full(bytes), full);
+    let rewritten = body(&bytes).map_or_else(|| full(bytes), full);
     parts.headers.remove(hyper::header::CONTENT_LENGTH);
-    Response::from_parts(parts, body)
+    Response::from_parts(parts, rewritten)
 }
 
 /// `POST /v1/responses/compact`: forwarded, or answered by chatfold for
