@@ -20,7 +20,7 @@ import threading
 
 import anthropic
 
-from test_sdk import BUDGET, ROOT, SUMMARY_PREFIX, Proxy, Upstream, anthropic_events, anthropic_history, sse
+from test_sdk import BUDGET, ROOT, SUMMARY_PREFIX, Proxy, Tests, Upstream, anthropic_events, anthropic_history, sse
 
 BETAS = {"compact-2026-01-12", "context-management-2025-06-27"}
 KNOWN_BLOCKS = {"text", "image", "document", "tool_use", "tool_result", "thinking", "redacted_thinking"}
@@ -97,16 +97,7 @@ def main():
     proxy = Proxy(binary, upstream.url)
     an = anthropic.Anthropic(base_url=proxy.url, api_key="sk-ant-tenant-a", max_retries=0)
     other = anthropic.Anthropic(base_url=proxy.url, api_key="sk-ant-tenant-b", max_retries=0)
-    failures = 0
-
-    def test(fn):
-        nonlocal failures
-        try:
-            fn()
-            print("ok   %s" % fn.__name__)
-        except Exception as e:  # noqa: BLE001 - every failure is reported, then the next test runs
-            failures += 1
-            print("FAIL %s: %r" % (fn.__name__, e))
+    test = Tests()
 
     def compacted(client=an, **extra):
         messages = anthropic_history(30)
@@ -245,7 +236,7 @@ def main():
             raise AssertionError("the upstream's refusal was not passed on")
 
     passing.stop()
-    if failures:
+    if test.failures:
         sys.exit(1)
     print("all context-management tests passed")
 

@@ -348,6 +348,24 @@ class Proxy:
         assert self.process.wait(timeout=60) == 0
 
 
+class Tests:
+    """Runs each function it decorates at once, printing its name and
+    whether it passed; counts the failures (every one is reported, then the
+    next test runs)."""
+
+    def __init__(self):
+        self.failures = 0
+
+    def __call__(self, fn):
+        try:
+            fn()
+            print("ok   %s" % fn.__name__)
+        except Exception as e:  # noqa: BLE001
+            self.failures += 1
+            print("FAIL %s: %r" % (fn.__name__, e))
+        return fn
+
+
 def last_seen(upstream):
     path, headers, raw = upstream.seen[-1]
     return path, headers, json.loads(raw)
@@ -361,16 +379,7 @@ def main():
     proxy = Proxy(binary, upstream.url)
     oa = openai.OpenAI(base_url=proxy.url + "/v1", api_key="sk-test-openai", max_retries=0)
     an = anthropic.Anthropic(base_url=proxy.url, api_key="sk-ant-test", max_retries=0)
-    failures = 0
-
-    def test(fn):
-        nonlocal failures
-        try:
-            fn()
-            print("ok   %s" % fn.__name__)
-        except Exception as e:  # noqa: BLE001 - every failure is reported, then the next test runs
-            failures += 1
-            print("FAIL %s: %r" % (fn.__name__, e))
+    test = Tests()
 
     @test
     def openai_small_request_passes_untouched():
@@ -687,8 +696,8 @@ def main():
 
     proxy.stop()
     upstream.shutdown()
-    if failures:
-        print("%d SDK test(s) failed" % failures)
+    if test.failures:
+        print("%d SDK test(s) failed" % test.failures)
         sys.exit(1)
     print("all SDK tests passed")
 
