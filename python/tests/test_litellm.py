@@ -83,6 +83,13 @@ class Handler(BaseHTTPRequestHandler):
             return self.send({"id": "msg_1", "type": "message", "role": "assistant", "model": body["model"],
                               "content": [{"type": "text", "text": "Look at host-7."}], "stop_reason": "end_turn",
                               "stop_sequence": None, "usage": {"input_tokens": 5, "output_tokens": 3}})
+        if self.path.endswith("/responses"):
+            return self.send({"id": "resp_1", "object": "response", "created_at": 1, "status": "completed",
+                              "model": body["model"], "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
+                              "output": [{"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+                                          "content": [{"type": "output_text", "text": "Look at host-7.",
+                                                       "annotations": []}]}],
+                              "usage": {"input_tokens": 5, "output_tokens": 3, "total_tokens": 8}})
         self.send({"error": {"message": "unknown path " + self.path}}, 404)
 
     def stream(self, body: Dict[str, Any]) -> None:
@@ -175,6 +182,12 @@ def test_the_sdk_compacts_long_histories_and_passes_short_ones(upstream: Upstrea
         body = upstream.last("/messages")
         check_anthropic(body)
         assert PREFIX in json.dumps(body.get("system")) + json.dumps(body["messages"][0])
+        items = [{"role": m["role"], "content": m["content"]} for m in openai_history(40)
+                 if m["role"] in ("user", "assistant") and m.get("content")]
+        asyncio.run(litellm.aresponses(model="openai/fake", input=items, api_base=upstream.url + "/v1", api_key="x"))
+        sent = upstream.last("/responses")["input"]
+        assert len(sent) < len(items) and PREFIX in json.dumps(sent)
+        assert sent[-1]["content"] == items[-1]["content"]
     finally:
         litellm.callbacks = []
 
