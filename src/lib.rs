@@ -252,7 +252,9 @@
 //! past its `trigger` (or the budget, whichever is smaller) and the answer
 //! (or its stream: `content_block_start`, one `compaction_delta`,
 //! `content_block_stop`) opens with a `compaction` block: its `content` the
-//! summary, its `encrypted_content` sealed as the Responses items are. Sent
+//! summary, its `encrypted_content` sealed as the Responses items are
+//! (with `pause_after_compaction`, the answer is that block alone, stopped
+//! for `compaction`, and the upstream is not called). Sent
 //! back, the block stands for everything before it: chatfold puts back the
 //! messages that went upstream for it, then what follows the block. A
 //! forged, altered or foreign block gets a 400 in Anthropic's shape;

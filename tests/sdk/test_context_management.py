@@ -172,6 +172,28 @@ def main():
         assert body["stream"] is True
 
     @test
+    def a_paused_compaction_answers_with_the_block_alone():
+        pause = {"edits": [dict(COMPACT["edits"][0], pause_after_compaction=True)]}
+        before = len(upstream.seen)
+        message = an.beta.messages.create(model="claude-test", max_tokens=256, messages=anthropic_history(30),
+                                          betas=["compact-2026-01-12"], context_management=pause)
+        assert message.stop_reason == "compaction" and [b.type for b in message.content] == ["compaction"]
+        with an.beta.messages.stream(model="claude-test", max_tokens=256, messages=anthropic_history(30),
+                                     betas=["compact-2026-01-12"], context_management=pause) as stream:
+            final = stream.get_final_message()
+        assert final.stop_reason == "compaction" and final.content[0].content.startswith(SUMMARY_PREFIX)
+        assert len(upstream.seen) == before, "a paused compaction called the upstream"
+        # Sent back with the next turn, the block stands for the history.
+        later = [{"role": "assistant", "content": [message.content[0].model_dump(exclude_none=True)]},
+                 {"role": "user", "content": "Go on."}]
+        an.beta.messages.create(model="claude-test", max_tokens=64, messages=later,
+                                betas=["compact-2026-01-12"], context_management=COMPACT)
+        headers, body = sent(upstream)
+        check_clean(headers, body)
+        assert body["messages"][-1] == {"role": "user", "content": "Go on."}
+        assert body["messages"][0]["role"] == "user"
+
+    @test
     def clearing_follows_anthropics_parameters():
         edits = [{"type": "clear_thinking_20251015", "keep": {"type": "thinking_turns", "value": 1}},
                  {"type": "clear_tool_uses_20250919", "trigger": {"type": "input_tokens", "value": 100},

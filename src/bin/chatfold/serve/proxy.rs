@@ -160,6 +160,8 @@ struct Asked {
     answered: bool,
     /// The client's system blocks (a compaction block's payload is measured against them).
     system_blocks: usize,
+    /// Whether a compaction answers alone (`pause_after_compaction`).
+    pause: bool,
 }
 
 /// One exchange with the upstream for a chat request read whole: its
@@ -198,6 +200,7 @@ async fn exchange(
                 applied: p.applied,
                 answered: p.answered,
                 system_blocks: p.system_blocks,
+                pause: p.pause,
             }
         }
         _ => Asked::default(),
@@ -246,6 +249,31 @@ async fn exchange(
         .and_then(|(sent, tenant)| {
             managed::block(&folding.seal, tenant, sent, prepared.system_blocks, prefix)
         });
+    if let (Some(block), true) = (&block, prepared.pause) {
+        // pause_after_compaction: the block alone, stopped for `compaction`.
+        let sent: serde_json::Value = body
+            .as_deref()
+            .and_then(|b| serde_json::from_slice(b).ok())
+            .unwrap_or_default();
+        let model = sent
+            .get("model")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default();
+        let streamed = sent.get("stream").and_then(serde_json::Value::as_bool) == Some(true);
+        let kind = if streamed {
+            "text/event-stream"
+        } else {
+            "application/json"
+        };
+        let mut response = plain(
+            StatusCode::OK,
+            kind,
+            managed::paused(block, model, streamed).into(),
+        );
+        ours(response.headers_mut(), &outcome);
+        response.extensions_mut().insert(outcome);
+        return Ok(response);
+    }
     let (body, rewritten) = match body {
         Some(compacted) => {
             let len = compacted.len();

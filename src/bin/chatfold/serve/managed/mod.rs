@@ -49,6 +49,9 @@ pub(crate) struct Prepared {
     pub(crate) body: Option<Vec<u8>>,
     /// The compaction threshold of a `compact_20260112` chatfold answers.
     pub(crate) threshold: Option<usize>,
+    /// Whether a compaction answers alone (`pause_after_compaction`): the
+    /// compaction block, with the stop reason `compaction`.
+    pub(crate) pause: bool,
     /// The clearing edits applied, as Anthropic reports them.
     pub(crate) applied: Vec<Value>,
     /// Whether chatfold answered the field (its beta values then leave the header).
@@ -63,6 +66,7 @@ pub(crate) struct Prepared {
 #[derive(Debug, Default)]
 struct Asked {
     compact: Option<usize>,
+    pause: bool,
     tools: Option<ClearTools>,
     thinking: Option<usize>,
 }
@@ -136,6 +140,7 @@ fn take_edits(body: &mut Map<String, Value>) -> Result<Option<Asked>, ApiError> 
             Some("compact_20260112") => {
                 let trigger = sized(edit.get("trigger"), &["input_tokens"], "trigger")?;
                 asked.compact = Some(trigger.map_or(DEFAULT_TRIGGER, |(_, n)| n));
+                asked.pause = edit.get("pause_after_compaction").and_then(Value::as_bool) == Some(true);
             }
             Some("clear_thinking_20251015") => {
                 asked.thinking = Some(match edit.get("keep") {
@@ -209,6 +214,7 @@ pub(crate) fn prepare(
         if let Some(asked) = take_edits(&mut body)? {
             prepared.answered = true;
             prepared.threshold = asked.compact;
+            prepared.pause = asked.pause;
             prepared.applied = clear(&mut body, &asked, counter)?;
             changed = true;
         }
@@ -509,6 +515,35 @@ pub(crate) fn decorated(body: &[u8], block: Option<&Value>, applied: &[Value]) -
         fields.insert("context_management".to_owned(), json!({"applied_edits": applied}));
     }
     Some(answer.to_string().into_bytes())
+}
+
+/// The answer to a request that compacted with `pause_after_compaction`,
+/// made by chatfold (the upstream is not called): the compaction `block`
+/// alone, stopped for `compaction`; as a JSON body, or as the events of a
+/// stream when the request asked for one.
+pub(crate) fn paused(block: &Value, model: &str, streamed: bool) -> Vec<u8> {
+    let message = json!({"id": "msg_chatfold_compaction", "type": "message", "role": "assistant", "model": model,
+        "content": [block], "stop_reason": "compaction", "stop_sequence": null,
+        "usage": {"input_tokens": 0, "output_tokens": 0}});
+    if !streamed {
+        return message.to_string().into_bytes();
+    }
+    let mut out = Vec::new();
+    let mut start = message.clone();
+    start["content"] = json!([]);
+    start["stop_reason"] = Value::Null;
+    write_event(
+        &mut out,
+        Some("message_start"),
+        &json!({"type": "message_start", "message": start}),
+    );
+    let mut decorated = Decorated::new(Some(block.clone()), Vec::new());
+    decorated.announce(&mut out);
+    let delta = json!({"type": "message_delta", "delta": {"stop_reason": "compaction", "stop_sequence": null},
+        "usage": {"output_tokens": 0}});
+    write_event(&mut out, Some("message_delta"), &delta);
+    write_event(&mut out, Some("message_stop"), &json!({"type": "message_stop"}));
+    out
 }
 
 /// A streamed Messages answer with chatfold's compaction block as its
