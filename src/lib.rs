@@ -384,8 +384,8 @@ pub use count::Tiktoken;
 pub use count::{Heuristic, NamedCounter, TokenCounter};
 pub use error::{BoxError, Error, Result};
 pub use fold::{
-    ClearThinking, ClearToolResults, DEFAULT_SUMMARY_PREFIX, FoldPolicy, LEDGER_HEADING, LedgerEntry,
-    LedgerPattern, Pin, PinPredicate,
+    ClearInputs, ClearThinking, ClearToolResults, DEFAULT_SUMMARY_PREFIX, FoldPolicy, LEDGER_HEADING,
+    LedgerEntry, LedgerPattern, Pin, PinPredicate,
 };
 pub use history::{Breakpoints, Format, History, MAX_BREAKPOINTS, Placement};
 pub use message::{Content, CustomRole, Message, Part, Role, ToolCall};

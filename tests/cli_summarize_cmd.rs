@@ -288,35 +288,26 @@ fn cache_dir_makes_a_repeated_transcript_cost_one_summarizer_call() {
     let calls = dir.join("calls");
     let cmd = format!("echo call >> {}; echo 'The SRE session so far.'", calls.display());
     let cache = dir.join("cache");
-    let args = |extra: &[&str]| {
-        let mut a = vec![
+    // One run with the cache, its report written to `report`.
+    let compact = |report: &str| {
+        let report = dir.join(report);
+        let args = [
             "compact",
             "--budget",
             "2000",
             "--summarize-cmd",
             cmd.as_str(),
             "--cache-dir",
+            cache.to_str().unwrap(),
+            "--report",
+            report.to_str().unwrap(),
+            "examples/history.json",
         ];
-        a.push(cache.to_str().unwrap());
-        a.extend_from_slice(extra);
-        a.push("examples/history.json");
-        a.into_iter().map(str::to_owned).collect::<Vec<_>>()
+        run(&args, b"")
     };
-    let first = run(
-        &args(&["--report", dir.join("r1.json").to_str().unwrap()])
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
-        b"",
-    );
+    let first = compact("r1.json");
     assert!(first.status.success(), "{}", stderr(&first));
-    let second = run(
-        &args(&["--report", dir.join("r2.json").to_str().unwrap()])
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
-        b"",
-    );
+    let second = compact("r2.json");
     assert!(second.status.success(), "{}", stderr(&second));
     assert_eq!(first.stdout, second.stdout);
     assert_eq!(std::fs::read_to_string(&calls).unwrap().lines().count(), 1);

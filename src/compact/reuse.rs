@@ -4,7 +4,7 @@ use super::{Cache, Compactor, Reuse};
 use crate::cache::{Chain, Link, Setting};
 use crate::count::TokenCounter;
 use crate::fold::units;
-use crate::fold::{ClearToolResults, FoldPolicy};
+use crate::fold::{ClearInputs, ClearToolResults, FoldPolicy};
 use crate::message::Message;
 
 /// How many unit boundaries up to the cut are asked for a cached summary
@@ -51,6 +51,7 @@ impl<C> Compactor<C> {
                 keep_recent,
                 min_tokens,
                 exclude,
+                clear_inputs,
             }) => {
                 settings.extend([
                     Word(1),
@@ -59,6 +60,16 @@ impl<C> Compactor<C> {
                     Word(exclude.len() as u64),
                 ]);
                 settings.extend(exclude.iter().map(|tool| Text(tool)));
+                // The inputs cleared, only when any are (older keys stand).
+                match clear_inputs {
+                    ClearInputs::None => {}
+                    ClearInputs::All => settings.push(Text("clear all inputs")),
+                    ClearInputs::Of(tools) => {
+                        settings.push(Text("clear inputs of"));
+                        settings.push(Word(tools.len() as u64));
+                        settings.extend(tools.iter().map(|tool| Text(tool)));
+                    }
+                }
             }
         }
         settings.push(Maybe(self.max_fold_input_tokens));

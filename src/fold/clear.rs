@@ -26,6 +26,7 @@ const PLACEHOLDER_IDENTIFIERS: usize = 8;
 /// let c = ClearToolResults::new();
 /// assert_eq!((c.keep_recent, c.min_tokens), (3, 200));
 /// assert!(c.exclude.is_empty());
+/// assert_eq!(c.clear_inputs, chatfold::ClearInputs::None);
 /// let c = c.keep_recent(1).min_tokens(50).exclude("memory");
 /// assert_eq!(c.exclude, ["memory"]);
 /// ```
@@ -38,6 +39,34 @@ pub struct ClearToolResults {
     pub min_tokens: usize,
     /// Tools whose results are never cleared.
     pub exclude: Vec<String>,
+    /// Whose calls lose their input too when their result is cleared
+    /// (Anthropic's `clear_tool_inputs`); none by default.
+    pub clear_inputs: ClearInputs,
+}
+
+/// Whose calls' inputs [`ClearToolResults`] clears with their results: the
+/// call's `arguments` (a block's `input`) become `{}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ClearInputs {
+    /// No call's.
+    #[default]
+    None,
+    /// Every cleared result's call.
+    All,
+    /// The calls of these tools.
+    Of(Vec<String>),
+}
+
+impl ClearInputs {
+    /// Whether a call of the tool `name` loses its input.
+    fn applies(&self, name: &str) -> bool {
+        match self {
+            ClearInputs::None => false,
+            ClearInputs::All => true,
+            ClearInputs::Of(tools) => tools.iter().any(|t| t == name),
+        }
+    }
 }
 
 impl Default for ClearToolResults {
@@ -53,6 +82,7 @@ impl ClearToolResults {
             keep_recent: 3,
             min_tokens: 200,
             exclude: Vec::new(),
+            clear_inputs: ClearInputs::None,
         }
     }
 
@@ -71,6 +101,30 @@ impl ClearToolResults {
     /// Never clear the results of the tool `name`.
     pub fn exclude(mut self, name: impl Into<String>) -> Self {
         self.exclude.push(name.into());
+        self
+    }
+
+    /// Clear the inputs of `inputs`' calls with their results.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chatfold::{ClearInputs, ClearToolResults, Heuristic, Message, ToolCall};
+    ///
+    /// let history = vec![
+    ///     Message::assistant_tool_calls(vec![ToolCall::new("c1", "write_file", r#"{"body": "long text"}"#)]),
+    ///     Message::tool("written", "c1"),
+    ///     Message::user("thanks"),
+    /// ];
+    /// let clearing = ClearToolResults::new().keep_recent(0).min_tokens(0);
+    /// let (cleared, _) = clearing.clone().clear_inputs(ClearInputs::All).clear(&history, &Heuristic).unwrap();
+    /// assert_eq!(cleared[0].tool_calls[0].arguments, "{}");
+    /// let of_others = clearing.clear_inputs(ClearInputs::Of(vec!["search".into()]));
+    /// let (kept, _) = of_others.clear(&history, &Heuristic).unwrap();
+    /// assert_eq!(kept[0], history[0]);
+    /// ```
+    pub fn clear_inputs(mut self, inputs: ClearInputs) -> Self {
+        self.clear_inputs = inputs;
         self
     }
 
@@ -146,6 +200,11 @@ impl ClearToolResults {
                 (Some(k), Some(Content::Parts(parts))) => parts[k].set_result_content(placeholder),
                 (Some(_), Some(Content::Item(item))) => item.set_result_content(placeholder),
                 (_, content) => *content = Some(Content::Text(placeholder)),
+            }
+            if let Some(id) = id.filter(|_| self.clear_inputs.applies(name)) {
+                if let Some(j) = copy[..i].iter().rposition(|m| m.call_name(id).is_some()) {
+                    copy[j].clear_call_input(id);
+                }
             }
             if cleared.last() != Some(&i) {
                 cleared.push(i);

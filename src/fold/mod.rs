@@ -29,7 +29,7 @@ pub(crate) mod policy;
 pub(crate) mod request;
 pub(crate) mod units;
 
-pub use clear::{ClearThinking, ClearToolResults};
+pub use clear::{ClearInputs, ClearThinking, ClearToolResults};
 pub use ledger::{LEDGER_HEADING, LedgerEntry, LedgerPattern};
 pub use pins::{Pin, PinPredicate};
 pub use policy::{DEFAULT_SUMMARY_PREFIX, FoldPolicy};

@@ -519,6 +519,21 @@ impl Message {
         })
     }
 
+    /// Empties the input of its call `id` (its `arguments`, `"{}"`; a
+    /// block's or an item's `input` or `arguments`).
+    pub(crate) fn clear_call_input(&mut self, id: &str) {
+        for call in self.tool_calls.iter_mut().filter(|c| c.id == id) {
+            call.arguments = "{}".to_owned();
+        }
+        match &mut self.content {
+            Some(Content::Parts(parts)) => {
+                (parts.iter_mut().filter(|p| p.call_id() == Some(id))).for_each(Part::clear_call_input)
+            }
+            Some(Content::Item(item)) if item.call_id() == Some(id) => item.clear_call_input(),
+            _ => {}
+        }
+    }
+
     /// Whether the message makes a tool call ([`call_ids`](Self::call_ids)).
     pub fn makes_calls(&self) -> bool {
         !self.tool_calls.is_empty() || self.parts().iter().any(|p| p.call_id().is_some())

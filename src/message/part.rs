@@ -255,6 +255,22 @@ impl Part {
         }
     }
 
+    /// Empties the input of the call this part makes: a `tool_use` block's
+    /// `input` becomes `{}`, a `*_call` item's `arguments` `"{}"`.
+    pub(crate) fn clear_call_input(&mut self) {
+        if self.call_id().is_none() {
+            return;
+        }
+        if let Value::Object(map) = &mut self.0 {
+            if map.contains_key("input") {
+                map.insert("input".to_owned(), Value::Object(serde_json::Map::new()));
+            }
+            if map.contains_key("arguments") {
+                map.insert("arguments".to_owned(), Value::String("{}".to_owned()));
+            }
+        }
+    }
+
     /// A tool call block's `input` (Anthropic's `tool_use` and its kin).
     pub(crate) fn tool_input(&self) -> Option<&Value> {
         matches!(self.kind(), Some("tool_use" | "server_tool_use" | "mcp_tool_use"))

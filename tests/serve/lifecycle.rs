@@ -63,15 +63,7 @@ async fn health_and_metrics_are_the_proxys_own() {
     .await;
     let health = send("GET", &proxy.url("/healthz"), &[], "").await;
     assert_eq!(health.status(), 200);
-    let metrics = send("GET", &proxy.url("/metrics"), &[], "").await;
-    let text = String::from_utf8(
-        http_body_util::BodyExt::collect(metrics.into_body())
-            .await
-            .unwrap()
-            .to_bytes()
-            .to_vec(),
-    )
-    .unwrap();
+    let text = crate::proxy::metrics(&proxy).await;
     for line in [
         "chatfold_requests_total{route=\"chat_completions\",status=\"200\"} 2",
         "chatfold_requests_total{route=\"healthz\",status=\"200\"} 1",

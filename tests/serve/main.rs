@@ -196,12 +196,10 @@ async fn an_openai_body_over_budget_is_compacted_into_a_valid_request() {
     assert_eq!(answer.status, 200, "{:?}", answer.body);
     assert_eq!(answer.header("x-chatfold-summarized"), Some("true"));
     assert_eq!(answer.header("x-chatfold-cache"), Some("miss"));
-    let after: usize = answer.header("x-chatfold-tokens-after").unwrap().parse().unwrap();
-    let before: usize = answer
-        .header("x-chatfold-tokens-before")
-        .unwrap()
-        .parse()
-        .unwrap();
+    let (after, before) = (
+        answer.tokens("x-chatfold-tokens-after"),
+        answer.tokens("x-chatfold-tokens-before"),
+    );
     // Every message counted: the count before is the history's.
     assert!(after <= 400, "{before} -> {after}");
     assert_eq!(before, tokens(&body));

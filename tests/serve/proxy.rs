@@ -116,6 +116,20 @@ impl Answer {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).map(|v| v.to_str().unwrap())
     }
+
+    /// A token count the proxy's header `name` says (`x-chatfold-tokens-after`).
+    pub fn tokens(&self, name: &str) -> usize {
+        self.header(name)
+            .unwrap_or_else(|| panic!("no {name}"))
+            .parse()
+            .unwrap()
+    }
+}
+
+/// The proxy's `/metrics`, as text.
+pub async fn metrics(proxy: &Proxy) -> String {
+    let response = send("GET", &proxy.url("/metrics"), &[], "").await;
+    String::from_utf8(response.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap()
 }
 
 pub fn client() -> Client<HttpConnector, Full<Bytes>> {

@@ -35,36 +35,15 @@ async fn budgets_come_from_the_header_the_model_rules_and_the_default() {
     );
     let asked = chat(body.clone(), &[("x-chatfold-budget", "500")]).await;
     assert_eq!(summarized(&asked).as_deref(), Some("true"));
-    assert!(
-        asked
-            .header("x-chatfold-tokens-after")
-            .unwrap()
-            .parse::<usize>()
-            .unwrap()
-            <= 500
-    );
+    assert!(asked.tokens("x-chatfold-tokens-after") <= 500);
     body["model"] = json!("gpt-4o-mini-2024-07-18");
     let ruled = chat(body.clone(), &[]).await;
-    assert!(
-        ruled
-            .header("x-chatfold-tokens-after")
-            .unwrap()
-            .parse::<usize>()
-            .unwrap()
-            <= 300
-    );
+    assert!(ruled.tokens("x-chatfold-tokens-after") <= 300);
     // A window less the reply's reserve.
     body["model"] = json!("small-model");
     body["max_completion_tokens"] = json!(1000);
     let windowed = chat(body.clone(), &[]).await;
-    assert!(
-        windowed
-            .header("x-chatfold-tokens-after")
-            .unwrap()
-            .parse::<usize>()
-            .unwrap()
-            <= 300
-    );
+    assert!(windowed.tokens("x-chatfold-tokens-after") <= 300);
     // The tools' schemas take room of the window too.
     let schema = json!({"type": "object", "properties": {"query": {"type": "string", "description": "words ".repeat(100)}}});
     let tools = json!([{"type": "function", "function": {"name": "search", "parameters": schema}}]);
@@ -75,11 +54,7 @@ async fn budgets_come_from_the_header_the_model_rules_and_the_default() {
     body["max_completion_tokens"] = json!(1000 - tools_tokens);
     body["tools"] = tools;
     let schemas = chat(body.clone(), &[]).await;
-    let after = schemas
-        .header("x-chatfold-tokens-after")
-        .unwrap()
-        .parse::<usize>()
-        .unwrap();
+    let after = schemas.tokens("x-chatfold-tokens-after");
     assert!(after <= 300, "{after}");
     assert_eq!(up.seen().last().unwrap().json()["tools"], body["tools"]);
     body["max_completion_tokens"] = json!(5000);

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::proxy::{self, Proxy, post, send};
+use crate::proxy::{self, Proxy, post};
 use crate::redis_server;
 use crate::upstream::{Reply, Seen, Upstream};
 use crate::{check_openai, ok_upstream, openai_body};
@@ -37,15 +37,7 @@ async fn a_failing_summarizer_still_serves_with_the_extractive_fallback() {
             .starts_with("extractive")
     );
     check_openai(&up.seen()[0].json());
-    let metrics = send("GET", &proxy.url("/metrics"), &[], "").await;
-    let text = String::from_utf8(
-        http_body_util::BodyExt::collect(metrics.into_body())
-            .await
-            .unwrap()
-            .to_bytes()
-            .to_vec(),
-    )
-    .unwrap();
+    let text = crate::proxy::metrics(&proxy).await;
     assert!(text.contains("chatfold_summarizer_failures_total 1"), "{text}");
     assert!(text.contains("chatfold_fallbacks_total 1"), "{text}");
 }

@@ -13,7 +13,7 @@
 //! adds), so that the next request goes upstream as those messages, then
 //! whatever follows the block.
 
-use chatfold::{ClearThinking, ClearToolResults, History, NamedCounter, TokenCounter};
+use chatfold::{ClearInputs, ClearThinking, ClearToolResults, History, NamedCounter, TokenCounter};
 use hyper::StatusCode;
 use serde_json::{Map, Value, json};
 
@@ -80,20 +80,13 @@ struct ClearTools {
     clear_at_least: Option<usize>,
     exclude: Vec<String>,
     /// Whether the cleared uses' inputs are cleared too (all, or these tools').
-    inputs: Inputs,
+    inputs: ClearInputs,
 }
 
 #[derive(Debug)]
 enum Trigger {
     InputTokens(usize),
     ToolUses(usize),
-}
-
-#[derive(Debug)]
-enum Inputs {
-    None,
-    All,
-    Of(Vec<String>),
 }
 
 /// A 400 for a `context_management` edit chatfold cannot read.
@@ -162,9 +155,9 @@ fn take_edits(body: &mut Map<String, Value>) -> Result<Option<Asked>, ApiError> 
                 let keep = sized(edit.get("keep"), &["tool_uses"], "keep")?.map_or(DEFAULT_KEEP, |(_, n)| n);
                 let at_least = sized(edit.get("clear_at_least"), &["input_tokens"], "clear_at_least")?;
                 let inputs = match edit.get("clear_tool_inputs") {
-                    Some(Value::Bool(true)) => Inputs::All,
-                    Some(Value::Array(_)) => Inputs::Of(names(edit.get("clear_tool_inputs"))),
-                    _ => Inputs::None,
+                    Some(Value::Bool(true)) => ClearInputs::All,
+                    Some(Value::Array(_)) => ClearInputs::Of(names(edit.get("clear_tool_inputs"))),
+                    _ => ClearInputs::None,
                 };
                 asked.tools = Some(ClearTools {
                     trigger,
@@ -260,7 +253,6 @@ fn clear(
         };
         applied.push(json!({"type": "clear_thinking_20251015", "cleared_thinking_turns": turns, "cleared_input_tokens": cleared}));
     }
-    let mut inputs_of: Vec<String> = Vec::new();
     if let Some(tools) = &asked.tools {
         let before = tokens(&history.messages);
         let uses: usize = history.messages.iter().map(|m| m.call_ids().count()).sum();
@@ -269,7 +261,8 @@ fn clear(
             Trigger::ToolUses(n) => uses > n,
         };
         let clearing = tools.exclude.iter().fold(
-            ClearToolResults::new().keep_recent(tools.keep).min_tokens(0),
+            (ClearToolResults::new().keep_recent(tools.keep).min_tokens(0))
+                .clear_inputs(tools.inputs.clone()),
             |c, name| c.exclude(name.clone()),
         );
         let mut report = (0, 0);
@@ -278,10 +271,6 @@ fn clear(
             let cleared = before.saturating_sub(tokens(&messages));
             if tools.clear_at_least.is_none_or(|least| cleared >= least) {
                 let results: usize = indices.iter().map(|&i| results_in(&messages[i])).sum();
-                inputs_of = indices
-                    .iter()
-                    .flat_map(|&i| messages[i].answered_ids().map(str::to_owned).collect::<Vec<_>>())
-                    .collect();
                 history.messages = messages;
                 changed = true;
                 report = (results, cleared);
@@ -293,9 +282,6 @@ fn clear(
         if let Value::Object(written) = history.to_json() {
             *body = written;
         }
-        if let Some(tools) = &asked.tools {
-            clear_inputs(body, &inputs_of, &tools.inputs);
-        }
     }
     Ok(applied)
 }
@@ -303,38 +289,6 @@ fn clear(
 /// How many tool results `message` holds.
 fn results_in(message: &chatfold::Message) -> usize {
     message.answered_ids().count().max(1)
-}
-
-/// The inputs of the tool uses `ids` (those of the tools `inputs` names)
-/// replaced with `{}`.
-fn clear_inputs(body: &mut Map<String, Value>, ids: &[String], inputs: &Inputs) {
-    if matches!(inputs, Inputs::None) || ids.is_empty() {
-        return;
-    }
-    let messages = body
-        .get_mut("messages")
-        .and_then(Value::as_array_mut)
-        .into_iter()
-        .flatten();
-    for message in messages {
-        let blocks = message
-            .get_mut("content")
-            .and_then(Value::as_array_mut)
-            .into_iter()
-            .flatten();
-        for block in blocks {
-            let is_use = block.get("type").and_then(Value::as_str) == Some("tool_use");
-            let id = block.get("id").and_then(Value::as_str).unwrap_or_default();
-            let name = block.get("name").and_then(Value::as_str).unwrap_or_default();
-            let named = match inputs {
-                Inputs::Of(tools) => tools.iter().any(|t| t == name),
-                _ => true,
-            };
-            if is_use && named && ids.iter().any(|c| c == id) {
-                block["input"] = json!({});
-            }
-        }
-    }
 }
 
 /// Where each compaction block is: its message and its place in it.
