@@ -187,9 +187,9 @@ const moment = () => new Promise((resolve) => setTimeout(resolve, 1))
  * with `summarize` (awaited); polled on libuv's thread pool. Its result's
  * JSON text, or its error thrown (a summarizer's own error as itself).
  */
-async function drive(step, summarize) {
+async function drive(step, summarize, poll = (s) => s.pollAsync()) {
   for (;;) {
-    const raw = await step.pollAsync()
+    const raw = await poll(step)
     if (raw === null) {
       if (step.done()) return call(() => step.result())
       await moment()
@@ -198,6 +198,30 @@ async function drive(step, summarize) {
     let text
     try {
       text = checkedText(await summarize(new SummaryRequest(JSON.parse(raw), raw), raw))
+    } catch (error) {
+      step.cancel()
+      throw error
+    }
+    step.answer(text)
+  }
+}
+
+/**
+ * Runs a native operation here to its end, answering its summarizer's
+ * requests with the plain function `summarize`. Its result's JSON text, or
+ * its error thrown (a summarizer's own error as itself).
+ */
+function stepHere(step, summarize) {
+  for (;;) {
+    const raw = step.poll()
+    if (raw === null) return call(() => step.result())
+    let text
+    try {
+      text = summarize(new SummaryRequest(JSON.parse(raw), raw))
+      if (text && typeof text.then === 'function') {
+        throw new TypeError('the summarizer returned a promise: use compactAsync for an async summarizer')
+      }
+      checkedText(text)
     } catch (error) {
       step.cancel()
       throw error
@@ -317,26 +341,14 @@ class Compactor {
   }
 
   #compact(messages, summarize, pinned) {
-    if (this.#tokenizer) return compaction(this.#compactWith(messages, summarize, new Map(), pinned), messages)
     const spec = named(summarize)
-    if (spec) return compaction(call(() => this.#native.compactNamed(json(messages), spec, pinned)), messages)
-    const step = this.#native.begin(json(messages), pinned)
-    for (;;) {
-      const raw = step.poll()
-      if (raw === null) return compaction(call(() => step.result()), messages)
-      let text
-      try {
-        text = summarize(new SummaryRequest(JSON.parse(raw), raw))
-        if (text && typeof text.then === 'function') {
-          throw new TypeError('the summarizer returned a promise: use compactAsync for an async summarizer')
-        }
-        checkedText(text)
-      } catch (error) {
-        step.cancel()
-        throw error
-      }
-      step.answer(text)
+    if (this.#tokenizer) {
+      // Counted here by the tokenizer; a named summarizer runs in Rust.
+      const step = call(() => this.#native.beginWith(json(messages), this.#tokenizer, spec, pinned))
+      return compaction(stepHere(step, summarize), messages)
     }
+    if (spec) return compaction(call(() => this.#native.compactNamed(json(messages), spec, pinned)), messages)
+    return compaction(stepHere(this.#native.begin(json(messages), pinned), summarize), messages)
   }
 
   /**
@@ -351,41 +363,12 @@ class Compactor {
     return fromStandIns(messages, owner, await this.#compactAsync(stand, summarize, pinned))
   }
 
-  /**
-   * A compaction here, counted by the tokenizer function: `summarize` is
-   * called on the JavaScript thread, the answers in `answers` given first
-   * (see #compactAsync).
-   */
-  #compactWith(messages, summarize, answers, pinned) {
-    const spec = named(summarize)
-    // Answers go by their request, not by their order: a run may skip a
-    // request an earlier one answered (a summary it reuses).
-    const answer = spec ? null : (raw) => answers.get(raw) ?? checkedText(summarize(new SummaryRequest(JSON.parse(raw), raw)))
-    return call(() => this.#native.compactWith(json(messages), this.#tokenizer, answer, spec, pinned))
-  }
-
   async #compactAsync(messages, summarize, pinned) {
     if (this.#tokenizer) {
-      // The tokenizer runs on this thread only: the compaction is planned
-      // here, stopping at each request the async summarizer has not yet
-      // answered; each answer is given to a fresh run, which plans the same.
-      const answers = new Map()
-      for (;;) {
-        let pending = null
-        const stop = new Error('chatfold: a request to answer')
-        try {
-          return compaction(
-            this.#compactWith(messages, (request) => {
-              pending = request
-              throw stop
-            }, answers, pinned),
-            messages,
-          )
-        } catch (error) {
-          if (error !== stop || pending === null) throw error
-        }
-        answers.set(pending._json, checkedText(await (named(summarize) ? asFunction(summarize)(pending, pending._json) : summarize(pending))))
-      }
+      // The tokenizer runs on this thread only: the compaction is stepped
+      // here, and each request awaits the summarizer in between.
+      const step = call(() => this.#native.beginWith(json(messages), this.#tokenizer, null, pinned))
+      return compaction(await drive(step, asFunction(summarize), (s) => s.poll()), messages)
     }
     const spec = named(summarize)
     if (spec) return compaction(await awaited(this.#native.compactNamedAsync(json(messages), spec, pinned)), messages)

@@ -377,7 +377,8 @@ pub mod summarize;
 pub mod testing;
 
 pub use compact::{
-    Aim, Compaction, Compactor, CutReason, Fate, Measure, Plan, Prefix, Recipe, Report, Tokens,
+    Aim, Compaction, Compactor, CutReason, Fate, Measure, Plan, Prefix, Recipe, Report, Tokens, View,
+    ViewCompaction, ViewRequest,
 };
 #[cfg(feature = "tiktoken")]
 pub use count::Tiktoken;

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 mod memory;
 
+use chatfold::Ready;
 use chatfold::summarize::{Bridge, Named, Polled, Prompt, Stepped, SummarizerSpec};
 use chatfold::{
     Aim, Compaction, Compactor, Error, Fate, Format, History, Measure, NamedCounter, Pin, Prefix, Recipe,
@@ -619,19 +620,29 @@ impl Task for SummarizeTask {
 }
 
 /// A JavaScript tokenizer `(text) => number`, called on the JavaScript
-/// thread. Its first exception is kept (counting goes on with 0) and thrown
-/// when the call returns.
-struct JsCounter<'a> {
-    f: &'a Function<'a, String, u32>,
-    failed: std::cell::RefCell<Option<napi::Error>>,
+/// thread while a poll gives it the environment. Its first exception is
+/// kept (counting goes on with 0) and thrown when the compaction ends.
+struct JsCounter {
+    tokenizer: FunctionRef<String, u32>,
+    env: std::rc::Rc<std::cell::Cell<Option<Env>>>,
+    failed: std::rc::Rc<std::cell::RefCell<Option<napi::Error>>>,
 }
 
-impl chatfold::TokenCounter for JsCounter<'_> {
+impl chatfold::TokenCounter for JsCounter {
     fn count(&self, text: &str) -> usize {
         if self.failed.borrow().is_some() {
             return 0;
         }
-        match self.f.call(text.to_owned()) {
+        let Some(env) = self.env.get() else {
+            *self.failed.borrow_mut() =
+                Some(napi::Error::from_reason("a tokenizer was called outside a poll"));
+            return 0;
+        };
+        match self
+            .tokenizer
+            .borrow_back(&env)
+            .and_then(|f| f.call(text.to_owned()))
+        {
             Ok(n) => n as usize,
             Err(e) => {
                 *self.failed.borrow_mut() = Some(e);
@@ -641,88 +652,125 @@ impl chatfold::TokenCounter for JsCounter<'_> {
     }
 }
 
-impl JsCounter<'_> {
-    fn check(&self) -> napi::Result<()> {
-        match self.failed.borrow_mut().take() {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
-    }
-}
-
-/// A JavaScript summarizer `(requestJson) => string`, called on the
-/// JavaScript thread; its exception is kept and thrown as itself.
-struct JsSummarizer<'a> {
-    f: &'a Function<'a, String, String>,
-    failed: std::cell::RefCell<Option<napi::Error>>,
-}
-
-impl Summarizer for JsSummarizer<'_> {
-    type Error = chatfold::BoxError;
-
-    fn summarize(&self, request: &SummaryRequest<'_>) -> std::result::Result<String, chatfold::BoxError> {
-        self.f.call(request_json(request)).map_err(|e| {
-            *self.failed.borrow_mut() = Some(e);
-            "the JavaScript summarizer threw".into()
-        })
-    }
-}
-
 #[napi]
 impl NativeCompactor {
     /// Tokens of `messages` counted by a JavaScript tokenizer.
     #[napi]
-    pub fn count_with(&self, messages: String, tokenizer: Function<String, u32>) -> napi::Result<u32> {
+    pub fn count_with(
+        &self,
+        env: Env,
+        messages: String,
+        tokenizer: Function<String, u32>,
+    ) -> napi::Result<u32> {
         use chatfold::TokenCounter;
         let input = Input::read(&messages, self.format).js()?;
         let counter = JsCounter {
-            f: &tokenizer,
+            tokenizer: tokenizer.create_ref()?,
+            env: std::rc::Rc::new(std::cell::Cell::new(Some(env))),
             failed: Default::default(),
         };
         let n = counter.count_messages(&input.history.messages);
-        counter.check()?;
-        Ok(n as u32)
+        match counter.failed.take() {
+            Some(e) => Err(e),
+            None => Ok(n as u32),
+        }
     }
 
-    /// Compacts `messages` here, counting with a JavaScript tokenizer and
-    /// summarizing with a JavaScript function (`summarize`) or a named
-    /// summarizer.
+    /// A compaction counted by a JavaScript tokenizer, stepped by
+    /// `index.js` on the JavaScript thread (the tokenizer is called while
+    /// it polls); its summarizer is answered like [`begin`](Self::begin)'s.
     #[napi]
-    pub fn compact_with(
+    pub fn begin_with(
         &self,
         messages: String,
         tokenizer: Function<String, u32>,
-        summarize: Option<Function<String, String>>,
         named: Option<NamedSummarizer>,
         pinned: Option<Vec<u32>>,
-    ) -> napi::Result<String> {
-        let input = Input::read(&messages, self.format).js()?;
+    ) -> napi::Result<NativeLocalStep> {
+        let named = named.map(summarizer_named).transpose()?;
+        let env = std::rc::Rc::new(std::cell::Cell::new(None));
+        let failed = std::rc::Rc::new(std::cell::RefCell::new(None));
         let counter = JsCounter {
-            f: &tokenizer,
-            failed: Default::default(),
+            tokenizer: tokenizer.create_ref()?,
+            env: env.clone(),
+            failed: failed.clone(),
         };
-        let compactor = input.compactor(&self.inner, pinned.as_deref()).counter(counter);
-        let outcome = match (&summarize, named) {
-            (Some(f), _) => {
-                let js = JsSummarizer {
-                    f,
-                    failed: Default::default(),
-                };
-                let outcome = compactor.compact(&input.history.messages, &js);
-                if let Some(e) = js.failed.borrow_mut().take() {
-                    return Err(e);
-                }
-                outcome.map(|c| input.result(&c))
-            }
-            (None, Some(spec)) => {
-                let named = summarizer_named(spec)?;
-                compactor
-                    .compact(&input.history.messages, &named)
-                    .map(|c| input.result(&c))
-            }
-            (None, None) => return Err(napi::Error::from_reason("a summarizer is required")),
-        };
-        compactor.counter.check()?;
-        outcome.js()
+        let compactor = self.inner.clone();
+        let format = self.format;
+        let step = Stepped::local(Box::pin(async move {
+            let input = Input::read(&messages, format)?;
+            let compactor = input.compactor(&compactor, pinned.as_deref()).counter(counter);
+            let messages = &input.history.messages;
+            let compaction = match named {
+                // The named summarizer runs here, as the sync compaction asks.
+                Some(named) => compactor.compact_async(messages, &Ready(named)).await?,
+                None => compactor.compact_async(messages, &Bridge).await?,
+            };
+            Ok(input.result(&compaction))
+        }));
+        Ok(NativeLocalStep { step, env, failed })
+    }
+}
+
+/// A compaction counted by a JavaScript tokenizer, stepped on the
+/// JavaScript thread; its outcome is JSON text.
+#[napi]
+pub struct NativeLocalStep {
+    step: Stepped<String, dyn std::future::Future<Output = chatfold::Result<String>>>,
+    /// The JavaScript environment while a poll runs (the tokenizer's).
+    env: std::rc::Rc<std::cell::Cell<Option<Env>>>,
+    /// The tokenizer's first exception.
+    failed: std::rc::Rc<std::cell::RefCell<Option<napi::Error>>>,
+}
+
+#[napi]
+impl NativeLocalStep {
+    /// Runs the compaction until it finishes (`null`) or its summarizer is
+    /// asked (the request); the tokenizer is called meanwhile.
+    #[napi]
+    pub fn poll(&self, env: Env) -> Option<String> {
+        self.env.set(Some(env));
+        let polled = self.step.poll();
+        self.env.set(None);
+        if self.failed.borrow().is_some() {
+            // The tokenizer threw: nothing more is asked; `result` throws it.
+            self.step.cancel();
+            return None;
+        }
+        match polled {
+            Polled::Asked(request) => Some(request_json(&request)),
+            _ => None,
+        }
+    }
+
+    /// Whether the compaction has finished, or its tokenizer threw (its
+    /// `result` is ready).
+    #[napi]
+    pub fn done(&self) -> bool {
+        self.step.is_done() || self.failed.borrow().is_some()
+    }
+
+    /// The summarizer's answer to the last request.
+    #[napi]
+    pub fn answer(&self, text: String) {
+        self.step.answer(Ok(text));
+    }
+
+    /// Abandons the compaction.
+    #[napi]
+    pub fn cancel(&self) {
+        self.step.cancel();
+    }
+
+    /// The compaction's result, or its error thrown (the tokenizer's first).
+    #[napi]
+    pub fn result(&self) -> napi::Result<String> {
+        if let Some(e) = self.failed.borrow_mut().take() {
+            return Err(e);
+        }
+        match self.step.take_outcome() {
+            Some(outcome) => outcome.js(),
+            None => Err(napi::Error::from_reason("the compaction has not finished")),
+        }
     }
 }

@@ -258,10 +258,20 @@ test('a tokenizer function counts, in compact and compactAsync alike', async () 
   const compactor = new Compactor(400, { tokenizer })
   const input = history(random(11), 90)
   const sync = compactor.compact(input, (request) => `${request.messages.length} folded.`)
-  assert.ok(calls.n > 0 && sync.summarized)
+  const counted = calls.n
+  assert.ok(counted > 0 && sync.summarized)
   assert.ok(!sync.overBudget && compactor.count(sync.messages) <= 400)
+  calls.n = 0
   const later = await compactor.compactAsync(input, async (request) => `${request.messages.length} folded.`)
   assert.deepEqual(later.messages, sync.messages)
+  // One run, stepped across the await: no message is counted twice over.
+  assert.equal(calls.n, counted)
+  let asked = 0
+  const down = new Error('the tokenizer is down mid-way')
+  let left = 3
+  const failing = new Compactor(400, { tokenizer: (t) => { if (--left < 0) throw down; return t.length } })
+  await assert.rejects(failing.compactAsync(input, async () => { asked++; return 'never' }), (e) => e === down)
+  assert.equal(asked, 0)
   // Its errors are thrown as themselves; a bad count is a TypeError.
   const failure = new Error('the tokenizer is down')
   assert.throws(() => new Compactor(400, { tokenizer: () => { throw failure } }).compact(input), (e) => e === failure)

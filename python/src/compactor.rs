@@ -107,18 +107,11 @@ pub struct PyCompactor {
 }
 
 impl PyCompactor {
-    /// Whether a plain list may be read lazily (see `lazy`): no format
-    /// forced, a built-in counter, the ledger off, no chunks, no clearing,
-    /// no pin.
+    /// Whether a plain list may be compacted in place (see `lazy`; the
+    /// core decides the rest): no format forced, a built-in counter, no
+    /// pin predicate (its pins are found over the messages read whole).
     fn lazy_applies(&self) -> bool {
-        let c = &self.inner;
-        self.format.is_none()
-            && !self.counter.0.calls_python()
-            && !c.policy.ledger
-            && c.max_fold_input_tokens.is_none()
-            && c.clear_tool_results.is_none()
-            && c.pins.is_empty()
-            && self.predicates.is_empty()
+        self.format.is_none() && !self.counter.0.calls_python() && self.predicates.is_empty()
     }
 
     /// The compactor for `input` (its summary placed for its format), with

@@ -38,7 +38,6 @@ pub struct CompactionResult {
     /// What happened to each message, and the ledger (made into a dict
     /// when first asked for).
     report: Report,
-    from: Option<Vec<std::ops::Range<usize>>>,
     report_dict: std::sync::OnceLock<Py<PyDict>>,
 }
 
@@ -50,7 +49,7 @@ impl CompactionResult {
         if let Some(d) = self.report_dict.get() {
             return Ok(d.bind(py).clone());
         }
-        let d = report(py, &self.report, self.from.as_deref())?.unbind();
+        let d = report(py, &self.report)?.unbind();
         Ok(self.report_dict.get_or_init(|| d).bind(py).clone())
     }
 
@@ -79,17 +78,9 @@ pub struct Owned {
     summary_truncated: bool,
     prefix_tokens: usize,
     report: Report,
-    /// For a lazily read history: the input indices each planned message stands for.
-    from: Option<Vec<std::ops::Range<usize>>>,
 }
 
 impl Owned {
-    /// The same, planned over stand-ins for the input ranges `from`.
-    pub fn mapped(mut self, from: Vec<std::ops::Range<usize>>) -> Self {
-        self.from = Some(from);
-        self
-    }
-
     /// `c`, its messages kept only when they changed.
     pub fn new(c: Compaction<'_>) -> Self {
         let changed = matches!(c.messages, std::borrow::Cow::Owned(_));
@@ -102,7 +93,21 @@ impl Owned {
             summary_truncated: c.summary_truncated,
             prefix_tokens: c.prefix_tokens,
             report: c.report,
-            from: None,
+        }
+    }
+
+    /// A compaction of a plain history read in place (its messages are
+    /// the caller's objects, laid out by the binding).
+    pub fn laid(c: chatfold::ViewCompaction) -> Self {
+        Owned {
+            messages: None,
+            summarized: c.summarized,
+            tokens_before: c.tokens_before,
+            tokens_after: c.tokens_after,
+            over_budget: c.over_budget,
+            summary_truncated: c.summary_truncated,
+            prefix_tokens: c.prefix_tokens,
+            report: c.report,
         }
     }
 
@@ -123,26 +128,13 @@ impl Owned {
             summary_truncated: self.summary_truncated,
             prefix_tokens: self.prefix_tokens,
             report: self.report,
-            from: self.from,
             report_dict: std::sync::OnceLock::new(),
         }
     }
 }
 
-/// The report as a dict; `from`: the input indices each planned message
-/// stands for (a lazily read history), so that indices are the input's.
-fn report<'py>(
-    py: Python<'py>,
-    r: &Report,
-    from: Option<&[std::ops::Range<usize>]>,
-) -> PyResult<Bound<'py, PyDict>> {
-    let input = |i: usize| match from {
-        Some(from) => from
-            .get(i)
-            .map_or_else(|| from.last().map_or(0, |r| r.end), |r| r.start),
-        None => i,
-    };
-    let times = |i: usize| from.map_or(1, |from| from.get(i).map_or(1, |r| r.len()));
+/// The report as a dict.
+fn report<'py>(py: Python<'py>, r: &Report) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     // One string object per fate, shared by the list's items.
     let names = [
@@ -161,15 +153,11 @@ fn report<'py>(
         Fate::Pinned => names[4],
         _ => names[5],
     };
-    let fates: Vec<_> = r
-        .fates()
-        .enumerate()
-        .flat_map(|(i, f)| std::iter::repeat_n(fate(f), times(i)))
-        .collect();
+    let fates: Vec<_> = r.fates().map(fate).collect();
     d.set_item("fates", PyList::new(py, fates)?)?;
-    d.set_item("cut", input(r.cut()))?;
+    d.set_item("cut", r.cut())?;
     d.set_item("reason", format!("{:?}", r.reason()).to_lowercase())?;
-    d.set_item("aligned_from", r.aligned_from().map(input))?;
+    d.set_item("aligned_from", r.aligned_from())?;
     d.set_item("folds", r.folds())?;
     d.set_item("allowance", r.allowance())?;
     d.set_item("prose_allowance", r.prose_allowance())?;

@@ -98,3 +98,23 @@ def test_a_summarizer_that_changes_the_input_list_changes_nothing_returned():
 
     got = Compactor(100, tokenizer="heuristic", ledger=False).compact(messages, meddling).messages
     assert got == expected
+
+
+def test_a_reused_fold_is_found_by_what_the_messages_say_not_by_their_roles():
+    """With summaries reused, a history is read whole: two histories alike
+    but in their folded middle get their own summaries."""
+
+    def history(word):
+        return [{"role": "user" if i % 2 == 0 else "assistant", "content": f"{word} {i} " * 8} for i in range(120)]
+
+    compactor = Compactor(200, tokenizer="heuristic", ledger=False, reuse=True)
+    asked = []
+
+    def summarize(request):
+        asked.append(request.messages[0]["content"])
+        return f"summary {len(asked)}"
+
+    first = compactor.compact(history("apple"), summarize)
+    second = compactor.compact(history("pear"), summarize)
+    assert [a.split()[0] for a in asked] == ["apple", "pear"]
+    assert first.messages[0]["content"] != second.messages[0]["content"]

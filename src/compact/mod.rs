@@ -24,6 +24,7 @@ mod report;
 mod reuse;
 #[cfg(feature = "cache")]
 mod step;
+mod view;
 
 pub use plan::Plan;
 #[cfg(feature = "cache")]
@@ -31,6 +32,7 @@ use plan::Reuse;
 pub use recipe::{Aim, Measure, Recipe};
 use report::Counts;
 pub use report::{Compaction, CutReason, Fate, Prefix, Report, Tokens};
+pub use view::{View, ViewCompaction, ViewRequest};
 
 /// Keeps a history inside a token budget: system messages and the most recent
 /// turns verbatim, the older middle folded into one summary message.
@@ -270,6 +272,25 @@ impl<C> Compactor<C> {
             pins: self.pins,
             #[cfg(feature = "cache")]
             cache: self.cache,
+        }
+    }
+
+    /// This configuration counted with `counter` (a copy: `self` stays).
+    fn recounted<D: TokenCounter>(&self, counter: D) -> Compactor<D> {
+        Compactor {
+            budget: self.budget,
+            keep_recent: self.keep_recent,
+            counter,
+            policy: self.policy.clone(),
+            strict: self.strict,
+            count_all: self.count_all,
+            clear_tool_results: self.clear_tool_results.clone(),
+            fold_to: self.fold_to,
+            max_fold_input_tokens: self.max_fold_input_tokens,
+            budget_as_trigger: self.budget_as_trigger,
+            pins: self.pins.clone(),
+            #[cfg(feature = "cache")]
+            cache: self.cache.clone(),
         }
     }
 

@@ -18,8 +18,9 @@ mod stream;
 
 pub use breakpoints::{Breakpoints, MAX_BREAKPOINTS};
 
+pub use crate::fold::policy::Placement;
+pub use format::Format;
 use format::System;
-pub use format::{Format, Placement};
 
 /// A history as read from JSON: a bare array of messages, or a Chat
 /// Completions request body (an object with a `messages` array), whose other

@@ -49,6 +49,10 @@ use crate::summarize::{AsyncSummarizer, SummaryRequest};
 /// A future a host steps: an operation whose summarizer is [`Bridge`].
 pub type Operation<T> = Pin<Box<dyn Future<Output = Result<T>> + Send>>;
 
+/// An [`Operation`] that stays on the thread that made it (its counter
+/// calls into a host's runtime, say): stepped by [`Stepped::local`].
+pub type LocalOperation<T> = Pin<Box<dyn Future<Output = Result<T>>>>;
+
 /// What one [`Stepped::poll`] came to.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -94,14 +98,17 @@ fn guard<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// One operation in progress, stepped by its host (see the module docs).
-pub struct Stepped<T> {
-    future: Mutex<Option<Operation<T>>>,
+///
+/// `F` is the operation's future: [`Send`] by default, so that any thread
+/// may poll it; one made by [`Stepped::local`] is polled where it was made.
+pub struct Stepped<T, F: ?Sized = dyn Future<Output = Result<T>> + Send> {
+    future: Mutex<Option<Pin<Box<F>>>>,
     slot: Arc<Mutex<Slot>>,
     outcome: Mutex<Option<Result<T>>>,
     flag: Arc<Flag>,
 }
 
-impl<T> std::fmt::Debug for Stepped<T> {
+impl<T, F: Future<Output = Result<T>> + ?Sized> std::fmt::Debug for Stepped<T, F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Stepped")
             .field("done", &self.is_done())
@@ -112,6 +119,19 @@ impl<T> std::fmt::Debug for Stepped<T> {
 impl<T> Stepped<T> {
     /// The operation `future`, not started.
     pub fn new(future: Operation<T>) -> Self {
+        Stepped::from_future(future)
+    }
+}
+
+impl<T> Stepped<T, dyn Future<Output = Result<T>>> {
+    /// The operation `future`, not started, to be polled on this thread.
+    pub fn local(future: LocalOperation<T>) -> Self {
+        Stepped::from_future(future)
+    }
+}
+
+impl<T, F: Future<Output = Result<T>> + ?Sized> Stepped<T, F> {
+    fn from_future(future: Pin<Box<F>>) -> Self {
         Stepped {
             future: Mutex::new(Some(future)),
             slot: Arc::default(),
@@ -283,5 +303,38 @@ mod tests {
         let waker = Waker::from(Arc::new(Flag::default()));
         let polled = future.as_mut().poll(&mut Context::from_waker(&waker));
         assert!(matches!(polled, Poll::Ready(Err(Error::Summarize(_)))));
+    }
+
+    /// A counter that lives on one thread (it counts through an `Rc`).
+    #[derive(Clone)]
+    struct Local(std::rc::Rc<std::cell::Cell<usize>>);
+
+    impl crate::TokenCounter for Local {
+        fn count(&self, text: &str) -> usize {
+            self.0.set(self.0.get() + 1);
+            text.len().div_ceil(4)
+        }
+    }
+
+    #[test]
+    fn a_local_operation_counts_on_its_thread_between_answers() {
+        let calls = std::rc::Rc::new(std::cell::Cell::new(0));
+        let compactor = Compactor::new(120).counter(Local(calls.clone()));
+        let history = history();
+        let step = Stepped::local(Box::pin(async move {
+            let done = compactor.compact_async(&history, &Bridge).await?;
+            Ok(done.messages.len())
+        }));
+        let Polled::Asked(request) = step.poll() else {
+            panic!("a fold asks its summarizer");
+        };
+        assert!(!request.messages().collect::<Vec<_>>().is_empty());
+        let counted = calls.get();
+        assert!(counted > 0);
+        step.answer(Ok("rooms 0 to 30".into()));
+        assert!(matches!(step.poll(), Polled::Finished));
+        // The summary is counted after the answer, on this thread.
+        assert!(calls.get() > counted);
+        assert!(matches!(step.take_outcome(), Some(Ok(n)) if n < 40));
     }
 }

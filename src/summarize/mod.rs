@@ -36,7 +36,7 @@ mod prompt;
 
 #[cfg(feature = "anthropic")]
 pub use anthropic::{Anthropic, AnthropicSummarizer};
-pub use bridge::{Bridge, Operation, Polled, Stepped};
+pub use bridge::{Bridge, LocalOperation, Operation, Polled, Stepped};
 pub use extractive::Extractive;
 #[cfg(feature = "_http")]
 pub use http::{HttpError, HttpErrorKind, HttpSummarizer};

@@ -7,7 +7,6 @@ use std::borrow::Cow;
 use crate::count::TokenCounter;
 use crate::error::{ConfigError, Error, Result};
 use crate::fold::ledger::{self, LedgerPattern};
-use crate::history::Placement;
 use crate::message::{Content, Message, Role};
 
 mod fit;
@@ -470,6 +469,43 @@ impl FoldPolicy {
         }
         ConfigError::at_most("ledger_percent", usize::from(self.ledger_percent), 100, None)
     }
+}
+
+/// Where a summary goes: what the request it is sent in allows.
+///
+/// Anthropic's Messages API takes system text only in a top-level `system`
+/// field and wants the first message to be a user turn, so a summary that
+/// sits in `system` must not be followed by an assistant turn or a tool
+/// result. [`History::placement`](crate::History::placement) says which one
+/// a request needs. A `summary_role` other than `system` always wins: the
+/// summary is then that role's message wherever it goes.
+///
+/// # Examples
+///
+/// ```
+/// use chatfold::{FoldPolicy, Message, Placement, Role};
+///
+/// let policy = FoldPolicy::new().placement(Placement::AnthropicBody);
+/// let user_first = Message::user("Day two?");
+/// let assistant_first = Message::assistant("Day two: the palace.");
+/// assert_eq!(policy.summary_role_before(Some(&user_first)), Role::System); // into `system`
+/// assert_eq!(policy.summary_role_before(Some(&assistant_first)), Role::User); // a leading user turn
+/// assert_eq!(FoldPolicy::new().summary_role_before(Some(&assistant_first)), Role::System);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Placement {
+    /// Always a `summary_role` message (OpenAI's Chat Completions, and any
+    /// history that is not sent to Anthropic).
+    #[default]
+    Fixed,
+    /// An Anthropic request body: a system message (written into the body's
+    /// top-level `system`), unless the message after it is an assistant turn
+    /// or a tool result; then a leading user turn.
+    AnthropicBody,
+    /// Anthropic messages with no `system` field to hold a system message (a
+    /// bare array): always a leading user turn.
+    AnthropicArray,
 }
 
 #[cfg(test)]
