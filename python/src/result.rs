@@ -80,35 +80,35 @@ pub struct Owned {
     report: Report,
 }
 
+/// An [`Owned`] of `messages` and the rest of `$c`'s fields (a
+/// `Compaction` or a `ViewCompaction`: they report alike).
+macro_rules! owned {
+    ($c:expr, $messages:expr) => {
+        Owned {
+            messages: $messages,
+            summarized: $c.summarized,
+            tokens_before: $c.tokens_before,
+            tokens_after: $c.tokens_after,
+            over_budget: $c.over_budget,
+            summary_truncated: $c.summary_truncated,
+            prefix_tokens: $c.prefix_tokens,
+            report: $c.report,
+        }
+    };
+}
+
 impl Owned {
     /// `c`, its messages kept only when they changed.
     pub fn new(c: Compaction<'_>) -> Self {
         let changed = matches!(c.messages, std::borrow::Cow::Owned(_));
-        Owned {
-            messages: changed.then(|| c.messages.into_owned()),
-            summarized: c.summarized,
-            tokens_before: c.tokens_before,
-            tokens_after: c.tokens_after,
-            over_budget: c.over_budget,
-            summary_truncated: c.summary_truncated,
-            prefix_tokens: c.prefix_tokens,
-            report: c.report,
-        }
+        let messages = changed.then(|| c.messages.into_owned());
+        owned!(c, messages)
     }
 
     /// A compaction of a plain history read in place (its messages are
     /// the caller's objects, laid out by the binding).
     pub fn laid(c: chatfold::ViewCompaction) -> Self {
-        Owned {
-            messages: None,
-            summarized: c.summarized,
-            tokens_before: c.tokens_before,
-            tokens_after: c.tokens_after,
-            over_budget: c.over_budget,
-            summary_truncated: c.summary_truncated,
-            prefix_tokens: c.prefix_tokens,
-            report: c.report,
-        }
+        owned!(c, None)
     }
 
     /// The compacted messages, when they changed.

@@ -175,11 +175,12 @@ const SPAN_GAP: usize = 48;
 /// order, and the hot words in it (where in `text` each is): the ledger's hot words, those less than [`SPAN_GAP`] bytes apart
 /// read as one (a phone number's or an IBAN's groups, a user agent). A span
 /// starts and ends beside whitespace, so what it holds depends on its bytes
-/// alone.
+/// alone; it takes the word of capitals before it (a currency's or an
+/// owner's code: `USD 12,500.00`, `CAIU 864905 0`) and a short group of
+/// digits after it.
 pub(crate) fn ledger_spans(text: &str, mut found: impl FnMut(usize, usize, &[(usize, usize)])) {
     // A span is read with the words around it when it ends on a label's
-    // mark (`Booking ref: QX7PLM`, `ticket # QX7PLM`), and with the word
-    // before it when that is a currency's code (`USD 12,500.00`).
+    // mark (`Booking ref: QX7PLM`, `ticket # QX7PLM`).
     let bytes = text.as_bytes();
     let word_before = |at: usize| {
         let gap = bytes[..at].iter().rev().take_while(|&&b| is_space(b)).count();
@@ -208,8 +209,21 @@ pub(crate) fn ledger_spans(text: &str, mut found: impl FnMut(usize, usize, &[(us
         let (from, to) = word_before(first);
         let code = bytes[from..to].trim_ascii_start();
         let code = code.strip_prefix(b"(").unwrap_or(code);
-        let currency = code.len() == 3 && code.iter().all(u8::is_ascii_uppercase);
-        found(if currency { from } else { first }, last, words);
+        let code = (2..=5).contains(&code.len()) && code.iter().all(u8::is_ascii_uppercase);
+        // A short group of digits after it may close a spaced code (a
+        // container's check digit: `CAIU 864905 0`).
+        let gap = bytes[last..].iter().take_while(|&&b| b == b' ').count();
+        let digits = bytes[last + gap..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        let after = bytes.get(last + gap + digits);
+        let closes = gap == 1 && (1..=4).contains(&digits) && !after.is_some_and(u8::is_ascii_alphanumeric);
+        found(
+            if code { from } else { first },
+            if closes { last + gap + digits } else { last },
+            words,
+        );
     };
     let mut span: Option<(usize, usize)> = None;
     ledger_words(text.as_bytes(), |start, end| {

@@ -1,6 +1,8 @@
-//! The rule table: the well-known structured forms that shape alone reads
-//! wrong (spaces inside a phone number or an IBAN, a URL's query, a date's
-//! month), one row each with its pattern, its check and its examples.
+//! The rule table: the structured forms that shape alone reads wrong
+//! (spaces inside a phone number, an IBAN or a code of spaced groups, a
+//! URL's query, a date's month, brackets inside an element string or an
+//! indexed address), one row each with its pattern, its check and its
+//! examples.
 //!
 //! Everything else is recognised by its shape ([`super::shape`]). A row's
 //! match is an entry when it stands apart (no letter, digit or joining mark
@@ -217,7 +219,83 @@ pub(super) const RULES: &[Rule] = &[
         ],
         near_misses: &["+1 2"],
     },
+    Rule {
+        name: "spaced code groups",
+        triggers: Triggers::all(UPPER | DIGIT),
+        pattern: r"\b(?:[A-Z]+[0-9]|[0-9]+[A-Z])[A-Z0-9]*(?: (?:[A-Z]+[0-9]|[0-9]+[A-Z])[A-Z0-9]*){1,2}\b|\b[A-Z]{2,5} [0-9]{5,12}(?: [0-9]{1,4})?\b",
+        keep: true,
+        hides_failed: false,
+        trim: false,
+        check: is_spaced_code,
+        examples: &["SW1A 1AA", "M1 1AE", "K1A 0B1", "CAIU 864905 0", "MSKU 1234565"],
+        near_misses: &[
+            "A4 A5",
+            "ISO 9001",
+            "FY 2025",
+            "NASA 2024",
+            "Q3 2024",
+            "COVID 19",
+            "MP3 MP4",
+        ],
+    },
+    Rule {
+        name: "spaced digit groups",
+        triggers: Triggers::all(DIGIT),
+        pattern: r"\b[0-9]{3}(?: [0-9]{3}){2,3}(?: [0-9]{2,5})?\b",
+        keep: true,
+        hides_failed: false,
+        trim: false,
+        check: |groups| !groups.split(' ').all(|g| g.ends_with('0')),
+        examples: &["732 829 320 00074", "552 100 554"],
+        near_misses: &["100 200 300", "250 500 750 1000"],
+    },
+    Rule {
+        name: "element string",
+        triggers: Triggers::all(DIGIT),
+        pattern: r"(?:\([0-9]{2,4}\)[0-9A-Za-z-]{1,30}){2,8}",
+        keep: true,
+        hides_failed: false,
+        trim: false,
+        check: |_| true,
+        examples: &[
+            "(01)09501101530003(17)250101(10)AB-123",
+            "(00)340123450000000017(21)X7",
+        ],
+        near_misses: &["(1)a"],
+    },
+    Rule {
+        name: "indexed address",
+        triggers: Triggers::all(DOT),
+        pattern: r#"\b[A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z_][A-Za-z0-9_-]*)+\[(?:[0-9]+|"[^"\s\]]{1,64}")\](?:\.[A-Za-z_][A-Za-z0-9_-]*(?:\[(?:[0-9]+|"[^"\s\]]{1,64}")\])?)*"#,
+        keep: true,
+        hides_failed: false,
+        trim: false,
+        check: |_| true,
+        examples: &[
+            r#"module.network.aws_subnet.private["us-east-1a"]"#,
+            "aws_instance.web[0]",
+            r#"data.aws_iam_policy_document.assume["ec2"].json"#,
+        ],
+        near_misses: &["items[0]"],
+    },
 ];
+
+/// Whether `code` (groups of capitals and digits) reads as one code: five
+/// characters or more in all; with a group of letters alone, six digits
+/// or more (`ISO 9001` is a standard's name); else groups that open with a
+/// letter and with a digit both (`SW1A 1AA`, not `MP3 MP4`).
+fn is_spaced_code(code: &str) -> bool {
+    let chars = code.bytes().filter(u8::is_ascii_alphanumeric).count();
+    let digits = code.bytes().filter(u8::is_ascii_digit).count();
+    let groups = || code.split(' ').map(str::as_bytes);
+    let letters_alone = groups().any(|g| g.iter().all(u8::is_ascii_uppercase));
+    let opens = |digit: bool| groups().any(|g| g.first().is_some_and(|b| b.is_ascii_digit() == digit));
+    chars >= 5
+        && match letters_alone {
+            true => digits >= 6,
+            false => opens(true) && opens(false),
+        }
+}
 
 /// Whether `pair` is a latitude (to 90) and a longitude (to 180), in
 /// decimal degrees.
