@@ -84,28 +84,9 @@ pub(crate) fn candidates<'m>(
     // when a piece is read.)
     let mut g = Gathering::new(if memo { 0 } else { enough });
     let (mut read, mut limit, mut extended) = (0usize, max_bytes, false);
-    // The messages read (their calls' ids are structural), newest first,
-    // the user's before the others' (what the user said leaves last), each
-    // with its turn (0 the newest): a user's message that is not a tool's
-    // result opens one.
+    // The messages read (their calls' ids are structural).
     let mut read_from: Vec<&'m Message> = Vec::new();
-    let opens = |m: &Message| m.role == Role::User && !m.is_response();
-    let turns = |opened: &mut u32, m: &'m Message| {
-        let turn = *opened;
-        *opened += u32::from(opens(m));
-        Some((m, turn))
-    };
-    let users = (folded.clone().rev())
-        .filter(|m| m.role == Role::User)
-        .scan(0u32, turns);
-    let others = folded
-        .rev()
-        .scan(0u32, turns)
-        .filter(|(m, _)| m.role != Role::User);
-    let mut all = users
-        .chain(others)
-        .inspect(|(m, _)| read_from.push(m))
-        .flat_map(|(m, turn)| tiered_pieces(m).map(move |(piece, tier)| (piece, (tier, turn))));
+    let mut all = in_reading_order(folded, &mut read_from);
     // The older part of a piece cut at `max_bytes`, read if reading goes on.
     let mut older: Option<(Cow<'m, str>, Mark)> = None;
     // This thread's readings (see `Reading`); the one whose pieces these
@@ -136,26 +117,10 @@ pub(crate) fn candidates<'m>(
                 break;
             }
         }
-        // The newest end of a piece longer than what is left to read,
-        // from a word boundary so that no identifier is read in part.
+        // The newest end of a piece longer than what is left to read.
         let left = limit - read;
         let piece: &str = if whole.len() > left {
-            let mut from = whole.len() - left;
-            while !whole.is_char_boundary(from) {
-                from += 1;
-            }
-            // (Not inside digit or capital groups: a phone number's, an
-            // IBAN's.)
-            let bytes = whole.as_bytes();
-            let grouped = |b: u8| b.is_ascii_digit() || b.is_ascii_uppercase();
-            let at = (whole[from..].char_indices())
-                .map(|(i, _)| from + i)
-                .find(|&i| {
-                    bytes[i].is_ascii_whitespace()
-                        && !(i > 0 && grouped(bytes[i - 1]) && bytes.get(i + 1).is_some_and(|&b| grouped(b)))
-                        || !bytes[i].is_ascii() && whole[i..].starts_with(char::is_whitespace)
-                })
-                .unwrap_or(whole.len());
+            let at = newest_end(&whole, left);
             older = Some((
                 match &whole {
                     Cow::Borrowed(w) => Cow::Borrowed(&w[..at]),
@@ -226,47 +191,98 @@ pub(crate) fn candidates<'m>(
         // (No piece read: sized for the previous ledger now.)
         g = Gathering::new(enough);
     }
-    // What an earlier fold listed keeps its tier, and ranks as a strong
-    // shape does; what its prose holds was kept by the summarizer: named
-    // again.
-    for &(entry, tier) in previous_ledger {
-        g.add(
-            &entry.into(),
-            key_of(entry),
-            is_loose(entry),
-            rank_of(tier, PREVIOUS),
-            EARLIER,
-        );
-    }
-    for (_, entry, strength) in ranked(previous_prose, extra).into_iter().rev() {
-        let rank = rank_of(Tier::Repeated, strength);
-        g.add(&entry, key_of(&entry), is_loose(&entry), rank, PROSE);
-    }
+    g.add_previous(previous_prose, previous_ledger, extra);
     drop(all);
     let structural: Set<&str> = (read_from.iter())
         .flat_map(|m| m.call_ids().chain(m.answered_ids()))
         .collect();
     let ranked = Arc::new(rank(&g.out, &structural));
-    // (Kept within its bound whole: its text, the previous summary, and
-    // about what an entry's place takes, its text shared.)
-    let size = |r: &Reading| {
-        let ledger: usize = previous_ledger.iter().map(|e| e.0.len()).sum();
-        (r.text.len())
-            .saturating_add(previous_prose.len())
-            .saturating_add(ledger)
-            .saturating_add(g.out.texts.len().saturating_mul(32))
-    };
-    if let Some(mut reading) = fresh.filter(|r| size(r) <= Reading::BYTES) {
-        reading.prose = previous_prose.to_owned();
-        reading.ledger = previous_ledger.iter().map(|&(e, t)| (e.to_owned(), t)).collect();
-        reading.ranked = Arc::clone(&ranked);
-        readings.kept.insert(0, reading);
-        readings.kept.truncate(Reading::KEPT);
+    if let Some(reading) = fresh {
+        let found = g.out.texts.len();
+        keep(
+            &mut readings,
+            (reading, found),
+            (previous_prose, previous_ledger),
+            &ranked,
+        );
     }
     if memo {
         let _ = self::readings(Some(readings));
     }
     ranked
+}
+
+/// The pieces of the `folded` messages in the order they are read: newest
+/// first, the user's before the others' (what the user said leaves last),
+/// each marked with its tier and its turn (0 the newest: a user's message
+/// that is not a tool's result opens one); each message is noted in
+/// `read_from` as it is reached.
+fn in_reading_order<'m, 'r>(
+    folded: impl DoubleEndedIterator<Item = &'m Message> + Clone + 'r,
+    read_from: &'r mut Vec<&'m Message>,
+) -> impl Iterator<Item = (Cow<'m, str>, Mark)> + 'r {
+    let opens = |m: &Message| m.role == Role::User && !m.is_response();
+    let turns = move |opened: &mut u32, m: &'m Message| {
+        let turn = *opened;
+        *opened += u32::from(opens(m));
+        Some((m, turn))
+    };
+    let users = (folded.clone().rev())
+        .filter(|m| m.role == Role::User)
+        .scan(0u32, turns);
+    let others = folded
+        .rev()
+        .scan(0u32, turns)
+        .filter(|(m, _)| m.role != Role::User);
+    users
+        .chain(others)
+        .inspect(move |(m, _)| read_from.push(m))
+        .flat_map(|(m, turn)| tiered_pieces(m).map(move |(piece, tier)| (piece, (tier, turn))))
+}
+
+/// Where the newest `left` bytes of `whole` start: at a word boundary, so
+/// that no identifier is read in part, and not inside digit or capital
+/// groups (a phone number's, an IBAN's).
+fn newest_end(whole: &str, left: usize) -> usize {
+    let mut from = whole.len() - left;
+    while !whole.is_char_boundary(from) {
+        from += 1;
+    }
+    let bytes = whole.as_bytes();
+    let grouped = |b: u8| b.is_ascii_digit() || b.is_ascii_uppercase();
+    (whole[from..].char_indices())
+        .map(|(i, _)| from + i)
+        .find(|&i| {
+            bytes[i].is_ascii_whitespace()
+                && !(i > 0 && grouped(bytes[i - 1]) && bytes.get(i + 1).is_some_and(|&b| grouped(b)))
+                || !bytes[i].is_ascii() && whole[i..].starts_with(char::is_whitespace)
+        })
+        .unwrap_or(whole.len())
+}
+
+/// Keeps `reading`, which found `found` entries (`ranked`, once ranked)
+/// after the previous summary `previous` (its prose and ledger), first
+/// among this thread's readings, when it is within its bound whole: its
+/// text, the previous summary, and about what an entry's place takes (its
+/// text shared).
+fn keep(
+    readings: &mut Readings,
+    (mut reading, found): (Reading, usize),
+    (prose, ledger): (&str, &[(&str, Tier)]),
+    ranked: &Arc<Candidates>,
+) {
+    let size = (reading.text.len())
+        .saturating_add(prose.len())
+        .saturating_add(ledger.iter().map(|e| e.0.len()).sum())
+        .saturating_add(found.saturating_mul(32));
+    if size > Reading::BYTES {
+        return;
+    }
+    reading.prose = prose.to_owned();
+    reading.ledger = ledger.iter().map(|&(e, t)| (e.to_owned(), t)).collect();
+    reading.ranked = Arc::clone(ranked);
+    readings.kept.insert(0, reading);
+    readings.kept.truncate(Reading::KEPT);
 }
 
 /// Whether a kept reading's earlier ledger is `ledger`.
@@ -336,6 +352,25 @@ pub(super) struct Gathering {
 }
 
 impl Gathering {
+    /// Adds what the previous summary holds: what an earlier fold listed
+    /// keeps its tier, and ranks as a strong shape does; what its prose
+    /// holds was kept by the summarizer: named again.
+    fn add_previous(&mut self, prose: &str, ledger: &[(&str, Tier)], extra: &[LedgerPattern]) {
+        for &(entry, tier) in ledger {
+            self.add(
+                &entry.into(),
+                key_of(entry),
+                is_loose(entry),
+                rank_of(tier, PREVIOUS),
+                EARLIER,
+            );
+        }
+        for (_, entry, strength) in ranked(prose, extra).into_iter().rev() {
+            let rank = rank_of(Tier::Repeated, strength);
+            self.add(&entry, key_of(&entry), is_loose(&entry), rank, PROSE);
+        }
+    }
+
     /// Room for `enough` entries.
     pub(super) fn new(enough: usize) -> Self {
         let likely = enough.min(1 << 12);
