@@ -95,15 +95,17 @@ pub(crate) fn candidates<'m>(
         true => readings(None),
         false => Readings::default(),
     };
-    let mut follow: Option<usize> = None;
+    // (The kept readings are found by `key`: the limits and first piece.)
+    let mut key = 0;
+    let mut follow: Option<u64> = None;
     let mut fresh: Option<Reading> = None;
     // Whether this reading is written (its first piece was seen before).
     let mut record = false;
     // Pieces taken.
     let mut k = 0;
     while let Some((whole, mark)) = older.take().or_else(|| all.next()) {
-        let found = match follow {
-            Some(r) => readings.kept[r].found_after(k),
+        let found = match follow.and_then(|r| readings.kept.get(r)) {
+            Some(reading) => reading.found_after(k),
             None => g.out.texts.len(),
         };
         if found >= enough {
@@ -144,16 +146,17 @@ pub(crate) fn candidates<'m>(
                     && r.piece(0) == Some(piece)
                     && r.mark(0) == Some(mark)
             };
-            follow = readings.kept.iter().position(same);
-            record = follow.is_some() || readings.sighted(piece, enough, max_bytes);
+            key = Readings::key(piece, mark, enough, max_bytes);
+            follow = readings.kept.get(key).filter(|r| same(r)).map(|_| key);
+            record = follow.is_some() || readings.sighted(key);
             if follow.is_none() {
                 g = Gathering::new(enough);
             }
-        } else if let Some(r) = follow
-            .filter(|&r| readings.kept[r].piece(k) != Some(piece) || readings.kept[r].mark(k) != Some(mark))
+        } else if let Some(reading) = (follow.and_then(|r| readings.kept.get(r)))
+            .filter(|reading| reading.piece(k) != Some(piece) || reading.mark(k) != Some(mark))
         {
             // Another piece: what the reading found before it, then read on.
-            (g, fresh) = replay(&readings.kept[r], k, enough);
+            (g, fresh) = replay(reading, k, enough);
             follow = None;
         }
         k += 1;
@@ -164,23 +167,20 @@ pub(crate) fn candidates<'m>(
         g.read(piece, extra, enough, mark, memo);
         if record {
             let reading = fresh.get_or_insert_with(|| Reading::new(enough, max_bytes));
-            match reading.text.len().saturating_add(piece.len()) <= Reading::BYTES {
+            match Reading::fits(reading.text.len().saturating_add(piece.len())) {
                 true => reading.push(piece, mark, g.out.texts.len()),
                 // Too long a reading to keep.
                 false => (fresh, record) = (None, false),
             }
         }
     }
-    if let Some(r) = follow {
-        let reading = &readings.kept[r];
+    if let Some(reading) = follow.and_then(|r| readings.kept.get(r)) {
         if k == reading.ends.len()
             && reading.prose == previous_prose
             && same_ledger(&reading.ledger, previous_ledger)
         {
             // The same reading: what it found, ranked.
             let found = Arc::clone(&reading.ranked);
-            let reading = readings.kept.remove(r);
-            readings.kept.insert(0, reading);
             let _ = self::readings(Some(readings));
             return found;
         }
@@ -201,7 +201,7 @@ pub(crate) fn candidates<'m>(
         let found = g.out.texts.len();
         keep(
             &mut readings,
-            (reading, found),
+            (key, reading, found),
             (previous_prose, previous_ledger),
             &ranked,
         );
@@ -260,29 +260,20 @@ fn newest_end(whole: &str, left: usize) -> usize {
         .unwrap_or(whole.len())
 }
 
-/// Keeps `reading`, which found `found` entries (`ranked`, once ranked)
-/// after the previous summary `previous` (its prose and ledger), first
-/// among this thread's readings, when it is within its bound whole: its
-/// text, the previous summary, and about what an entry's place takes (its
-/// text shared).
+/// Keeps `reading` (of `key`), which found `found` entries (`ranked`,
+/// once ranked) after the previous summary `previous` (its prose and
+/// ledger), among this thread's readings, by their memo's rule.
 fn keep(
     readings: &mut Readings,
-    (mut reading, found): (Reading, usize),
+    (key, mut reading, found): (u64, Reading, usize),
     (prose, ledger): (&str, &[(&str, Tier)]),
     ranked: &Arc<Candidates>,
 ) {
-    let size = (reading.text.len())
-        .saturating_add(prose.len())
-        .saturating_add(ledger.iter().map(|e| e.0.len()).sum())
-        .saturating_add(found.saturating_mul(32));
-    if size > Reading::BYTES {
-        return;
-    }
     reading.prose = prose.to_owned();
     reading.ledger = ledger.iter().map(|&(e, t)| (e.to_owned(), t)).collect();
     reading.ranked = Arc::clone(ranked);
-    readings.kept.insert(0, reading);
-    readings.kept.truncate(Reading::KEPT);
+    reading.found = found;
+    drop(readings.kept.put(key, reading));
 }
 
 /// Whether a kept reading's earlier ledger is `ledger`.

@@ -1,6 +1,9 @@
-//! The memo of texts read (process-wide, bounded) and this thread's
-//! readings of candidates.
+//! What the ledger remembers between folds, each memo a [`Memo`]: the
+//! texts read and what was found in them (process-wide, in front of them
+//! this thread's), this thread's readings of candidates and the pieces of
+//! its last [`Said`](super::said::Said). [`remembered`] reads them all.
 
+use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::sync::{Arc, OnceLock};
 
@@ -10,9 +13,183 @@ use super::found::{Found, Mark};
 use super::words::Words;
 use crate::quick::{Quick, memo_lock};
 
+/// Values by a 64-bit key, within one byte budget by one rule ([`put`]):
+/// a value that weighs more than a quarter of the budget is not kept, and
+/// one that would pass the budget empties the memo first. Every memo of
+/// the ledger is one.
+///
+/// [`put`]: Memo::put
+pub(super) struct Memo<V> {
+    map: Option<Map<V>>,
+    bytes: usize,
+    budget: usize,
+}
+
+type Map<V> = HashMap<u64, V, BuildHasherDefault<Quick>>;
+
+/// What a value held in a [`Memo`] weighs, in bytes: what it holds, and
+/// its place in the memo.
+pub(super) trait Weighed {
+    fn weight(&self) -> usize;
+}
+
+/// The bytes a value's place in a memo is counted at, besides what it holds.
+const PLACE: usize = 64;
+
+impl<V: Weighed> Memo<V> {
+    pub(super) const fn new(budget: usize) -> Self {
+        Memo {
+            map: None,
+            bytes: 0,
+            budget,
+        }
+    }
+
+    /// Whether a value of `weight` may be kept in a memo of `budget`.
+    pub(super) const fn fits(budget: usize, weight: usize) -> bool {
+        weight <= budget / 4
+    }
+
+    pub(super) fn get(&self, key: u64) -> Option<&V> {
+        self.map.as_ref()?.get(&key)
+    }
+
+    /// The value of `key`, taken out.
+    pub(super) fn take(&mut self, key: u64) -> Option<V> {
+        let value = self.map.as_mut()?.remove(&key)?;
+        self.bytes -= value.weight();
+        Some(value)
+    }
+
+    /// Keeps `value` under `key`, in place of what it held, by the rule
+    /// (see [`Memo`]); what an emptying let go is given back, to be dropped
+    /// where the caller chooses (outside a lock).
+    pub(super) fn put(&mut self, key: u64, value: V) -> Option<Map<V>> {
+        let weight = value.weight();
+        drop(self.take(key));
+        if !Memo::<V>::fits(self.budget, weight) {
+            return None;
+        }
+        let emptied = (self.bytes + weight > self.budget).then(|| {
+            self.bytes = 0;
+            self.map.take()
+        });
+        self.bytes += weight;
+        self.map.get_or_insert_with(Default::default).insert(key, value);
+        emptied.flatten()
+    }
+
+    /// The bytes held, and the budget.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(super) fn held(&self) -> (usize, usize) {
+        (self.bytes, self.budget)
+    }
+}
+
+impl Weighed for Arc<Seen> {
+    fn weight(&self) -> usize {
+        self.text.len() + PLACE
+    }
+}
+
+/// What a key of [`RECALL`]'s shards holds: the texts of that key, newest
+/// last.
+#[derive(Default)]
+pub(super) struct Bucket(Vec<Arc<Seen>>);
+
+impl Weighed for Bucket {
+    fn weight(&self) -> usize {
+        self.0.iter().map(Weighed::weight).sum()
+    }
+}
+
+impl Weighed for Reading {
+    fn weight(&self) -> usize {
+        let ledger: usize = self.ledger.iter().map(|e| e.0.len()).sum();
+        (self.text.len() + self.prose.len() + ledger + PLACE)
+            // About what an entry's place takes, its text shared.
+            .saturating_add(self.found.saturating_mul(32))
+    }
+}
+
+/// The pieces of a thread's last `Said`, in order.
+#[derive(Default)]
+pub(super) struct LastSaid(pub(super) Vec<Option<Arc<Seen>>>);
+
+impl Weighed for LastSaid {
+    fn weight(&self) -> usize {
+        let texts: usize = self.0.iter().flatten().map(|s| s.text.len()).sum();
+        texts + self.0.len() * 8 + PLACE
+    }
+}
+
+/// A sighting (see [`Readings::sighted`]): its key is all it is.
+pub(super) struct Sighting;
+
+impl Weighed for Sighting {
+    fn weight(&self) -> usize {
+        PLACE
+    }
+}
+
+/// The budgets: a shard of [`RECALL`]'s, a thread's [`FRONT`], its
+/// readings, its sightings, its last `Said`.
+const SHARD_BYTES: usize = 4 << 20;
+const FRONT_BYTES: usize = 1 << 20;
+const READINGS_BYTES: usize = 1 << 20;
+const SIGHTINGS_BYTES: usize = 8 * PLACE;
+const SAID_BYTES: usize = 4 << 20;
+
+/// What the ledger remembers, the one place to read it: each memo's name,
+/// the bytes it holds and its budget (this thread's memos, and the
+/// process's shards).
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) fn remembered() -> Vec<(&'static str, usize, usize)> {
+    let local = |name, held: Option<(usize, usize)>| held.map(|(bytes, budget)| (name, bytes, budget));
+    let mut out: Vec<_> = [
+        local(
+            "front",
+            FRONT
+                .try_with(|f| f.try_borrow().ok().map(|f| f.held()))
+                .ok()
+                .flatten(),
+        ),
+        local(
+            "readings",
+            READINGS
+                .try_with(|r| r.try_borrow().ok().map(|r| r.kept.held()))
+                .ok()
+                .flatten(),
+        ),
+        local(
+            "sightings",
+            READINGS
+                .try_with(|r| r.try_borrow().ok().map(|r| r.sighted.held()))
+                .ok()
+                .flatten(),
+        ),
+        local(
+            "said",
+            SAID_LAST
+                .try_with(|s| s.try_borrow().ok().map(|s| s.held()))
+                .ok()
+                .flatten(),
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    for shard in &RECALL.shards {
+        if let Some(shard) = memo_lock(shard) {
+            let (bytes, budget) = shard.held();
+            out.push(("recall shard", bytes, budget));
+        }
+    }
+    out
+}
+
 thread_local! {
-    /// This thread's readings of candidates lately (see [`Reading`]),
-    /// newest first.
+    /// This thread's readings of candidates lately (see [`Reading`]).
     static READINGS: std::cell::RefCell<Readings> = std::cell::RefCell::default();
 }
 
@@ -37,41 +214,49 @@ fn swap_local<T: Default>(cell: &'static std::thread::LocalKey<std::cell::RefCel
     .unwrap_or_default()
 }
 
-/// A thread's readings of [`candidates`] (see [`Reading`]), newest first,
-/// and the first pieces of the latest readings not kept: a reading is
-/// kept when its first piece was seen before with the same limits (a
-/// compactor whose cut stays where it was), so that a compactor whose cut
-/// moves on each request (and whose readings would never be followed)
-/// pays no copy of what it read.
-#[derive(Default)]
+/// A thread's readings of [`candidates`] (see [`Reading`]), by a key of
+/// their limits and first piece ([`Readings::key`]), and the first pieces
+/// of the latest readings not kept: a reading is kept when its first piece
+/// was seen before with the same limits (a compactor whose cut stays where
+/// it was), so that a compactor whose cut moves on each request (and whose
+/// readings would never be followed) pays no copy of what it read.
 pub(super) struct Readings {
-    pub(super) kept: Vec<Reading>,
-    /// A hash of each first piece and its limits, the latest
-    /// [`Readings::SIGHTED`] of them.
-    pub(super) sighted: [u64; Readings::SIGHTED],
-    pub(super) next: usize,
+    pub(super) kept: Memo<Reading>,
+    /// A hash of each first piece and its limits, lately.
+    pub(super) sighted: Memo<Sighting>,
+}
+
+impl Default for Readings {
+    fn default() -> Self {
+        Readings {
+            kept: Memo::new(READINGS_BYTES),
+            sighted: Memo::new(SIGHTINGS_BYTES),
+        }
+    }
 }
 
 impl Readings {
-    pub(super) const SIGHTED: usize = 8;
-
-    /// Whether a reading of first piece `piece` with these limits was
-    /// seen lately; noted if not. (A hash, to choose what to keep: what a
-    /// kept reading gives is always compared whole.)
-    pub(super) fn sighted(&mut self, piece: &str, enough: usize, max_bytes: usize) -> bool {
+    /// The key of a reading with these limits whose first piece is
+    /// `piece`, read at `mark` (a hash, to find a kept reading: what it
+    /// gives is always compared whole).
+    pub(super) fn key(piece: &str, mark: Mark, enough: usize, max_bytes: usize) -> u64 {
         use std::hash::{BuildHasher, Hash, Hasher};
         let mut hasher = BuildHasherDefault::<Quick>::default().build_hasher();
-        (enough, max_bytes).hash(&mut hasher);
+        (enough, max_bytes, mark.1).hash(&mut hasher);
+        (mark.0 as u8).hash(&mut hasher);
         match piece.len() >= Recall::MIN {
             true => RECALL.key(piece).hash(&mut hasher),
             false => piece.hash(&mut hasher),
         }
-        let sighting = hasher.finish();
-        if self.sighted.contains(&sighting) {
+        hasher.finish()
+    }
+
+    /// Whether a reading of this `key` was seen lately; noted if not.
+    pub(super) fn sighted(&mut self, key: u64) -> bool {
+        if self.sighted.get(key).is_some() {
             return true;
         }
-        self.sighted[self.next] = sighting;
-        self.next = (self.next + 1) % Readings::SIGHTED;
+        drop(self.sighted.put(key, Sighting));
         false
     }
 }
@@ -99,17 +284,19 @@ pub(super) struct Reading {
     pub(super) counts: Vec<usize>,
     pub(super) prose: String,
     pub(super) ledger: Vec<(String, Tier)>,
-    /// What it found, ranked (shared with the folds that take it).
+    /// What it found, ranked (shared with the folds that take it), and
+    /// how many entries it gathered.
     pub(super) ranked: std::sync::Arc<Candidates>,
+    pub(super) found: usize,
 }
 
 impl Reading {
-    /// Readings a thread keeps.
-    pub(super) const KEPT: usize = 4;
-    /// The most a kept reading holds: the text read (a fold of 4 000
-    /// tokens reads 32 KiB, 256 KiB when it must read 8 times as far), the
-    /// previous summary, and its entries' places.
-    pub(super) const BYTES: usize = 1 << 18;
+    /// Whether a reading of `bytes` (its text so far) may still be kept: a
+    /// fold of 4 000 tokens reads 32 KiB, 256 KiB when it must read 8 times
+    /// as far.
+    pub(super) fn fits(bytes: usize) -> bool {
+        Memo::<Reading>::fits(READINGS_BYTES, bytes)
+    }
 
     pub(super) fn new(enough: usize, max_bytes: usize) -> Self {
         Reading {
@@ -226,21 +413,12 @@ pub(super) static RECALL: Recall = Recall::new();
 /// hash of the piece's length and a few samples of its bytes, and compares
 /// the whole text, so a hit is always the same text (a copy costs less to
 /// compare than a hash of the whole costs to compute, and no text can be
-/// made to stand for another). Bounded: a shard that holds more than
-/// [`Recall::SHARD_BYTES`] of text is emptied, a bucket keeps its newest
-/// [`Recall::PER_BUCKET`].
+/// made to stand for another). Each shard is a [`Memo`] of
+/// [`SHARD_BYTES`], a bucket keeps its newest [`Recall::PER_BUCKET`].
 pub(super) struct Recall {
     /// The hash's seed, random per process.
     pub(super) key: OnceLock<u64>,
-    shards: [std::sync::Mutex<Shard>; Recall::SHARDS],
-}
-
-/// One of [`Recall`]'s shards.
-#[derive(Default)]
-pub(super) struct Shard {
-    /// By the texts' keyed hash (the map's own hash of it the fast one).
-    pub(super) buckets: Option<std::collections::HashMap<u64, Vec<Arc<Seen>>, BuildHasherDefault<Quick>>>,
-    pub(super) bytes: usize,
+    shards: [std::sync::Mutex<Memo<Bucket>>; Recall::SHARDS],
 }
 
 /// A piece read, what was found in it, and where its words are (each
@@ -252,13 +430,23 @@ pub(super) struct Seen {
 }
 
 thread_local! {
-    /// The pieces this thread's last [`Said::new`] held, in order.
-    static SAID_LAST: std::cell::RefCell<Vec<Option<Arc<Seen>>>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The pieces this thread's last `Said` held, in order (one value, of
+    /// key 0).
+    static SAID_LAST: std::cell::RefCell<Memo<LastSaid>> = const { std::cell::RefCell::new(Memo::new(SAID_BYTES)) };
 }
 
-/// This thread's [`SAID_LAST`], taken out (put back with `Some`).
-pub(super) fn said_last(back: Option<Vec<Option<Arc<Seen>>>>) -> Vec<Option<Arc<Seen>>> {
-    swap_local(&SAID_LAST, back)
+/// This thread's last `Said`'s pieces, taken out (put back with `Some`:
+/// kept by the memo's rule).
+pub(super) fn said_last(back: Option<LastSaid>) -> LastSaid {
+    let cell = SAID_LAST.try_with(|memo| {
+        let mut memo = memo.try_borrow_mut().ok()?;
+        let last = memo.take(0).unwrap_or_default();
+        if let Some(back) = back {
+            drop(memo.put(0, back));
+        }
+        Some(last)
+    });
+    cell.ok().flatten().unwrap_or_default()
 }
 
 thread_local! {
@@ -271,21 +459,17 @@ thread_local! {
 /// hit compared whole as in the shards. A lookup here takes no lock and
 /// changes no count of references, which cost more than the rest of a
 /// lookup. It holds what the shards hold, shared, and keeps it alive after
-/// the shards let it go: at most [`Front::BYTES`] of text and
-/// [`Front::PIECES`] pieces a thread, then it is emptied. A piece longer
-/// than that bound, or one the shards do not keep, is not held.
-#[derive(Default)]
-pub(super) struct Front {
-    pub(super) pieces: std::collections::HashMap<u64, Arc<Seen>, BuildHasherDefault<Quick>>,
-    pub(super) bytes: usize,
+/// the shards let it go, in a [`Memo`] of [`FRONT_BYTES`]. A piece the
+/// shards do not keep is not held.
+pub(super) struct Front(Memo<Arc<Seen>>);
+
+impl Default for Front {
+    fn default() -> Self {
+        Front(Memo::new(FRONT_BYTES))
+    }
 }
 
 impl Front {
-    /// Pieces held at most.
-    pub(super) const PIECES: usize = 4096;
-    /// Bytes of text held at most.
-    pub(super) const BYTES: usize = 1 << 20;
-
     /// The piece `text` of key `key`, held, else from `shared` (then held,
     /// unless it is not to be: `Err`).
     pub(super) fn find(
@@ -294,23 +478,20 @@ impl Front {
         text: &str,
         shared: impl Fn() -> Arc<Seen>,
     ) -> Result<&Arc<Seen>, Arc<Seen>> {
-        if self.pieces.get(&key).is_none_or(|seen| *seen.text != *text) {
+        if self.0.get(key).is_none_or(|seen| *seen.text != *text) {
             let seen = shared();
-            // (The shards keep no copy of a text longer than a shard.)
-            if seen.text.is_empty() || seen.text.len() > Front::BYTES {
+            // (The shards keep no copy of a text too long for them.)
+            if seen.text.is_empty() || !Memo::<Arc<Seen>>::fits(FRONT_BYTES, seen.weight()) {
                 return Err(seen);
             }
-            if let Some(old) = self.pieces.remove(&key) {
-                self.bytes -= old.text.len();
-            }
-            if self.bytes + seen.text.len() > Front::BYTES || self.pieces.len() >= Front::PIECES {
-                self.pieces.clear();
-                self.bytes = 0;
-            }
-            self.bytes += seen.text.len();
-            return Ok(self.pieces.entry(key).insert_entry(seen).into_mut());
+            drop(self.0.put(key, seen));
         }
-        self.pieces.get(&key).ok_or_else(shared)
+        self.0.get(key).ok_or_else(shared)
+    }
+
+    #[cfg_attr(not(test), allow(dead_code))]
+    fn held(&self) -> (usize, usize) {
+        self.0.held()
     }
 }
 
@@ -318,20 +499,13 @@ impl Recall {
     /// Shorter pieces are read each time (they cost little to read).
     pub(super) const MIN: usize = 8;
     pub(super) const SHARDS: usize = 8;
-    /// Bytes of text a shard holds at most.
-    pub(super) const SHARD_BYTES: usize = 4 << 20;
     /// Texts one bucket holds at most.
     pub(super) const PER_BUCKET: usize = 4;
 
     pub(super) const fn new() -> Self {
         Recall {
             key: OnceLock::new(),
-            shards: [const {
-                std::sync::Mutex::new(Shard {
-                    buckets: None,
-                    bytes: 0,
-                })
-            }; Recall::SHARDS],
+            shards: [const { std::sync::Mutex::new(Memo::new(SHARD_BYTES)) }; Recall::SHARDS],
         }
     }
 
@@ -401,15 +575,13 @@ impl Recall {
         // (A shard whose lock cannot be had soon is passed by: see
         // `memo_lock`.)
         let seen = memo_lock(shard).and_then(|shard| {
-            (shard.buckets.as_ref())
-                .and_then(|b| b.get(&key))
-                .and_then(|bucket| bucket.iter().find(|s| *s.text == *text).cloned())
+            (shard.get(key)).and_then(|bucket| bucket.0.iter().find(|s| *s.text == *text).cloned())
         });
         if let Some(seen) = seen {
             return seen;
         }
-        // A text longer than a shard is read each time (not kept, not copied).
-        let kept = text.len() <= Recall::SHARD_BYTES;
+        // A text too long for a shard is read each time (not kept, not copied).
+        let kept = Memo::<Bucket>::fits(SHARD_BYTES, text.len() + PLACE);
         let seen = Arc::new(Seen {
             text: if kept { text.into() } else { Box::default() },
             found: OnceLock::new(),
@@ -418,25 +590,17 @@ impl Recall {
         if !kept {
             return seen;
         }
-        let Some(mut guard) = memo_lock(shard) else {
+        let Some(mut shard) = memo_lock(shard) else {
             return seen;
         };
-        let shard = &mut *guard;
-        // An emptied shard's pieces are dropped after the lock is released.
-        let emptied =
-            (shard.bytes.saturating_add(text.len()) > Recall::SHARD_BYTES).then(|| std::mem::take(shard));
-        shard.bytes += text.len();
-        let bucket = shard
-            .buckets
-            .get_or_insert_with(Default::default)
-            .entry(key)
-            .or_default();
-        if bucket.len() >= Recall::PER_BUCKET {
-            let oldest = bucket.remove(0);
-            shard.bytes -= oldest.text.len();
+        let mut bucket = shard.take(key).unwrap_or_default();
+        if bucket.0.len() >= Recall::PER_BUCKET {
+            bucket.0.remove(0);
         }
-        bucket.push(Arc::clone(&seen));
-        drop(guard);
+        bucket.0.push(Arc::clone(&seen));
+        // An emptied shard's pieces are dropped after the lock is released.
+        let emptied = shard.put(key, bucket);
+        drop(shard);
         drop(emptied);
         seen
     }
@@ -447,4 +611,70 @@ fn sample(bytes: &[u8], at: usize) -> u64 {
     let mut word = [0u8; 8];
     word.copy_from_slice(&bytes[at..at + 8]);
     u64::from_le_bytes(word)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Bytes(usize);
+
+    impl Weighed for Bytes {
+        fn weight(&self) -> usize {
+            self.0
+        }
+    }
+
+    #[test]
+    fn a_memo_keeps_within_its_budget_by_one_rule() {
+        let mut memo = Memo::new(1000);
+        // More than a quarter of the budget: not kept.
+        assert!(memo.put(1, Bytes(251)).is_none());
+        assert!(memo.get(1).is_none() && memo.held() == (0, 1000));
+        for key in 0..4 {
+            assert!(memo.put(key, Bytes(250)).is_none());
+        }
+        assert_eq!(memo.held(), (1000, 1000));
+        // A value in place of another is weighed anew.
+        assert!(memo.put(3, Bytes(100)).is_none());
+        assert_eq!(memo.held(), (850, 1000));
+        // One that would pass the budget empties the memo first, and the
+        // values let go are given back.
+        let emptied = memo.put(9, Bytes(200)).expect("emptied");
+        assert_eq!(emptied.len(), 4);
+        assert_eq!(memo.held(), (200, 1000));
+        assert!(memo.get(0).is_none() && memo.get(9).is_some());
+        assert_eq!(memo.take(9).map(|b| b.0), Some(200));
+        assert_eq!(memo.held(), (0, 1000));
+    }
+
+    #[test]
+    fn every_memo_stays_within_its_budget_while_histories_are_folded() {
+        use crate::{Compactor, Message};
+        for round in 0..40 {
+            let history: Vec<Message> = (0..120)
+                .map(|i| {
+                    let id = format!("ORD-{}{i:04}", round * 7 + i % 5);
+                    Message::user(format!(
+                        "turn {i}: ship {id} to /srv/data/{round}/file-{i}.csv {}",
+                        "word ".repeat(i % 40)
+                    ))
+                })
+                .collect();
+            let summary =
+                |_: &crate::SummaryRequest<'_>| Ok::<_, std::convert::Infallible>("earlier".to_owned());
+            Compactor::new(600).compact(&history, &summary).unwrap();
+            Compactor::new(600)
+                .compact(&history[..100 + round % 20], &summary)
+                .unwrap();
+        }
+        let held = remembered();
+        assert!(
+            held.iter().any(|(name, bytes, _)| *name == "front" && *bytes > 0),
+            "{held:?}"
+        );
+        for (name, bytes, budget) in held {
+            assert!(bytes <= budget, "{name}: {bytes} of {budget}");
+        }
+    }
 }

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::memo::{Front, RECALL, Recall, Seen, said_last};
+use super::memo::{LastSaid, RECALL, Recall, Seen, said_last};
 use super::read::pieces;
 use super::words::{Filter, Wide, Words};
 use super::{covered, is_loose, key_of, value_of};
@@ -46,8 +46,8 @@ impl<'m> Said<'m> {
         // compactor keeps the same turns again (with new ones after them,
         // or the oldest gone), and a piece met where it was, or the first
         // one anywhere among them, is compared whole instead of looked up.
-        let mut last = said_last(None);
-        let (mut next, mut bytes) = (Vec::with_capacity(pieces.len()), 0usize);
+        let LastSaid(mut last) = said_last(None);
+        let mut next = Vec::with_capacity(pieces.len());
         let mut at = 0;
         let mut words = Vec::with_capacity(pieces.len());
         for &piece in &pieces {
@@ -71,15 +71,10 @@ impl<'m> Said<'m> {
             words.push(Arc::clone(seen.words.get_or_init(|| Arc::new(Words::of(piece)))));
             // (A piece too long for the memo has no text to compare: not
             // held.)
-            bytes = bytes.saturating_add(piece.len());
             next.push(Some(seen).filter(|seen| !seen.text.is_empty()));
         }
-        // (Bounded as a thread's front is.)
-        if bytes > Front::BYTES || next.len() > Front::PIECES {
-            next.clear();
-        }
         drop(last);
-        said_last(Some(next));
+        said_last(Some(LastSaid(next)));
         Said::of(pieces, words)
     }
 
