@@ -13,8 +13,9 @@
 //! - [`candidates`]: a fold's entries, ranked by salience (their
 //!   [`Tier`], then their shape, then the newest); [`said`] what
 //!   kept turns or a summary hold verbatim already;
-//! - [`memo`]: the one bounded memo of texts read, and this thread's
-//!   readings.
+//! - [`memo`]: what is remembered between folds (the texts read, this
+//!   thread's readings, its last kept turns), each a `Memo` within one
+//!   byte budget by one rule; `memo::remembered` reads them all.
 
 use std::sync::Arc;
 
