@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use chatfold::{Aim, Compactor, Format, History, Measure, Message, Pin, Recipe};
+use chatfold::{Aim, Compactor, Format, History, Measure, Message, Pin, Recipe, View};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
@@ -32,8 +32,8 @@ fn plain(list: &Bound<'_, PyAny>) -> PyResult<Option<Vec<Message>>> {
     let Some(items) = crate::lazy::plain_items(list)? else {
         return Ok(None);
     };
-    let message = |p: &crate::lazy::Plain<'_>| Ok(Message::new(p.role.to_str()?, p.content.to_str()?));
-    items.iter().map(message).collect::<PyResult<_>>().map(Some)
+    let pairs = crate::lazy::pairs(list.py(), &items)?;
+    Ok(Some(pairs.as_slice().messages()))
 }
 
 fn read(py: Python<'_>, messages: &Bound<'_, PyAny>, format: Option<Format>) -> PyResult<Input> {

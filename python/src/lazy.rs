@@ -74,6 +74,15 @@ fn role_of<'a>(known: &Known<'_>, item: &'a Plain<'_>) -> PyResult<&'a str> {
     }
 }
 
+/// `items` as the core reads them: each one's role and text, borrowed.
+pub fn pairs<'a>(py: Python<'_>, items: &'a [Plain<'_>]) -> PyResult<Vec<(&'a str, &'a str)>> {
+    let known = known(py);
+    items
+        .iter()
+        .map(|p| Ok((role_of(&known, p)?, p.content.to_str()?)))
+        .collect()
+}
+
 /// The history as the core reads it: each message's role and text.
 type Pairs<'a> = [(&'a str, &'a str)];
 
@@ -152,11 +161,7 @@ pub fn compact(
     let Some(items) = plain_items(list)? else {
         return Ok(None);
     };
-    let known = known(py);
-    let pairs: Vec<(&str, &str)> = items
-        .iter()
-        .map(|p| Ok((role_of(&known, p)?, p.content.to_str()?)))
-        .collect::<PyResult<_>>()?;
+    let pairs = pairs(py, &items)?;
     let mut outside = None;
     let done = compactor.compact_view(pairs.as_slice(), |request: ViewRequest<'_, Pairs<'_>>| {
         let taken = Outside::of(list, request.runs()).map_err(boxed)?;
