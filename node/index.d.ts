@@ -9,7 +9,7 @@ export type Messages = Message[] | Record<string, unknown>
 export type Tokenizer = 'o200k_base' | 'cl100k_base' | 'heuristic' | (string & {}) | ((text: string) => number)
 
 export interface CompactorOptions {
-  /** Tokens of recent turns kept verbatim (default: half the fold target). */
+  /** Tokens of recent turns kept verbatim (default: a quarter of the fold target). */
   keepRecent?: number
   /** A history over the budget is folded down to this many tokens, so later turns extend an unchanged prefix, which providers bill at a tenth (default: half the budget). */
   foldTo?: number

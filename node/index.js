@@ -244,7 +244,7 @@ const OPTIONS = [
 
 /**
  * Keeps a chat history inside `budget` tokens: system messages and the most
- * recent turns (`keepRecent` tokens, half the fold target by default)
+ * recent turns (`keepRecent` tokens, a quarter of the fold target by default)
  * verbatim, the older middle folded into one summary message; a history over
  * the budget is folded down to `foldTo` tokens (half the budget by default).
  */

@@ -182,7 +182,7 @@
 //! | flag | what it does |
 //! |---|---|
 //! | `--fold-to N` or `P%` | a history over the budget is folded down to this (default: 50%) |
-//! | `--keep-recent N` | tokens of recent turns kept verbatim (default: half the fold target) |
+//! | `--keep-recent N` | tokens of recent turns kept verbatim (default: a quarter of the fold target) |
 //! | `--tokenizer T` | `o200k_base` (default), `cl100k_base`, an OpenAI model name, `heuristic` |
 //! | `--summarize-cmd 'CMD'` | a shell command: the folded turns' transcript on stdin, `CHATFOLD_MAX_SUMMARY_TOKENS` in its environment, the summary on stdout (`--summarize-timeout`: default 120 s) |
 //! | `--summarize-url URL --summarize-model NAME` | an LLM; the key from `OPENAI_API_KEY` / `ANTHROPIC_API_KEY`, or `--api-key-env VAR` for other hosts |

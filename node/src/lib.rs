@@ -262,7 +262,7 @@ impl NativeCompactor {
         self.inner.budget as u32
     }
 
-    /// Tokens of recent turns kept verbatim (the default: half the fold target).
+    /// Tokens of recent turns kept verbatim (the default: a quarter of the fold target).
     #[napi(getter)]
     pub fn keep_recent(&self) -> u32 {
         self.inner.effective_keep_recent() as u32

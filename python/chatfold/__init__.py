@@ -51,8 +51,8 @@ Messages = Union[List[Mapping[str, Any]], Mapping[str, Any]]
 class Compactor(_chatfold.Compactor):
     """Keeps a chat history inside ``budget`` tokens.
 
-    System messages and the most recent turns (``keep_recent`` tokens, half
-    the fold target by default) stay verbatim; the older middle is folded into
+    System messages and the most recent turns (``keep_recent`` tokens, a
+    quarter of the fold target by default) stay verbatim; the older middle is folded into
     one summary message, marked so that a later compaction rolls it forward.
     A history over the budget is folded down to ``fold_to`` tokens (half the
     budget by default), so that later turns extend an unchanged prefix, which

@@ -363,7 +363,7 @@ impl PyCompactor {
         self.inner.budget
     }
 
-    /// Tokens of recent turns kept verbatim (the default: half the fold target).
+    /// Tokens of recent turns kept verbatim (the default: a quarter of the fold target).
     #[getter]
     fn keep_recent(&self) -> usize {
         self.inner.effective_keep_recent()

@@ -270,10 +270,11 @@ def test_between_folds_the_output_grows_at_its_end_and_says_so():
 
 def rewrites(compactor, n=30):
     """How many of `n` exchanges, each sent back with chatfold's output,
-    rewrite the prompt's prefix."""
+    rewrite the prompt's prefix (the built-in summarizer, which fills its
+    allowance)."""
     held, count = turns(40), 0
     for i in range(n):
-        result = compactor.compact(held, short)
+        result = compactor.compact(held, "extractive")
         count += result.report["prefix"] == "rewritten"
         held = list(result.messages) + [{"role": "user", "content": f"question {i} about ORD-{i}"}]
     return count

@@ -225,7 +225,7 @@ impl Compactor<Heuristic> {
     /// assert_eq!(c.keep_recent, None);
     /// assert_eq!(c.fold_to, None);
     /// assert_eq!(c.effective_fold_to(), 4000);
-    /// assert_eq!(c.effective_keep_recent(), 2000);
+    /// assert_eq!(c.effective_keep_recent(), 1000);
     /// assert_eq!(c.policy, FoldPolicy::new());
     /// assert!(!c.strict && !c.count_all);
     /// # Ok::<(), chatfold::Error>(())
@@ -456,10 +456,12 @@ impl<C> Compactor<C> {
         self
     }
 
-    /// `keep_recent`, or half the [fold target](Self::effective_fold_to)
-    /// when it is unset.
+    /// `keep_recent`, or a quarter of the [fold
+    /// target](Self::effective_fold_to) when it is unset, so that the
+    /// summary, which keeps what tells the most from the whole folded
+    /// span, has three quarters of it.
     pub fn effective_keep_recent(&self) -> usize {
-        self.keep_recent.unwrap_or(self.effective_fold_to() / 2)
+        self.keep_recent.unwrap_or(self.effective_fold_to() / 4)
     }
 
     /// `fold_to`, or half the budget when it is unset
@@ -473,7 +475,7 @@ impl<C> Compactor<C> {
     ///
     /// assert_eq!(Compactor::new(4_000).effective_fold_to(), 2_000);
     /// assert_eq!(Compactor::new(4_000).fold_to(3_000).effective_fold_to(), 3_000);
-    /// assert_eq!(Compactor::new(4_000).effective_keep_recent(), 1_000);
+    /// assert_eq!(Compactor::new(4_000).effective_keep_recent(), 500);
     /// ```
     pub fn effective_fold_to(&self) -> usize {
         let default = self.budget / 100 * Self::DEFAULT_FOLD_TO_PERCENT

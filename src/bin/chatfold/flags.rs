@@ -135,7 +135,7 @@ pub(crate) struct BudgetArgs {
     /// Most tokens the compacted history may take.
     #[arg(long)]
     pub(crate) budget: usize,
-    /// Tokens of recent turns to keep verbatim (default: half the budget).
+    /// Tokens of recent turns to keep verbatim (default: a quarter of the fold target, an eighth of the budget).
     #[arg(long)]
     pub(crate) keep_recent: Option<usize>,
     /// The summary and what is folded into it.
