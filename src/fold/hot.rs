@@ -42,6 +42,60 @@ pub(crate) fn asks_next(word: &[u8]) -> bool {
         .any(|m| word.ends_with(m))
 }
 
+/// The run of two or three code groups that follows a label's mark at
+/// `at` (`Postcode: 1012 AB`, `plate: 123가 4567`), as one identifier: its
+/// start and end, when the groups hold a digit and a letter between them,
+/// five to sixteen characters in all. A group is one to eight letters and
+/// digits: digits alone, one to three capitals (not a currency's code:
+/// `500 EUR` is an amount), or digits with letters of any script; the run
+/// ends at the first word that is none of these, or after a group that
+/// ends a clause (`,` `.` `;` `)`).
+pub(crate) fn labelled_groups(text: &str, at: usize) -> Option<(usize, usize)> {
+    let bytes = text.as_bytes();
+    let start = at
+        + bytes[at..]
+            .iter()
+            .take_while(|&&b| b == b' ' || b == b'\t')
+            .count();
+    let (mut end, mut groups, mut chars) = (start, 0, 0);
+    let (mut digit, mut letter) = (false, false);
+    let mut at = start;
+    while groups < 3 {
+        let word = &text[at..];
+        let len = word.find([' ', '\t', '\r', '\n']).unwrap_or(word.len());
+        let closes = word[..len].ends_with([',', '.', ';', ')']);
+        let group = word[..len].trim_end_matches([',', '.', ';', ')']);
+        let count = group.chars().count();
+        let digits = group.bytes().all(|b| b.is_ascii_digit());
+        let capitals = group.bytes().all(|b| b.is_ascii_uppercase());
+        let mixed = group
+            .chars()
+            .all(|c| c.is_ascii_digit() || c.is_ascii_uppercase() || (!c.is_ascii() && c.is_alphabetic()))
+            && group.bytes().any(|b| b.is_ascii_digit());
+        let fits = (1..=8).contains(&count)
+            && (digits || mixed || (capitals && count <= 3 && !CURRENCIES.contains(&group)));
+        if !fits {
+            break;
+        }
+        groups += 1;
+        chars += count;
+        digit |= group.bytes().any(|b| b.is_ascii_digit());
+        letter |= !digits;
+        end = at + group.len();
+        if closes || !word[len..].starts_with(' ') || word[len + 1..].starts_with(' ') {
+            break;
+        }
+        at += len + 1;
+    }
+    (groups >= 2 && digit && letter && (5..=16).contains(&chars)).then_some((start, end))
+}
+
+/// Currencies' codes, which after an amount make no code (`500 EUR`).
+const CURRENCIES: &[&str] = &[
+    "USD", "EUR", "GBP", "JPY", "CHF", "CAD", "AUD", "INR", "CNY", "SEK", "NOK", "DKK", "PLN", "BRL", "MXN",
+    "KRW",
+];
+
 /// The spaces that end a word.
 pub(crate) fn is_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\r' | b'\n')
@@ -206,6 +260,11 @@ pub(crate) fn ledger_spans(text: &str, mut found: impl FnMut(usize, usize, &[(us
             }
             false => (first, last),
         };
+        // Code groups after a label's mark in it (`Postcode: 1012 AB`).
+        let last = (words.iter())
+            .filter(|&&(start, end)| asks_next(&bytes[start..end]))
+            .filter_map(|&(_, end)| labelled_groups(text, end))
+            .fold(last, |last, (_, end)| last.max(end));
         let (from, to) = word_before(first);
         let code = bytes[from..to].trim_ascii_start();
         let code = code.strip_prefix(b"(").unwrap_or(code);

@@ -21,10 +21,12 @@
 //!
 //! Context raises a weaker token: inside backticks or typographic quotes,
 //! alone in a table cell, or after a label (`Order ID: 99812`,
-//! `booking #QX7PLM`); see [`Context`].
+//! `booking #QX7PLM`); see [`Context`]. After a label's mark, two or three
+//! code groups are one identifier (`Postcode: 1012 AB`, `plate: 123가
+//! 4567`; see [`labelled_groups`]).
 
 use super::lists::{LABELS, NOT_CODES, PREFIX_WORDS, SECRETS, STANDARDS, STRUCTURAL};
-use crate::fold::hot::{asks_next, is_space};
+use crate::fold::hot::{asks_next, is_space, labelled_groups};
 
 /// Where a token stands, beyond its shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,7 +116,14 @@ pub(super) fn identifiers(
     mut each: impl FnMut(usize, usize, u8),
 ) {
     let mut hide = hidden.iter().peekable();
-    let mut read = |from: usize, to: usize| {
+    // (`whole`: the range is one identifier, code groups after a label.)
+    let mut read = |from: usize, to: usize, whole: bool| {
+        if whole {
+            if !hidden.iter().any(|&(s, e)| s < to && from < e) {
+                each(from, to, 2);
+            }
+            return;
+        }
         tokens(&text[from..to], |start, end| {
             let (start, end) = (from + start, from + end);
             while hide.peek().is_some_and(|&&(_, e)| e <= start) {
@@ -154,20 +163,30 @@ pub(super) fn identifiers(
         let end = start + bytes[start..].iter().take_while(|&&b| !is_space(b)).count();
         (start, end)
     };
+    // The word after a label's mark, or the code groups after it, as one
+    // identifier (`Postcode: 1012 AB`), before the hot word at `before`.
+    let after_label = |label_end: usize, before: usize| match labelled_groups(text, label_end) {
+        Some((from, to)) if from <= before => Some((from, to, true)),
+        _ => Some(next_word(label_end))
+            .filter(|&(from, to)| from < before && from < to)
+            .map(|(from, to)| (from, to, false)),
+    };
     let mut pending: Option<usize> = None;
+    // (The end of the code groups read whole: the hot words in them are read.)
+    let mut read_to = 0;
     for &(start, end) in words {
-        if let Some((from, to)) = pending
-            .take()
-            .map(next_word)
-            .filter(|&(from, to)| from < start && from < to)
-        {
-            read(from, to);
+        if let Some((from, to, whole)) = pending.take().and_then(|label_end| after_label(label_end, start)) {
+            read(from, to, whole);
+            read_to = if whole { to } else { read_to };
         }
-        read(start, end);
+        if start < read_to {
+            continue;
+        }
+        read(start, end, false);
         pending = asks_next(&bytes[start..end]).then_some(end);
     }
-    if let Some((from, to)) = pending.map(next_word).filter(|&(from, to)| from < to) {
-        read(from, to);
+    if let Some((from, to, whole)) = pending.and_then(|label_end| after_label(label_end, usize::MAX)) {
+        read(from, to, whole);
     }
 }
 

@@ -206,6 +206,38 @@ fn context_raises_a_weak_shape() {
 }
 
 #[test]
+fn code_groups_after_a_label_are_one_entry() {
+    for (text, entry) in [
+        ("Postcode: 1012 AB, for the delivery.", "1012 AB"),
+        ("My car plate: 123가 4567 is registered.", "123가 4567"),
+        ("차량번호: 34나 5678 입니다.", "34나 5678"),
+        ("Flight #: BA 2490 leaves at noon.", "BA 2490"),
+        ("Ship to postcode: 1012 AB", "1012 AB"),
+    ] {
+        let found = ids(text);
+        assert!(found.iter().any(|e| e == entry), "{text:?}: {found:?}");
+        // (Not its groups as well.)
+        assert!(
+            !found.iter().any(|e| e != entry && entry.contains(e.as_str())),
+            "{text:?}: {found:?}"
+        );
+    }
+    // Not an amount, a time, a date, a single group, or groups without a label.
+    for text in [
+        "Total: 500 EUR, paid.",
+        "Start: 10 AM sharp.",
+        "Date: 12 May 2024.",
+        "Moved in 12월 2024 to Seoul.",
+        "It happened in 1066 AD, they say.",
+        "My postcode is 3511 LX in Utrecht.",
+        "Rooms: 4 B and 5 C.",
+    ] {
+        let found = ids(text);
+        assert!(!found.iter().any(|e| e.contains(' ')), "{text:?}: {found:?}");
+    }
+}
+
+#[test]
 fn a_user_agent_and_a_secret_give_no_entry() {
     let ua = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.6099.129 Safari/537.36";
     assert!(ids(&format!("The UA was {ua} again.")).is_empty());
