@@ -76,9 +76,12 @@ const WORDS_WEIGHED: usize = 64;
 /// How much more a name, a number or a date weighs than its rarity says.
 const NAMED: f32 = 1.5;
 /// How much a sentence that tells something gains for speaking of the
-/// speaker (`I`, `my`, `we`: facts, plans, decisions of people's own) or
-/// for answering a question.
-const PERSONAL: f32 = 1.0;
+/// speaker (`I`, `my`, `we`: facts, plans, decisions of people's own),
+/// about what one rare word tells: what people say of themselves is what
+/// is asked about later.
+const PERSONAL: f32 = 3.0;
+/// How much a sentence that tells something gains for answering a question.
+const REPLYING: f32 = 1.0;
 /// Tokens a line costs beyond its words (its speaker, its newline), for
 /// weighing information per token.
 const LINE_TOKENS: f32 = 16.0;
@@ -281,7 +284,7 @@ impl Rarity {
             }
         }
         if telling > 0 {
-            info += PERSONAL * (u8::from(personal) + u8::from(replying)) as f32;
+            info += PERSONAL * f32::from(u8::from(personal)) + REPLYING * f32::from(u8::from(replying));
         }
         let tokens = bytes as f32 / 4.0;
         Weight {
