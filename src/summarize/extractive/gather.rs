@@ -109,7 +109,12 @@ impl Candidate {
         if let Some(cost) = self.cost.get() {
             return cost;
         }
-        let cost = measure(&self.text).saturating_add(1);
+        // (Measured with it: a newline joins the token before it, as
+        // `.\n` does in o200k, so that the lines add up to the whole.)
+        let mut line = String::with_capacity(self.text.len() + 1);
+        line.push_str(&self.text);
+        line.push('\n');
+        let cost = measure(&line);
         self.cost.set(Some(cost));
         cost
     }
@@ -120,7 +125,8 @@ impl Candidate {
         if let Some(cost) = self.anchor_cost.get() {
             return cost;
         }
-        let cost = measure(&format!("[{anchor}] "));
+        // (Without the space after it, which joins the word that follows.)
+        let cost = measure(&format!("[{anchor}]"));
         self.anchor_cost.set(Some(cost));
         cost
     }
