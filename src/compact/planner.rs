@@ -218,10 +218,18 @@ impl<C: TokenCounter> Compactor<C> {
             pinned_at: Vec::new(),
             pins: Vec::new(),
             callers: Vec::new(),
+            listed: false,
             at_least: self.counter.reply_priming(),
         };
         // A summary placed as a user turn (Anthropic) leads the turns.
         let mut first_turn = true;
+        // The callers are listed for pins and a cache; else the walk back
+        // finds those it needs (`Headers::units`).
+        #[cfg(feature = "cache")]
+        let list_callers = !self.pins.is_empty() || self.cache.is_some();
+        #[cfg(not(feature = "cache"))]
+        let list_callers = !self.pins.is_empty();
+        headers.listed = list_callers;
         for (i, m) in messages.iter().enumerate() {
             let leading = first_turn;
             first_turn = first_turn && m.role.is_pinned();
@@ -230,7 +238,7 @@ impl<C: TokenCounter> Compactor<C> {
             } else if m.role.is_pinned() {
                 headers.pinned_at.push(i);
             }
-            if m.makes_calls() {
+            if list_callers && m.makes_calls() {
                 headers.callers.push(i);
             }
             if headers.at_least <= self.budget {
@@ -287,7 +295,7 @@ impl<C: TokenCounter> Compactor<C> {
         };
         let (mut kept, mut units_kept) = (KeptTokens::default(), 0usize);
         let (mut latest_loose, mut refused) = (0, None);
-        let units = units::Backward::new(messages, &headers.callers, after);
+        let units = headers.units(messages, after);
         let fixed = |i: usize| headers.fixed(messages, i);
         let cut = units::cut(messages, units, units::Pinned::LookPast, |unit| {
             let limits = (units_kept > 0).then_some(limits);
@@ -416,13 +424,24 @@ struct Headers {
     pinned_at: Vec<usize>,
     /// The messages the compactor's pins name (rule 11), ascending.
     pins: Vec<usize>,
-    /// Messages with tool calls.
+    /// Messages with tool calls, listed when pins or a cache need them
+    /// (`listed`).
     callers: Vec<usize>,
+    listed: bool,
     /// A lower bound on the history's tokens, summed while at most the budget.
     at_least: usize,
 }
 
 impl Headers {
+    /// The units of `messages[after..]`, newest first, through the listed
+    /// callers or reading back to them.
+    fn units<'m>(&'m self, messages: &'m [Message], after: usize) -> units::Backward<'m> {
+        match self.listed {
+            true => units::Backward::new(messages, &self.callers, after),
+            false => units::Backward::reading(messages, after),
+        }
+    }
+
     /// Whether message `i` is in every output whatever the cut: a system
     /// message or a pinned one (counted beside the kept part).
     fn fixed(&self, messages: &[Message], i: usize) -> bool {

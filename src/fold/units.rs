@@ -26,8 +26,9 @@
 //! every later head is response-like it stays put.
 //!
 //! Units are found walking back from the end ([`Backward`]), so a cut reads
-//! only the messages it keeps and the list of messages that carry calls: its
-//! cost follows the kept part, not the history. The compactor and every memory
+//! only the messages it keeps and the list of messages that carry calls, or,
+//! without a list, the messages back to each result's call: its cost follows
+//! the kept part, not the history. The compactor and every memory
 //! strategy cut through [`cut`].
 
 use std::ops::Range;
@@ -43,47 +44,99 @@ pub(crate) fn callers(messages: &[Message]) -> Vec<usize> {
 
 /// The units of `messages[floor..]`, newest first.
 ///
-/// `callers` lists (at least) the indices at or after `floor` of messages
-/// that carry tool calls, in order. Calls before `floor` are ignored: a result
-/// answering one is an orphan here.
+/// The messages that carry calls come from a list ([`Backward::new`]) or
+/// are found by reading back from a result to its call, as far as it asks
+/// ([`Backward::reading`]).
 #[derive(Clone, Debug)]
 pub(crate) struct Backward<'m> {
     messages: &'m [Message],
-    callers: &'m [usize],
+    callers: Callers<'m>,
     floor: usize,
     /// Start of the unit produced last: the end of the next one.
     end: usize,
 }
 
+/// Where [`Backward`] finds the messages that carry calls.
+#[derive(Clone, Debug)]
+enum Callers<'m> {
+    /// Listed: (at least) every one at or after the floor, in order.
+    Listed(&'m [usize]),
+    /// Found so far, newest first: every one at or after `low` (which
+    /// only falls, never below the floor).
+    Read { newest_first: Vec<usize>, low: usize },
+}
+
 impl<'m> Backward<'m> {
+    /// `callers` lists (at least) the indices at or after `floor` of the
+    /// messages that carry tool calls, in order ([`callers`]). Calls before
+    /// `floor` are ignored: a result answering one is an orphan here.
     pub(crate) fn new(messages: &'m [Message], callers: &'m [usize], floor: usize) -> Self {
         Backward {
             messages,
-            callers,
+            callers: Callers::Listed(callers),
+            floor,
+            end: messages.len(),
+        }
+    }
+
+    /// As [`Backward::new`], finding the messages that carry calls by
+    /// reading back from each result to its call: the units read cost what
+    /// they span, however long the history before them (an orphan result
+    /// reads back to the floor, once).
+    pub(crate) fn reading(messages: &'m [Message], floor: usize) -> Self {
+        Backward {
+            messages,
+            callers: Callers::Read {
+                newest_first: Vec::new(),
+                low: messages.len(),
+            },
             floor,
             end: messages.len(),
         }
     }
 
     /// Index of the earliest call message that the message at `j` answers
-    /// (it may answer several calls), among the calls at or after the floor.
-    fn earliest_call_of(&self, j: usize) -> Option<usize> {
-        let earlier = &self.callers[..self.callers.partition_point(|&c| c < j)];
-        // No call between the floor and `j`: nothing `j` answers is here.
-        if earlier.last().is_none_or(|&c| c < self.floor) {
-            return None;
+    /// (it may answer several calls), among the calls at or after the floor:
+    /// for each id it answers, the nearest earlier call with that id.
+    fn earliest_call_of(&mut self, j: usize) -> Option<usize> {
+        let (messages, floor) = (self.messages, self.floor);
+        let calls = |c: usize, id: &str| messages[c].call_ids().any(|call| call == id);
+        match &mut self.callers {
+            Callers::Listed(callers) => {
+                let earlier = &callers[..callers.partition_point(|&c| c < j)];
+                // No call between the floor and `j`: nothing `j` answers is here.
+                if earlier.last().is_none_or(|&c| c < floor) {
+                    return None;
+                }
+                (messages[j].answered_ids())
+                    .filter_map(|id| {
+                        (earlier.iter().rev().copied())
+                            .take_while(|&c| c >= floor)
+                            .find(|&c| calls(c, id))
+                    })
+                    .min()
+            }
+            Callers::Read { newest_first, low } => {
+                let mut earliest: Option<usize> = None;
+                for id in messages[j].answered_ids() {
+                    let before = newest_first.partition_point(|&c| c >= j);
+                    let mut found = newest_first[before..].iter().copied().find(|&c| calls(c, id));
+                    // Read back from where reading stopped, to the call or the floor.
+                    while found.is_none() && *low > floor {
+                        *low -= 1;
+                        if messages[*low].makes_calls() {
+                            newest_first.push(*low);
+                            found = (*low < j && calls(*low, id)).then_some(*low);
+                        }
+                    }
+                    earliest = match (earliest, found) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                }
+                earliest
+            }
         }
-        self.messages[j]
-            .answered_ids()
-            .filter_map(|id| {
-                earlier
-                    .iter()
-                    .rev()
-                    .copied()
-                    .take_while(|&c| c >= self.floor)
-                    .find(|&c| self.messages[c].call_ids().any(|call| call == id))
-            })
-            .min()
     }
 }
 
@@ -317,6 +370,28 @@ mod tests {
             .collect();
         let role = if kind == "tool_use" { "assistant" } else { "user" };
         Message::new(role, "").with_parts(parts)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+        /// Reading back to the calls finds the units the listed callers give,
+        /// in every form, from any floor (orphans, reused ids, interleaving).
+        #[test]
+        fn reading_back_finds_the_units_the_list_gives(
+            (messages, floor) in proptest::prelude::Strategy::prop_flat_map(
+                proptest::prop_oneof![
+                    crate::testing::Histories::new().strategy(),
+                    crate::testing::Histories::new().form(crate::testing::Form::Anthropic).strategy(),
+                    crate::testing::Histories::new().form(crate::testing::Form::Responses).strategy(),
+                ],
+                |m| { let n = m.len(); (proptest::strategy::Just(m), 0..=n) },
+            ),
+        ) {
+            let listed = callers(&messages);
+            let by_list: Vec<Range<usize>> = Backward::new(&messages, &listed, floor).collect();
+            let by_reading: Vec<Range<usize>> = Backward::reading(&messages, floor).collect();
+            proptest::prop_assert_eq!(by_reading, by_list);
+        }
     }
 
     #[test]
