@@ -73,7 +73,13 @@ impl Entries {
         found: &Candidates,
         counter: &C,
     ) -> Self {
-        let counted: std::collections::HashMap<&str, usize> = self
+        // (The quick hash: these are the earlier fold's entries, hashed on
+        // every fold.)
+        let counted: std::collections::HashMap<
+            &str,
+            usize,
+            std::hash::BuildHasherDefault<crate::quick::Quick>,
+        > = self
             .texts
             .iter()
             .map(|t| &**t)
