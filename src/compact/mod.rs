@@ -123,7 +123,7 @@ pub struct Compactor<C = Heuristic> {
     /// with [`counter`](Self::counter): framing and reply priming included).
     pub budget: usize,
     /// How many tokens of the most recent turns to keep verbatim at most;
-    /// `None`: half the [fold target](Self::effective_fold_to).
+    /// `None`: a quarter of the [fold target](Self::effective_fold_to).
     pub keep_recent: Option<usize>,
     /// Counts tokens.
     pub counter: C,
