@@ -46,10 +46,10 @@ pub(crate) fn asks_next(word: &[u8]) -> bool {
 /// `at` (`Postcode: 1012 AB`, `plate: 123가 4567`), as one identifier: its
 /// start and end, when the groups hold a digit and a letter between them,
 /// five to sixteen characters in all. A group is one to eight letters and
-/// digits: digits alone, one to three capitals (not a currency's code:
-/// `500 EUR` is an amount), or digits with letters of any script; the run
-/// ends at the first word that is none of these, or after a group that
-/// ends a clause (`,` `.` `;` `)`).
+/// digits: digits alone, one to three capitals, or digits with letters of
+/// any script; the run ends at the first word that is none of these, or
+/// after a group that ends a clause (`,` `.` `;` `)`). (An amount, `500
+/// EUR`, is the rule table's money row, which hides what it matches.)
 pub(crate) fn labelled_groups(text: &str, at: usize) -> Option<(usize, usize)> {
     let bytes = text.as_bytes();
     let start = at
@@ -72,8 +72,7 @@ pub(crate) fn labelled_groups(text: &str, at: usize) -> Option<(usize, usize)> {
             .chars()
             .all(|c| c.is_ascii_digit() || c.is_ascii_uppercase() || (!c.is_ascii() && c.is_alphabetic()))
             && group.bytes().any(|b| b.is_ascii_digit());
-        let fits = (1..=8).contains(&count)
-            && (digits || mixed || (capitals && count <= 3 && !CURRENCIES.contains(&group)));
+        let fits = (1..=8).contains(&count) && (digits || mixed || (capitals && count <= 3));
         if !fits {
             break;
         }
@@ -89,12 +88,6 @@ pub(crate) fn labelled_groups(text: &str, at: usize) -> Option<(usize, usize)> {
     }
     (groups >= 2 && digit && letter && (5..=16).contains(&chars)).then_some((start, end))
 }
-
-/// Currencies' codes, which after an amount make no code (`500 EUR`).
-const CURRENCIES: &[&str] = &[
-    "USD", "EUR", "GBP", "JPY", "CHF", "CAD", "AUD", "INR", "CNY", "SEK", "NOK", "DKK", "PLN", "BRL", "MXN",
-    "KRW",
-];
 
 /// The spaces that end a word.
 pub(crate) fn is_space(b: u8) -> bool {

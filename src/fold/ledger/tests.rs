@@ -222,9 +222,10 @@ fn code_groups_after_a_label_are_one_entry() {
             "{text:?}: {found:?}"
         );
     }
-    // Not an amount, a time, a date, a single group, or groups without a label.
+    // An amount is the money row's, read whole.
+    assert_eq!(ids("Total: 500 EUR, paid."), ["500 EUR"]);
+    // Not a time, a date, a single group, or groups without a label.
     for text in [
-        "Total: 500 EUR, paid.",
         "Start: 10 AM sharp.",
         "Date: 12 May 2024.",
         "Moved in 12월 2024 to Seoul.",
