@@ -233,7 +233,8 @@ impl<C: TokenCounter> Compactor<C> {
         for (i, m) in messages.iter().enumerate() {
             let leading = first_turn;
             first_turn = first_turn && m.role.is_pinned();
-            if self.policy.is_summary(m) && (leading || m.role != crate::message::Role::User) {
+            // (A later user turn is never a summary: its text is not read.)
+            if (leading || m.role != crate::message::Role::User) && self.policy.is_summary(m) {
                 headers.summaries.push(i);
             } else if m.role.is_pinned() {
                 headers.pinned_at.push(i);
