@@ -15,12 +15,12 @@ impl Message {
     /// typed field is unset), then every other field of `extra`.
     pub fn to_json(&self) -> Value {
         if let Some(item) = self.item() {
-            return item.0.clone();
+            return (*item.0).clone();
         }
         let content = self.content.as_ref().map(|c| match c {
             Content::Text(s) => Value::String(s.clone()),
-            Content::Parts(parts) => Value::Array(parts.iter().map(|p| p.0.clone()).collect()),
-            Content::Item(item) => item.0.clone(),
+            Content::Parts(parts) => Value::Array(parts.iter().map(|p| (*p.0).clone()).collect()),
+            Content::Item(item) => (*item.0).clone(),
         });
         let calls = (!self.tool_calls.is_empty())
             .then(|| Value::Array(self.tool_calls.iter().map(ToolCall::to_json).collect()));
@@ -93,7 +93,7 @@ impl Message {
         let mut m = Message::new(role, "");
         m.content = match content {
             Some(Value::String(s)) => Some(Content::Text(s)),
-            Some(Value::Array(parts)) => Some(Content::Parts(parts.into_iter().map(Part).collect())),
+            Some(Value::Array(parts)) => Some(Content::Parts(parts.into_iter().map(Part::from_json).collect())),
             Some(Value::Null) => {
                 map.insert("content".into(), Value::Null);
                 None
@@ -149,7 +149,7 @@ impl Message {
             _ => Role::Assistant,
         };
         let mut m = Message::new(role, "");
-        m.content = Some(Content::Item(Part(Value::Object(item))));
+        m.content = Some(Content::Item(Part::from_json(Value::Object(item))));
         Ok(m)
     }
 }

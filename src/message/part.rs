@@ -21,7 +21,13 @@ use serde_json::Value;
 /// assert_eq!(part.kind(), Some("text"));
 /// ```
 #[derive(Clone, Debug, PartialEq)]
-pub struct Part(pub(super) Value);
+///
+/// (The object is boxed: a part is as small as a pointer, and so is the
+/// [`Content`](super::Content) that holds one, which keeps a [`Message`]
+/// small for scans over long histories.)
+///
+/// [`Message`]: super::Message
+pub struct Part(pub(super) Box<Value>);
 
 /// Keys of a Responses item whose strings are not text a model reads: what
 /// kind of thing it is and where it stands, opaque ciphertext, and inline
@@ -42,12 +48,12 @@ impl Part {
         let mut map = serde_json::Map::new();
         map.insert("type".into(), Value::String("text".into()));
         map.insert("text".into(), Value::String(text.into()));
-        Part(Value::Object(map))
+        Part(Box::new(Value::Object(map)))
     }
 
     /// A part from any JSON value, kept as it is.
     pub fn from_json(value: Value) -> Self {
-        Part(value)
+        Part(Box::new(value))
     }
 
     /// The part's `type`, if it has one.
@@ -250,7 +256,7 @@ impl Part {
         } else {
             "output"
         };
-        if let Value::Object(map) = &mut self.0 {
+        if let Value::Object(map) = &mut *self.0 {
             map.insert(key.to_owned(), Value::String(text));
         }
     }
@@ -261,7 +267,7 @@ impl Part {
         if self.call_id().is_none() {
             return;
         }
-        if let Value::Object(map) = &mut self.0 {
+        if let Value::Object(map) = &mut *self.0 {
             if map.contains_key("input") {
                 map.insert("input".to_owned(), Value::Object(serde_json::Map::new()));
             }
