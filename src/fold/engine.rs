@@ -89,7 +89,7 @@ impl<'a> Fold<'a> {
             old.extend(entries);
         }
         proses.reverse();
-        let old: Vec<(&str, Tier)> = old.iter().map(|(e, t)| (&**e, *t)).collect();
+        let old: Vec<ledger::Carried> = old.iter().map(|(e, t)| ledger::Carried::new(e, *t)).collect();
         let prose_text = join_lines(proses.iter().map(|p| &**p)).unwrap_or_default();
         let entries = ledger::candidates(
             folded,

@@ -93,7 +93,9 @@ impl Message {
         let mut m = Message::new(role, "");
         m.content = match content {
             Some(Value::String(s)) => Some(Content::Text(s)),
-            Some(Value::Array(parts)) => Some(Content::Parts(parts.into_iter().map(Part::from_json).collect())),
+            Some(Value::Array(parts)) => {
+                Some(Content::Parts(parts.into_iter().map(Part::from_json).collect()))
+            }
             Some(Value::Null) => {
                 map.insert("content".into(), Value::Null);
                 None

@@ -7,7 +7,7 @@ use super::found::{Found, Mark, with_keys};
 use super::json::Set;
 use super::memo::{Firsts, RECALL, Reading, Readings, Recall, readings};
 use super::read::{newest_first, ranked, reading_pieces};
-use super::{Candidates, LedgerEntry, LedgerPattern, Tier, holds, is_loose, key_of, value_of};
+use super::{Candidates, Carried, LedgerEntry, LedgerPattern, Tier, holds, is_loose, key_of, value_of};
 use crate::message::{Message, Part, Role};
 
 /// An entry's rank: its tier, then its shape's strength (0 to 3, see
@@ -73,7 +73,7 @@ fn tiered_pieces(m: &Message) -> impl Iterator<Item = (Cow<'_, str>, Tier)> {
 pub(crate) fn candidates<'m>(
     folded: impl DoubleEndedIterator<Item = &'m Message> + Clone,
     previous_prose: &str,
-    previous_ledger: &[(&str, Tier)],
+    previous_ledger: &[Carried],
     extra: &[LedgerPattern],
     enough: usize,
     max_bytes: usize,
@@ -266,19 +266,23 @@ fn newest_end(whole: &str, left: usize) -> usize {
 fn keep(
     readings: &mut Readings,
     (key, mut reading, found): (u64, Reading, usize),
-    (prose, ledger): (&str, &[(&str, Tier)]),
+    (prose, ledger): (&str, &[Carried]),
     ranked: &Arc<Candidates>,
 ) {
     reading.prose = prose.to_owned();
-    reading.ledger = ledger.iter().map(|&(e, t)| (e.to_owned(), t)).collect();
+    reading.ledger = ledger.iter().map(|c| (c.text.to_string(), c.tier)).collect();
     reading.ranked = Arc::clone(ranked);
     reading.found = found;
     drop(readings.kept.put(key, reading));
 }
 
 /// Whether a kept reading's earlier ledger is `ledger`.
-fn same_ledger(kept: &[(String, Tier)], ledger: &[(&str, Tier)]) -> bool {
-    kept.len() == ledger.len() && kept.iter().zip(ledger).all(|(a, b)| a.0 == b.0 && a.1 == b.1)
+fn same_ledger(kept: &[(String, Tier)], ledger: &[Carried]) -> bool {
+    kept.len() == ledger.len()
+        && kept
+            .iter()
+            .zip(ledger)
+            .all(|(a, b)| a.0 == *b.text && a.1 == b.tier)
 }
 
 /// What the first `k` pieces of `reading` gather (each piece's finds are
@@ -346,15 +350,9 @@ impl Gathering {
     /// Adds what the previous summary holds: what an earlier fold listed
     /// keeps its tier, and ranks as a strong shape does; what its prose
     /// holds was kept by the summarizer: named again.
-    fn add_previous(&mut self, prose: &str, ledger: &[(&str, Tier)], extra: &[LedgerPattern]) {
-        for &(entry, tier) in ledger {
-            self.add(
-                &entry.into(),
-                key_of(entry),
-                is_loose(entry),
-                rank_of(tier, PREVIOUS),
-                EARLIER,
-            );
+    fn add_previous(&mut self, prose: &str, ledger: &[Carried], extra: &[LedgerPattern]) {
+        for c in ledger {
+            self.add(&c.text, c.key, c.loose, rank_of(c.tier, PREVIOUS), EARLIER);
         }
         for (_, entry, strength) in ranked(prose, extra).into_iter().rev() {
             let rank = rank_of(Tier::Repeated, strength);

@@ -1,20 +1,46 @@
 //! A fold's candidate entries, and a memory's kept ledger.
 
+#[cfg(doc)]
+use super::candidates;
 use super::candidates::tier_of;
 use super::words::word_hash;
-use super::{LedgerEntry, Tier, entry_tokens, value_of};
-#[cfg(doc)]
-use super::{candidates, is_loose};
+use super::{LedgerEntry, Tier, entry_tokens, is_loose, value_of};
 
 /// A memory's ledger, kept between folds: its entries in the order a
 /// section lists them (highest tier first, newest first within a tier),
-/// each with its tier and its tokens, counted once when it became an entry
-/// (its text and a line's framing: `- `, the newline).
+/// each with its tier, and what was worked out once when it became an
+/// entry: its tokens (its text and a line's framing: `- `, the newline),
+/// its [`key_of`] and whether it [`is_loose`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Entries {
     pub texts: Vec<LedgerEntry>,
     pub tokens: Vec<usize>,
     pub tiers: Vec<Tier>,
+    pub keys: Vec<u64>,
+    pub loose: Vec<bool>,
+}
+
+/// An earlier fold's entry, as [`candidates`] takes it: its text and tier,
+/// with its [`key_of`] and whether it [`is_loose`] (a memory's ledger
+/// keeps both; a summary's rendered ledger is read for them).
+#[derive(Clone, Debug)]
+pub(crate) struct Carried {
+    pub text: LedgerEntry,
+    pub tier: Tier,
+    pub key: u64,
+    pub loose: bool,
+}
+
+impl Carried {
+    /// The entry `text` of `tier`, read for its key and looseness.
+    pub(crate) fn new(text: &str, tier: Tier) -> Self {
+        Carried {
+            text: text.into(),
+            tier,
+            key: key_of(text),
+            loose: is_loose(text),
+        }
+    }
 }
 
 /// What [`candidates`] finds: the entries, highest rank first, each with
@@ -52,16 +78,20 @@ impl Entries {
             texts: entries.iter().map(|&(t, _)| t.into()).collect(),
             tokens: entries.iter().map(|&(t, _)| entry_tokens(t, counter)).collect(),
             tiers: entries.iter().map(|&(_, tier)| tier).collect(),
+            keys: entries.iter().map(|&(t, _)| key_of(t)).collect(),
+            loose: entries.iter().map(|&(t, _)| is_loose(t)).collect(),
         }
     }
 
-    /// The entries and their tiers, as [`candidates`] takes an earlier
-    /// ledger.
-    pub(crate) fn listed(&self) -> Vec<(&str, Tier)> {
-        self.texts
-            .iter()
-            .map(|t| &**t)
-            .zip(self.tiers.iter().copied())
+    /// The entries, as [`candidates`] takes an earlier ledger.
+    pub(crate) fn listed(&self) -> Vec<Carried> {
+        (0..self.len())
+            .map(|i| Carried {
+                text: self.texts[i].clone(),
+                tier: self.tiers[i],
+                key: self.keys[i],
+                loose: self.loose[i],
+            })
             .collect()
     }
 
@@ -73,29 +103,28 @@ impl Entries {
         found: &Candidates,
         counter: &C,
     ) -> Self {
-        // (The quick hash: these are the earlier fold's entries, hashed on
-        // every fold.)
-        let counted: std::collections::HashMap<
-            &str,
+        // Each of these entries by its key (the first with it): a found
+        // entry with the key and the same text keeps its count.
+        let mut by_key: std::collections::HashMap<
+            u64,
             usize,
             std::hash::BuildHasherDefault<crate::quick::Quick>,
-        > = self
-            .texts
-            .iter()
-            .map(|t| &**t)
-            .zip(self.tokens.iter().copied())
+        > = std::collections::HashMap::with_capacity_and_hasher(self.len(), Default::default());
+        for (i, &key) in self.keys.iter().enumerate() {
+            by_key.entry(key).or_insert(i);
+        }
+        let tokens = (found.texts.iter().zip(&found.keys))
+            .map(|(text, key)| match by_key.get(key) {
+                Some(&i) if self.texts[i] == *text => self.tokens[i],
+                _ => entry_tokens(text, counter),
+            })
             .collect();
         Entries {
             texts: found.texts.clone(),
-            tokens: (found.texts.iter())
-                .map(|t| {
-                    counted
-                        .get(&**t)
-                        .copied()
-                        .unwrap_or_else(|| entry_tokens(t, counter))
-                })
-                .collect(),
+            tokens,
             tiers: found.tiers(),
+            keys: found.keys.clone(),
+            loose: found.loose.clone(),
         }
     }
 
@@ -113,6 +142,8 @@ impl Entries {
         retain_marked(&mut self.texts, &marks);
         retain_marked(&mut self.tokens, &marks);
         retain_marked(&mut self.tiers, &marks);
+        retain_marked(&mut self.keys, &marks);
+        retain_marked(&mut self.loose, &marks);
         self
     }
 

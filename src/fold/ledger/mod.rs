@@ -38,7 +38,7 @@ mod words;
 mod tests;
 
 pub(crate) use candidates::candidates;
-pub(crate) use entries::{Candidates, Entries, key_of};
+pub(crate) use entries::{Candidates, Carried, Entries, key_of};
 pub(crate) use read::identifiers;
 pub(crate) use said::Said;
 

@@ -173,7 +173,7 @@ fn a_token_ends_where_the_script_changes() {
 fn a_fragment_in_the_previous_prose_of_a_listed_entry_is_no_entry() {
     // A summarizer that cut a sentence at a version's first dot.
     let prose = "The user pinned urllib3==3. Then nothing else.";
-    let listed = [("urllib3==3.6.4", Tier::User)];
+    let listed = [Carried::new("urllib3==3.6.4", Tier::User)];
     let turn = Message::user("Check /srv/app/config.toml next.");
     for remember in [false, true] {
         let found = candidates(std::iter::once(&turn), prose, &listed, &[], 64, 1 << 16, remember);
