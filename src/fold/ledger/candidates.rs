@@ -8,7 +8,7 @@ use super::json::Set;
 use super::memo::{Firsts, RECALL, Reading, Readings, Recall, readings};
 use super::read::{newest_first, ranked, reading_pieces};
 use super::{Candidates, Carried, LedgerEntry, LedgerPattern, Tier, holds, is_loose, key_of, value_of};
-use crate::message::{Message, Part, Role};
+use crate::message::{Content, Message, Part, Role};
 
 /// An entry's rank: its tier, then its shape's strength (0 to 3, see
 /// [`super::spans::KEYED`]): a rarer, surer shape first within a tier.
@@ -36,8 +36,12 @@ const PROSE: u32 = u32::MAX - 1;
 
 /// A message's pieces to read, each with its tier: the user's words, the
 /// model's text and calls, a tool's results (in a user message too).
-fn tiered_pieces(m: &Message) -> impl Iterator<Item = (Cow<'_, str>, Tier)> {
+fn tiered_pieces(m: &Message) -> Tiered<'_> {
     let tier = Tier::of(&m.role);
+    // Most messages are a text alone: one piece, nothing gathered.
+    if let (Some(Content::Text(text)), true) = (&m.content, m.tool_calls.is_empty()) {
+        return Tiered::One(Some((Cow::Borrowed(text), tier)));
+    }
     let results = m.role == Role::User && m.parts().iter().any(Part::is_result);
     let mut pieces: Vec<(Cow<'_, str>, Tier)> = Vec::new();
     match results {
@@ -50,7 +54,24 @@ fn tiered_pieces(m: &Message) -> impl Iterator<Item = (Cow<'_, str>, Tier)> {
         }
         false => pieces.extend(reading_pieces(m).map(|p| (p, tier))),
     }
-    pieces.into_iter()
+    Tiered::Many(pieces.into_iter())
+}
+
+/// What [`tiered_pieces`] gives: a message's one text, or its pieces in turn.
+enum Tiered<'m> {
+    One(Option<(Cow<'m, str>, Tier)>),
+    Many(std::vec::IntoIter<(Cow<'m, str>, Tier)>),
+}
+
+impl<'m> Iterator for Tiered<'m> {
+    type Item = (Cow<'m, str>, Tier);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Tiered::One(piece) => piece.take(),
+            Tiered::Many(pieces) => pieces.next(),
+        }
+    }
 }
 
 /// The candidate entries for a fold: from the folded messages (the user's
