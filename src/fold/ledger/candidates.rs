@@ -335,7 +335,7 @@ fn rank(found: &Candidates, structural: &Set<&str>) -> Candidates {
     let mut by_length: Vec<(usize, u64, usize)> = (values.iter().enumerate())
         .map(|(j, v)| (v.len(), v.bytes().fold(0u64, |bits, b| bits | 1 << (b & 63)), j))
         .collect();
-    by_length.sort_unstable();
+    by_length.sort_unstable_by_key(|&(len, _, _)| len);
     // (Two entries an earlier fold listed were told apart then: an entry
     // only it names is compared with the fresh ones alone.)
     let carried = |i: usize| found.from[i] == EARLIER;
