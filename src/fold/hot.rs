@@ -42,15 +42,32 @@ pub(crate) fn asks_next(word: &[u8]) -> bool {
         .any(|m| word.ends_with(m))
 }
 
+/// Letter groups that measure, date or time the number beside them (`300
+/// GB`, `1066 AD`, `1030 UTC`): a run of code groups with one is a
+/// quantity, not an identifier.
+const UNITS: &[&str] = &[
+    "AD", "BC", "BCE", "CE", "AM", "PM", "UTC", "GMT", "CET", "EET", "EST", "EDT", "CST", "CDT", "MST",
+    "MDT", "PST", "PDT", "JST", "KST", "IST", "KB", "MB", "GB", "TB", "PB", "KM", "KG", "MG", "ML", "CM",
+    "MM", "HP", "KW", "MW", "GW", "KWH", "MPH", "KPH", "RPM", "FPS", "DPI", "PPI", "HZ", "MHZ", "GHZ", "OK",
+    "PCS", "QTY",
+];
+
 /// The run of two or three code groups that follows a label's mark at
 /// `at` (`Postcode: 1012 AB`, `plate: 123가 4567`), as one identifier: its
 /// start and end, when the groups hold a digit and a letter between them,
-/// five to sixteen characters in all. A group is one to eight letters and
-/// digits: digits alone, one to three capitals, or digits with letters of
-/// any script; the run ends at the first word that is none of these, or
-/// after a group that ends a clause (`,` `.` `;` `)`). (An amount, `500
-/// EUR`, is the rule table's money row, which hides what it matches.)
+/// five to sixteen characters in all, and no unit (see [`UNITS`]). A group
+/// is one to eight letters and digits: digits alone, one to three
+/// capitals, or digits with letters of any script; the run ends at the
+/// first word that is none of these, or after a group that ends a clause
+/// (`,` `.` `;` `)`). (An amount, `500 EUR`, is the rule table's money
+/// row, which hides what it matches.)
 pub(crate) fn labelled_groups(text: &str, at: usize) -> Option<(usize, usize)> {
+    code_groups(text, at, None)
+}
+
+/// [`labelled_groups`] from `at`; with a `closer`, the run must end right
+/// before it (`„1012 AB“`), and a group ends there.
+fn code_groups(text: &str, at: usize, closer: Option<char>) -> Option<(usize, usize)> {
     let bytes = text.as_bytes();
     let start = at
         + bytes[at..]
@@ -62,19 +79,21 @@ pub(crate) fn labelled_groups(text: &str, at: usize) -> Option<(usize, usize)> {
     let mut at = start;
     while groups < 3 {
         let word = &text[at..];
-        let len = word.find([' ', '\t', '\r', '\n']).unwrap_or(word.len());
-        let closes = word[..len].ends_with([',', '.', ';', ')']);
-        let group = word[..len].trim_end_matches([',', '.', ';', ')']);
-        let count = group.chars().count();
-        let digits = group.bytes().all(|b| b.is_ascii_digit());
-        let capitals = group.bytes().all(|b| b.is_ascii_uppercase());
-        let mixed = group
-            .chars()
-            .all(|c| c.is_ascii_digit() || c.is_ascii_uppercase() || (!c.is_ascii() && c.is_alphabetic()))
-            && group.bytes().any(|b| b.is_ascii_digit());
-        let fits = (1..=8).contains(&count) && (digits || mixed || (capitals && count <= 3));
-        if !fits {
+        let len = word
+            .find(|c| matches!(c, ' ' | '\t' | '\r' | '\n') || Some(c) == closer)
+            .unwrap_or(word.len());
+        let closed = closer.is_some_and(|c| word[len..].starts_with(c));
+        let closes = closed || closer.is_none() && word[..len].ends_with([',', '.', ';', ')']);
+        let group = match closer {
+            Some(_) => &word[..len],
+            None => word[..len].trim_end_matches([',', '.', ';', ')']),
+        };
+        let Some(count) = code_group(group) else {
             break;
+        };
+        let digits = group.bytes().all(|b| b.is_ascii_digit());
+        if group.len() <= 4 && group.bytes().all(|b| b.is_ascii_uppercase()) && UNITS.contains(&group) {
+            return None;
         }
         groups += 1;
         chars += count;
@@ -86,8 +105,96 @@ pub(crate) fn labelled_groups(text: &str, at: usize) -> Option<(usize, usize)> {
         }
         at += len + 1;
     }
-    (groups >= 2 && digit && letter && (5..=16).contains(&chars)).then_some((start, end))
+    let closed = closer.is_none_or(|c| text[end..].starts_with(c));
+    (groups >= 2 && digit && letter && closed && (5..=16).contains(&chars)).then_some((start, end))
 }
+
+/// Whether a code group may begin with `b`: a digit, a capital, or the
+/// first byte of a letter of another script.
+pub(crate) fn opens_group(b: u8) -> bool {
+    b.is_ascii_digit() || b.is_ascii_uppercase() || b >= 0xC0
+}
+
+/// The characters of `group` when it is a code group: one to eight
+/// letters and digits, digits alone, one to three capitals, or digits with
+/// letters of any script.
+pub(crate) fn code_group(group: &str) -> Option<usize> {
+    let count = group.chars().count();
+    let digits = group.bytes().all(|b| b.is_ascii_digit());
+    let capitals = group.bytes().all(|b| b.is_ascii_uppercase());
+    let mixed = group
+        .chars()
+        .all(|c| c.is_ascii_digit() || c.is_ascii_uppercase() || (!c.is_ascii() && c.is_alphabetic()))
+        && group.bytes().any(|b| b.is_ascii_digit());
+    ((1..=8).contains(&count) && (digits || mixed || (capitals && count <= 3))).then_some(count)
+}
+
+/// The run of code groups a quote, backtick or bracket in the word at
+/// `start..end` opens and closes, whole (`„1012 AB“`, `` `3511 LX` ``,
+/// `(123가 4567)`, `「34나 5678」`): what they hold is one thing.
+fn quoted_groups(text: &str, start: usize, end: usize) -> Option<(usize, usize)> {
+    const PAIRS: [(char, char); 8] = [
+        ('`', '`'),
+        ('„', '“'),
+        ('“', '”'),
+        ('«', '»'),
+        ('「', '」'),
+        ('『', '』'),
+        ('(', ')'),
+        ('[', ']'),
+    ];
+    // (The openers' first bytes, to pass most words at one look.)
+    let lead = text.as_bytes()[start..end]
+        .iter()
+        .position(|b| matches!(b, b'`' | b'(' | b'[' | 0xC2 | 0xE2 | 0xE3))?;
+    let (at, open, close) = text[start + lead..end].char_indices().find_map(|(i, c)| {
+        PAIRS
+            .iter()
+            .find(|p| p.0 == c)
+            .map(|&(o, cl)| (start + lead + i, o, cl))
+    })?;
+    let inside = at + open.len_utf8();
+    if !text.as_bytes().get(inside).is_some_and(|&b| opens_group(b)) {
+        return None;
+    }
+    code_groups(text, inside, Some(close)).filter(|&(from, _)| from == inside)
+}
+
+/// The run of code groups a prose label states, when the word before
+/// `first` (or before a group of capitals there) is `is`, `was`, `are` or
+/// `=` (`my postcode is 3511 LX`, `the flight is BA 2490`), and the run
+/// holds `first`.
+fn stated_groups(text: &str, first: usize) -> Option<(usize, usize)> {
+    let bytes = text.as_bytes();
+    let word_before = |at: usize| {
+        let gap = bytes[..at].iter().rev().take_while(|&&b| b == b' ').count();
+        let len = bytes[..at - gap]
+            .iter()
+            .rev()
+            .take_while(|&&b| !is_space(b))
+            .count();
+        (at - gap - len, at - gap)
+    };
+    if first < 2 || bytes[first - 1] != b' ' {
+        return None;
+    }
+    let (mut from, mut to) = word_before(first);
+    let capitals = |w: &[u8]| (1..=3).contains(&w.len()) && w.iter().all(u8::is_ascii_uppercase);
+    if capitals(&bytes[from..to]) {
+        (from, to) = word_before(from);
+    }
+    let says = ["is", "was", "are", "="]
+        .iter()
+        .any(|w| bytes[from..to].eq_ignore_ascii_case(w.as_bytes()));
+    (says && from < to)
+        .then(|| labelled_groups(text, to))
+        .flatten()
+        .filter(|&(start, end)| start <= first && first < end)
+}
+
+/// Ranges of a text (start and end of each), sorted: its hot words, its
+/// runs of code groups.
+pub(crate) type Ranges = [(usize, usize)];
 
 /// The spaces that end a word.
 pub(crate) fn is_space(b: u8) -> bool {
@@ -219,13 +326,16 @@ pub(crate) fn has_ledger_word(text: &str) -> bool {
 const SPAN_GAP: usize = 48;
 
 /// Calls `found` with each span of `text` that may hold an identifier, in
-/// order, and the hot words in it (where in `text` each is): the ledger's hot words, those less than [`SPAN_GAP`] bytes apart
-/// read as one (a phone number's or an IBAN's groups, a user agent). A span
-/// starts and ends beside whitespace, so what it holds depends on its bytes
-/// alone; it takes the word of capitals before it (a currency's or an
-/// owner's code: `USD 12,500.00`, `CAIU 864905 0`) and a short group of
-/// digits after it.
-pub(crate) fn ledger_spans(text: &str, mut found: impl FnMut(usize, usize, &[(usize, usize)])) {
+/// order, the hot words in it and the runs of code groups in it to read
+/// whole (where in `text` each is, sorted): the ledger's hot words, those
+/// less than [`SPAN_GAP`] bytes apart read as one (a phone number's or an
+/// IBAN's groups, a user agent). A span starts and ends beside whitespace;
+/// it takes the word of capitals before it (a currency's or an owner's
+/// code: `USD 12,500.00`, `CAIU 864905 0`), a short group of digits after
+/// it, and the runs of code groups that a label's mark, quotes or
+/// brackets, or a prose label (`is`) make one identifier (see
+/// [`labelled_groups`]).
+pub(crate) fn ledger_spans(text: &str, mut found: impl FnMut(usize, usize, &Ranges, &Ranges)) {
     // A span is read with the words around it when it ends on a label's
     // mark (`Booking ref: QX7PLM`, `ticket # QX7PLM`).
     let bytes = text.as_bytes();
@@ -238,8 +348,9 @@ pub(crate) fn ledger_spans(text: &str, mut found: impl FnMut(usize, usize, &[(us
             .count();
         (at - gap - word, at - gap)
     };
-    // The hot words of the span being built.
+    // The hot words of the span being built, and its runs of code groups.
     let mut words: Vec<(usize, usize)> = Vec::new();
+    let mut runs: Vec<(usize, usize)> = Vec::new();
     let mut found = |first: usize, last: usize, words: &[(usize, usize)]| {
         let span = &bytes[first..last];
         let (first, last) = match asks_next(span) {
@@ -253,28 +364,50 @@ pub(crate) fn ledger_spans(text: &str, mut found: impl FnMut(usize, usize, &[(us
             }
             false => (first, last),
         };
-        // Code groups after a label's mark in it (`Postcode: 1012 AB`).
-        let last = (words.iter())
-            .filter(|&&(start, end)| asks_next(&bytes[start..end]))
-            .filter_map(|&(_, end)| labelled_groups(text, end))
-            .fold(last, |last, (_, end)| last.max(end));
-        let (from, to) = word_before(first);
-        let code = bytes[from..to].trim_ascii_start();
-        let code = code.strip_prefix(b"(").unwrap_or(code);
-        let code = (2..=5).contains(&code.len()) && code.iter().all(u8::is_ascii_uppercase);
-        // A short group of digits after it may close a spaced code (a
-        // container's check digit: `CAIU 864905 0`).
-        let gap = bytes[last..].iter().take_while(|&&b| b == b' ').count();
-        let digits = bytes[last + gap..]
+        // Runs of code groups read whole: after a label's mark in it
+        // (`Postcode: 1012 AB`), inside quotes or brackets, or stated
+        // (`my postcode is 3511 LX`).
+        runs.clear();
+        runs.extend(
+            (words.iter())
+                .filter(|&&(start, end)| asks_next(&bytes[start..end]))
+                .filter_map(|&(_, end)| labelled_groups(text, end)),
+        );
+        runs.extend(
+            words
+                .iter()
+                .filter_map(|&(start, end)| quoted_groups(text, start, end)),
+        );
+        runs.extend(stated_groups(text, first));
+        runs.sort_unstable();
+        runs.dedup();
+        let last = runs.iter().fold(last, |last, &(_, end)| last.max(end));
+        let first = runs.iter().fold(first, |first, &(start, _)| first.min(start));
+        // (After a change of script, the capitals that end the word:
+        // `请检查GXRU 694131 6`.)
+        let (word, to) = word_before(first);
+        let capitals = bytes[word..to]
             .iter()
-            .take_while(|b| b.is_ascii_digit())
+            .rev()
+            .take_while(|b| b.is_ascii_uppercase())
             .count();
-        let after = bytes.get(last + gap + digits);
-        let closes = gap == 1 && (1..=4).contains(&digits) && !after.is_some_and(u8::is_ascii_alphanumeric);
+        let from = to - capitals;
+        let opens = matches!(bytes[word..from], [] | [b'(']) || bytes[from - 1] >= 0x80;
+        let code = (2..=5).contains(&capitals) && opens;
+        // A code group after it, one space apart, may close a spaced code
+        // (a container's check digit: `CAIU 864905 0`; `4471823 AB`).
+        let next = match (bytes.get(last), bytes.get(last + 1)) {
+            (Some(b' '), Some(&b)) if opens_group(b) => &text[last + 1..],
+            _ => "",
+        };
+        let len = next.find([' ', '\t', '\r', '\n']).unwrap_or(next.len());
+        let group = next[..len].trim_end_matches([',', '.', ';', ')', '!', '?', ':']);
+        let closes = code_group(group).is_some();
         found(
             if code { from } else { first },
-            if closes { last + gap + digits } else { last },
+            if closes { last + 1 + group.len() } else { last },
             words,
+            &runs,
         );
     };
     let mut span: Option<(usize, usize)> = None;

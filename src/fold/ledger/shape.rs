@@ -26,7 +26,7 @@
 //! 4567`; see [`labelled_groups`]).
 
 use super::lists::{LABELS, NOT_CODES, PREFIX_WORDS, SECRETS, STANDARDS, STRUCTURAL};
-use crate::fold::hot::{asks_next, is_space, labelled_groups};
+use crate::fold::hot::{Ranges, asks_next, code_group, is_space, labelled_groups, opens_group};
 
 /// Where a token stands, beyond its shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,16 +107,21 @@ fn ends_token_wide(c: char) -> bool {
 
 /// Calls `each` with the start and end of every identifier `text` holds by
 /// shape and context, in order, and its strength (see [`strength`]):
-/// those in its hot `words` (sorted, apart) and in the word after a label
-/// or a table bar. Ranges `hidden` (sorted, apart) are passed over.
+/// those in its hot `words` (sorted, apart), in the word after a label or
+/// a table bar, and its `runs` of code groups, each read whole (sorted;
+/// see [`labelled_groups`]). Ranges `hidden` (sorted, apart) are passed
+/// over.
 pub(super) fn identifiers(
     text: &str,
-    words: &[(usize, usize)],
+    (words, runs): (&Ranges, &Ranges),
     hidden: &[(usize, usize)],
     mut each: impl FnMut(usize, usize, u8),
 ) {
     let mut hide = hidden.iter().peekable();
-    // (`whole`: the range is one identifier, code groups after a label.)
+    // The end of a run of code groups read around a token (see
+    // `run_around`): the tokens before it are in it.
+    let around = std::cell::Cell::new(0);
+    // (`whole`: the range is one identifier, a run of code groups.)
     let mut read = |from: usize, to: usize, whole: bool| {
         if whole {
             if !hidden.iter().any(|&(s, e)| s < to && from < e) {
@@ -126,6 +131,9 @@ pub(super) fn identifiers(
         }
         tokens(&text[from..to], |start, end| {
             let (start, end) = (from + start, from + end);
+            if start < around.get() {
+                return;
+            }
             while hide.peek().is_some_and(|&&(_, e)| e <= start) {
                 hide.next();
             }
@@ -149,8 +157,15 @@ pub(super) fn identifiers(
                 let marked = token.len() >= 3 && context_of(text, start, end) == Context::Marked;
                 marked.then(|| strength(token, Context::Marked)).flatten()
             });
-            if let Some(strength) = found {
-                each(from, to, strength);
+            let Some(strength) = found else {
+                return;
+            };
+            match run_around(text, from, to).filter(|&(s, e)| !hidden.iter().any(|h| h.0 < e && s < h.1)) {
+                Some((s, e)) => {
+                    each(s, e, 2);
+                    around.set(e);
+                }
+                None => each(from, to, strength),
             }
         });
     };
@@ -163,31 +178,83 @@ pub(super) fn identifiers(
         let end = start + bytes[start..].iter().take_while(|&&b| !is_space(b)).count();
         (start, end)
     };
-    // The word after a label's mark, or the code groups after it, as one
-    // identifier (`Postcode: 1012 AB`), before the hot word at `before`.
-    let after_label = |label_end: usize, before: usize| match labelled_groups(text, label_end) {
-        Some((from, to)) if from <= before => Some((from, to, true)),
-        _ => Some(next_word(label_end))
-            .filter(|&(from, to)| from < before && from < to)
-            .map(|(from, to)| (from, to, false)),
-    };
+    let mut runs = runs.iter().copied().peekable();
     let mut pending: Option<usize> = None;
-    // (The end of the code groups read whole: the hot words in them are read.)
+    // (The end of the runs read: the hot words in them are read with them.)
     let mut read_to = 0;
-    for &(start, end) in words {
-        if let Some((from, to, whole)) = pending.take().and_then(|label_end| after_label(label_end, start)) {
-            read(from, to, whole);
-            read_to = if whole { to } else { read_to };
+    for &(start, end) in words.iter().chain([&(usize::MAX, usize::MAX)]) {
+        // The word after a label's mark, unless a run begins there.
+        if let Some((from, to)) =
+            (pending.take().map(next_word)).filter(|&(from, to)| from < start && from < to)
+        {
+            while let Some((s, e)) = runs.next_if(|&(s, _)| s < from) {
+                read(s, e, true);
+                read_to = read_to.max(e);
+            }
+            if runs.peek().is_none_or(|&(s, _)| s != from) && from >= read_to {
+                read(from, to, false);
+            }
         }
-        if start < read_to {
+        // The runs that begin before this word ends.
+        while let Some((s, e)) = runs.next_if(|&(s, _)| s < end) {
+            read(s, e, true);
+            read_to = read_to.max(e);
+        }
+        if start < read_to.max(around.get()) || start == usize::MAX {
             continue;
         }
         read(start, end, false);
         pending = asks_next(&bytes[start..end]).then_some(end);
     }
-    if let Some((from, to, whole)) = pending.and_then(|label_end| after_label(label_end, usize::MAX)) {
-        read(from, to, whole);
+}
+
+/// The run of two or three code groups (see [`labelled_groups`]) that
+/// holds the token at `from..to`, an identifier by its shape, and a group
+/// beside it, one space apart: the groups around it are its own
+/// (`K1A 0B1`, `D02 X285`), unless the run would begin with a label
+/// (`ID 99812`, see [`LABELS`]).
+fn run_around(text: &str, from: usize, to: usize) -> Option<(usize, usize)> {
+    let bytes = text.as_bytes();
+    // (Most tokens have no group beside them: passed at one look.)
+    let grouped = |b: u8| b.is_ascii_digit() || b.is_ascii_uppercase() || b >= 0x80;
+    let beside = bytes.get(to) == Some(&b' ') && bytes.get(to + 1).is_some_and(|&b| opens_group(b))
+        || from >= 2 && bytes[from - 1] == b' ' && grouped(bytes[from - 2]);
+    if !beside {
+        return None;
     }
+    // Where the word that ends one space before `at` starts.
+    let word_before = |at: usize| {
+        (at >= 2 && bytes[at - 1] == b' ' && !is_space(bytes[at - 2])).then(|| {
+            at - 1
+                - bytes[..at - 1]
+                    .iter()
+                    .rev()
+                    .take_while(|&&b| !is_space(b))
+                    .count()
+        })
+    };
+    let one = word_before(from);
+    let group = |at: usize| {
+        let word = text[at..].split([' ', '\t', '\r', '\n']).next().unwrap_or("");
+        word.bytes().next().is_some_and(opens_group)
+            && code_group(word.trim_end_matches([',', '.', ';', ')', '!', '?', ':'])).is_some()
+    };
+    let after = bytes.get(to) == Some(&b' ') && group(to + 1);
+    if !after && !one.is_some_and(group) {
+        return None;
+    }
+    let two = one.and_then(word_before);
+    let label = |at: usize| {
+        let word = text[at..].split(' ').next().unwrap_or("");
+        LABELS.iter().any(|l| l.eq_ignore_ascii_case(word))
+    };
+    [two, one, Some(from)]
+        .into_iter()
+        .flatten()
+        .filter(|&at| !label(at))
+        .find_map(|at| {
+            labelled_groups(text, at).filter(|&(s, e)| s <= from && to <= e && (s, e) != (from, to))
+        })
 }
 
 /// Whether `token` is a plain word: ASCII letters, lowercase but maybe the

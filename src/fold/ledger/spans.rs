@@ -5,7 +5,7 @@
 use super::LedgerEntry;
 use super::rules::{self, Table};
 use super::shape;
-use crate::fold::hot::ledger_spans;
+use crate::fold::hot::{Ranges, ledger_spans};
 
 /// An identifier found, with where it was (a position or a line) and its
 /// rank (see [`KEYED`]).
@@ -27,10 +27,12 @@ pub(super) fn matched(text: &str, skip: &dyn Fn(&str) -> bool, out: &mut Vec<Hit
     let Some(table) = rules::table() else {
         return;
     };
-    ledger_spans(text, |from, to, words| {
+    ledger_spans(text, |from, to, words, runs| {
         let span = &text[from..to];
-        let words: Vec<(usize, usize)> = words.iter().map(|&(s, e)| (s - from, e - from)).collect();
-        span_entries(table, span, &words, |start, end, rank| {
+        let within = |&(s, e): &(usize, usize)| (s - from, e - from);
+        let words: Vec<(usize, usize)> = words.iter().map(within).collect();
+        let runs: Vec<(usize, usize)> = runs.iter().map(within).collect();
+        span_entries(table, span, (&words, &runs), |start, end, rank| {
             let found = &span[start..end];
             if !skip(found) {
                 out.push((from + start, found.into(), rank));
@@ -40,13 +42,15 @@ pub(super) fn matched(text: &str, skip: &dyn Fn(&str) -> bool, out: &mut Vec<Hit
 }
 
 /// Calls `each` with where the identifiers in `span` are, in order, and
-/// their ranks (`words`: the span's hot words, where in it each is): the rule table's matches that stand apart, and the tokens
-/// that shape reads outside every match of the table (a match that hides
-/// its text, a user agent or a URL with a password, hides it from shape too).
+/// their ranks (`words`: the span's hot words and its runs of code groups
+/// to read whole, where in it each is): the rule table's matches that
+/// stand apart, and the tokens that shape reads outside every match of the
+/// table (a match that hides its text, a user agent or a URL with a
+/// password, hides it from shape too).
 pub(super) fn span_entries(
     table: &Table,
     span: &str,
-    words: &[(usize, usize)],
+    words: (&Ranges, &Ranges),
     mut each: impl FnMut(usize, usize, u8),
 ) {
     let mut matches = Vec::new();

@@ -213,6 +213,19 @@ fn code_groups_after_a_label_are_one_entry() {
         ("차량번호: 34나 5678 입니다.", "34나 5678"),
         ("Flight #: BA 2490 leaves at noon.", "BA 2490"),
         ("Ship to postcode: 1012 AB", "1012 AB"),
+        // A prose label.
+        ("My postcode is 3511 LX in Utrecht.", "3511 LX"),
+        ("The flight was BA 2490, delayed.", "BA 2490"),
+        ("our plate is 12가 3456 now", "12가 3456"),
+        // Quotes, backticks and brackets hold one thing.
+        ("Please check `3511 AB` first.", "3511 AB"),
+        ("The reference is „1012 CD“ on the form.", "1012 CD"),
+        ("Der Vorgang «4567 EF» ist offen.", "4567 EF"),
+        ("確認番号は「34나 5678」です。", "34나 5678"),
+        ("It failed again (123가 4567).", "123가 4567"),
+        // An identifier by its shape takes the groups beside it.
+        ("The parcel 4471823 AB arrived late.", "4471823 AB"),
+        ("请检查GXRU 694131 6的状态。", "GXRU 694131 6"),
     ] {
         let found = ids(text);
         assert!(found.iter().any(|e| e == entry), "{text:?}: {found:?}");
@@ -224,13 +237,17 @@ fn code_groups_after_a_label_are_one_entry() {
     }
     // An amount is the money row's, read whole.
     assert_eq!(ids("Total: 500 EUR, paid."), ["500 EUR"]);
-    // Not a time, a date, a single group, or groups without a label.
+    // Not a time, a date, a quantity, a single group, groups without a
+    // label, or a quote that holds more than the groups.
     for text in [
         "Start: 10 AM sharp.",
         "Date: 12 May 2024.",
         "Moved in 12월 2024 to Seoul.",
         "It happened in 1066 AD, they say.",
-        "My postcode is 3511 LX in Utrecht.",
+        "It is 1066 AD, they say.",
+        "Disk: 300 GB free.",
+        "The meeting is at 1030 UTC sharp.",
+        "We saw 3511 LX in the alert.",
         "Rooms: 4 B and 5 C.",
     ] {
         let found = ids(text);
