@@ -166,22 +166,13 @@ fn quoted_groups(text: &str, start: usize, end: usize) -> Option<(usize, usize)>
 /// holds `first`.
 fn stated_groups(text: &str, first: usize) -> Option<(usize, usize)> {
     let bytes = text.as_bytes();
-    let word_before = |at: usize| {
-        let gap = bytes[..at].iter().rev().take_while(|&&b| b == b' ').count();
-        let len = bytes[..at - gap]
-            .iter()
-            .rev()
-            .take_while(|&&b| !is_space(b))
-            .count();
-        (at - gap - len, at - gap)
-    };
     if first < 2 || bytes[first - 1] != b' ' {
         return None;
     }
-    let (mut from, mut to) = word_before(first);
+    let (mut from, mut to) = word_before(bytes, first);
     let capitals = |w: &[u8]| (1..=3).contains(&w.len()) && w.iter().all(u8::is_ascii_uppercase);
     if capitals(&bytes[from..to]) {
-        (from, to) = word_before(from);
+        (from, to) = word_before(bytes, from);
     }
     let says = ["is", "was", "are", "="]
         .iter()
@@ -190,6 +181,18 @@ fn stated_groups(text: &str, first: usize) -> Option<(usize, usize)> {
         .then(|| labelled_groups(text, to))
         .flatten()
         .filter(|&(start, end)| start <= first && first < end)
+}
+
+/// Where the word before `at` starts and ends (the spaces between passed
+/// over).
+fn word_before(bytes: &[u8], at: usize) -> (usize, usize) {
+    let gap = bytes[..at].iter().rev().take_while(|&&b| is_space(b)).count();
+    let word = bytes[..at - gap]
+        .iter()
+        .rev()
+        .take_while(|&&b| !is_space(b))
+        .count();
+    (at - gap - word, at - gap)
 }
 
 /// Ranges of a text (start and end of each), sorted: its hot words, its
@@ -331,23 +334,15 @@ const SPAN_GAP: usize = 48;
 /// less than [`SPAN_GAP`] bytes apart read as one (a phone number's or an
 /// IBAN's groups, a user agent). A span starts and ends beside whitespace;
 /// it takes the word of capitals before it (a currency's or an owner's
-/// code: `USD 12,500.00`, `CAIU 864905 0`), a short group of digits after
-/// it, and the runs of code groups that a label's mark, quotes or
+/// code: `USD 12,500.00`, `CAIU 864905 0`), a code group after it, and
+/// the runs of code groups that a label's mark, quotes or
 /// brackets, or a prose label (`is`) make one identifier (see
 /// [`labelled_groups`]).
 pub(crate) fn ledger_spans(text: &str, mut found: impl FnMut(usize, usize, &Ranges, &Ranges)) {
     // A span is read with the words around it when it ends on a label's
     // mark (`Booking ref: QX7PLM`, `ticket # QX7PLM`).
     let bytes = text.as_bytes();
-    let word_before = |at: usize| {
-        let gap = bytes[..at].iter().rev().take_while(|&&b| is_space(b)).count();
-        let word = bytes[..at - gap]
-            .iter()
-            .rev()
-            .take_while(|&&b| !is_space(b))
-            .count();
-        (at - gap - word, at - gap)
-    };
+    let word_before = |at: usize| word_before(bytes, at);
     // The hot words of the span being built, and its runs of code groups.
     let mut words: Vec<(usize, usize)> = Vec::new();
     let mut runs: Vec<(usize, usize)> = Vec::new();
