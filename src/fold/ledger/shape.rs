@@ -21,9 +21,12 @@
 //!
 //! Context raises a weaker token: inside backticks or typographic quotes,
 //! alone in a table cell, or after a label (`Order ID: 99812`,
-//! `booking #QX7PLM`); see [`Context`]. After a label's mark, two or three
-//! code groups are one identifier (`Postcode: 1012 AB`, `plate: 123가
-//! 4567`; see [`labelled_groups`]).
+//! `booking #QX7PLM`); see [`Context`]. Two or three code groups are one
+//! identifier (see [`labelled_groups`]) after a label's mark (`Postcode:
+//! 1012 AB`, `plate: 123가 4567`), inside quotes, backticks or brackets
+//! (`„1012 AB“`), after a prose label (`my postcode is 3511 LX`), or around
+//! a token that is an identifier by its shape (`K1A 0B1`); a run with a
+//! unit is a quantity (`300 GB`, `1066 AD`).
 
 use super::lists::{LABELS, NOT_CODES, PREFIX_WORDS, SECRETS, STANDARDS, STRUCTURAL};
 use crate::fold::hot::{Ranges, asks_next, code_group, is_space, labelled_groups, opens_group};
