@@ -369,6 +369,8 @@ proptest! {
                 "[a-zA-Z0-9_./:#@$|`(),;-]{1,16}",
                 "[ \n\t]{1,3}",
                 "[„“«»「」。，请检查订单]{1,3}",
+                // Runs of code groups, opened, closed or stated.
+                "(is |: |[`(\\[„“«「])?[A-Z0-9가나]{1,5}( [A-Z0-9]{1,4}){0,3}[`)\\]“”»」]?",
                 crate::testing::identifier(),
             ],
             0..12,
