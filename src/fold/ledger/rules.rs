@@ -13,7 +13,7 @@
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::OnceLock;
 
-use super::lists::SECRET_NAMES;
+use super::lists::{LABELS, SECRET_NAMES};
 use super::shape::is_secret;
 
 /// One structured form.
@@ -236,6 +236,7 @@ pub(super) const RULES: &[Rule] = &[
             "Q3 2024",
             "COVID 19",
             "MP3 MP4",
+            "ID 99812345",
         ],
     },
     Rule {
@@ -283,8 +284,13 @@ pub(super) const RULES: &[Rule] = &[
 /// Whether `code` (groups of capitals and digits) reads as one code: five
 /// characters or more in all; with a group of letters alone, six digits
 /// or more (`ISO 9001` is a standard's name); else groups that open with a
-/// letter and with a digit both (`SW1A 1AA`, not `MP3 MP4`).
+/// letter and with a digit both (`SW1A 1AA`, not `MP3 MP4`); never with a
+/// label first (`ID 99812345` is the label and the code).
 fn is_spaced_code(code: &str) -> bool {
+    let first = code.split(' ').next().unwrap_or("");
+    if LABELS.iter().any(|l| l.eq_ignore_ascii_case(first)) {
+        return false;
+    }
     let chars = code.bytes().filter(u8::is_ascii_alphanumeric).count();
     let digits = code.bytes().filter(u8::is_ascii_digit).count();
     let groups = || code.split(' ').map(str::as_bytes);

@@ -237,6 +237,8 @@ fn code_groups_after_a_label_are_one_entry() {
     }
     // An amount is the money row's, read whole.
     assert_eq!(ids("Total: 500 EUR, paid."), ["500 EUR"]);
+    // A label is no group of the code after it.
+    assert_eq!(ids("Order ID 99812345 shipped."), ["99812345"]);
     // Not a time, a date, a quantity, a single group, groups without a
     // label, or a quote that holds more than the groups.
     for text in [
