@@ -446,6 +446,57 @@ fn the_summarizer_measures_with_the_compactors_counter() {
 }
 
 #[test]
+fn the_budget_as_a_trigger_still_holds_a_reachable_budget() {
+    // The kept turns leave the summary less room than it folds: the
+    // summary is cut to what the budget leaves (rule 6), not to what it
+    // folds.
+    let history = [
+        Message::system("You are terse."),
+        Message::user("w0x0"),
+        Message::assistant("w1x0 w1x1 w1x2 w1x3 w1x4 w1x5 w1x6 w1x7 w1x8 w1x9 w1x10 w1x11"),
+        Message::user("w2x0"),
+        Message::assistant("w3x0 w3x1 w3x2 w3x3 w3x4 w3x5 w3x6 w3x7 w3x8 w3x9 w3x10"),
+    ];
+    let total = Heuristic.count_messages(&history);
+    for budget in total.saturating_sub(8)..total {
+        let mut compactor = Compactor::new(budget)
+            .keep_recent(budget / 2)
+            .budget_as_trigger(true);
+        compactor.policy.min_summary_tokens = 1;
+        let plan = compactor.plan(&history).unwrap();
+        if plan.report().reason() == CutReason::Fits {
+            continue;
+        }
+        let r = compactor
+            .compact(
+                &history,
+                &fixed("two lines, starting with the user's first words and more"),
+            )
+            .unwrap();
+        assert!(r.summarized);
+        assert!(
+            r.tokens_after <= budget || r.over_budget,
+            "{} > {budget}",
+            r.tokens_after
+        );
+        // The kept turns (which `keep_recent` alone decides) leave a least
+        // summary room: the summary takes no more than the budget leaves.
+        let kept: usize = (r.report.indices(Fate::Kept))
+            .map(|i| Heuristic.count_message(&history[i]))
+            .sum();
+        let least = Heuristic.count_message(&compactor.policy.summary_message(""))
+            + compactor.policy.min_summary_tokens;
+        if 3 + Heuristic.count_message(&history[0]) + kept + least <= budget {
+            assert!(
+                !r.over_budget && r.tokens_after <= budget,
+                "{} > {budget}",
+                r.tokens_after
+            );
+        }
+    }
+}
+
+#[test]
 fn the_budget_as_a_trigger_keeps_keep_recent_and_folds_without_gain() {
     let history = chat(30);
     let keep = 60;

@@ -383,9 +383,17 @@ impl<C: TokenCounter> Compactor<C> {
         };
         if self.budget_as_trigger {
             // The summary may take the room left, or what it folds up to
-            // the budget (counted no further: rule 9).
+            // the budget (counted no further: rule 9); while the budget is
+            // reachable, no more than the budget leaves it (rule 6).
             let least = plan.report.allowance.max(self.policy.min_summary_tokens);
-            let allowance = self.policy.cap(folded(self.budget).min(self.budget).max(least));
+            let mut allowance = folded(self.budget).min(self.budget).max(least);
+            if reachable {
+                let left = (self.budget)
+                    .saturating_sub(plan.fixed_tokens)
+                    .saturating_sub(summary_overhead);
+                allowance = allowance.min(left.max(least));
+            }
+            let allowance = self.policy.cap(allowance);
             plan.report.allowance = allowance;
             plan.summary_limit = summary_overhead.saturating_add(allowance);
         } else if !reachable {
